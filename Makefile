@@ -1,0 +1,52 @@
+# Nexus: `make run` to try it, `make test` to prove it. Everything installs into .venv.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint format worker team bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@py=$$(scripts/find-python) || exit 1; \
+	if [ ! -x $(BIN)/python ] || ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+	  echo "Creating $(VENV) with $$py"; rm -rf $(VENV); $$py -m venv $(VENV) || { echo "Could not create a virtualenv with $$py (is the venv module installed?)"; exit 1; }; \
+	fi; \
+	$(BIN)/python -m pip install -q --upgrade pip && \
+	$(BIN)/python -m pip install -q -e ".[dev]" || { echo "Installing Nexus's dependencies failed (see above); check your network access to PyPI."; exit 1; }
+	@touch $(STAMP)
+
+run: install
+	@$(BIN)/python manage.py migrate --noinput -v 0
+	@$(BIN)/python manage.py ensure_local_account
+	@echo ""
+	@echo "  Nexus is running at http://$(HOST):$(PORT)/  (Ctrl+C stops it)"
+	@echo "  Model provider: $$($(BIN)/python manage.py shell -v 0 -c 'from django.conf import settings; print(settings.NEXUS_LLM_PROVIDER)')"
+	@echo ""
+	@DEBUG=$${DEBUG:-true} exec $(BIN)/daphne -b $(HOST) -p $(PORT) nexus.asgi:application
+
+test: install
+	@scripts/test.sh
+
+lint: install
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+worker: install
+	$(BIN)/celery -A nexus worker --loglevel=INFO --concurrency=$${CONCURRENCY:-4}
+
+team: install
+	@scripts/team.sh
+
+bench: install
+	@$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

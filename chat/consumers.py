@@ -1,0 +1,153 @@
+"""The session websocket: pushes rendered trace fragments, and catches clients up.
+
+Authorisation happens in `connect` (signed in, owner of the session). The channel layer
+carries only small messages naming an event; this consumer loads the rows and renders the
+same partials the page uses. The client sends `{"type": "sync", "cursor": {run: seq}}` on
+every (re)connect and after adding a turn; the consumer answers with every event after
+each cursor, so nothing is lost across a reconnect or a reload. Live events fill gaps the
+same way, and the client drops fragments it already has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+
+from chat.models import ChatSession, Preference, ReasoningRun, TraceEvent
+from chat.presenters import events_context, run_mode, turn_context
+from chat.sink import session_group
+
+logger = logging.getLogger(__name__)
+
+PAGE = "chat/session.html"
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+MAX_CURSOR_RUNS = 200
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        if not await self._owns_session(user.pk, self.session_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.user_id = user.pk
+        self.group = session_group(self.session_id)
+        self.sent: dict[int, int] = {}
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        if not isinstance(message, dict) or message.get("type") != "sync":
+            return
+        cursor = message.get("cursor") or {}
+        if not isinstance(cursor, dict):
+            return
+        for key, value in list(cursor.items())[:MAX_CURSOR_RUNS]:
+            try:
+                run_id, seq = int(key), max(0, int(value))
+            except (TypeError, ValueError):
+                continue
+            self.sent[run_id] = seq
+            await self._send_events(run_id, upto=None)
+
+    # --- group messages ----------------------------------------------------------------
+
+    async def trace_event(self, message: dict[str, Any]) -> None:
+        run_id = message["run"]
+        if run_id not in self.sent:
+            self.sent[run_id] = message["seq"] - 1
+        await self._send_events(run_id, upto=message["seq"])
+
+    async def run_done(self, message: dict[str, Any]) -> None:
+        html = await database_sync_to_async(self._render_done)(message["run"])
+        if html:
+            await self.send(text_data=html)
+
+    # --- rendering -------------------------------------------------------------------------
+
+    async def _send_events(self, run_id: int, upto: int | None) -> None:
+        after = self.sent.get(run_id, 0)
+        if upto is not None and upto <= after:
+            return
+        html, last = await database_sync_to_async(self._render_events)(run_id, after, upto)
+        if last is not None:
+            self.sent[run_id] = last
+        if html:
+            await self.send(text_data=html)
+
+    def _render_events(self, run_id: int, after: int, upto: int | None) -> tuple[str, int | None]:
+        events = TraceEvent.objects.filter(run_id=run_id, run__session_id=self.session_id, sequence__gt=after)
+        if upto is not None:
+            events = events.filter(sequence__lte=upto)
+        events = list(events.order_by("sequence"))
+        if not events:
+            return "", None
+        previous = (
+            TraceEvent.objects.filter(run_id=run_id, sequence=after).values_list("phase", flat=True).first()
+            if after
+            else None
+        )
+        items = "".join(
+            render_to_string(f"{PAGE}#trace-event", {"item": item})
+            for item in events_context(events, previous)
+        )
+        html = f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
+        status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
+        if status:
+            run = ReasoningRun.objects.select_related("session").get(pk=run_id)
+            html += self._render_status(run, status[-1].payload["mode"])
+            html += self._render_turn_parts(run, parts=("panel-head",))
+        if any(e.kind == "answer.final" for e in events):
+            run = ReasoningRun.objects.select_related("session").get(pk=run_id)
+            html += self._render_turn_parts(run, parts=("answer",))
+        return html, events[-1].sequence
+
+    def _render_done(self, run_id: int) -> str:
+        run = (
+            ReasoningRun.objects.select_related("session")
+            .filter(pk=run_id, session_id=self.session_id)
+            .first()
+        )
+        if run is None:
+            return ""
+        return self._render_status(run, run_mode(run)) + self._render_turn_parts(
+            run, ("panel-head", "answer")
+        )
+
+    def _render_status(self, run: ReasoningRun, mode: str) -> str:
+        return render_to_string(
+            f"{PAGE}#status-line",
+            {"mode": mode, "session": run.session, "active_run": None, "swap_oob": True},
+        )
+
+    def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
+        trace_open = (
+            Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
+        )
+        answer = run.answers.first()
+        turn = turn_context(
+            {"message": run.user_message, "run": run, "answer": answer}, trace_open=bool(trace_open)
+        )
+        return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
+
+    @database_sync_to_async
+    def _owns_session(self, user_id: int, session_id: int) -> bool:
+        return ChatSession.objects.filter(pk=session_id, owner_id=user_id).exists()

@@ -1,0 +1,135 @@
+"""The engine↔Django glue: build the engine from settings and execute one run.
+
+`execute_run` is the single entry point for both deployments: the embedded runner and the
+Celery task call it with a run id. It claims the run (so only one executor ever works on
+it), resumes from the stored tracker state if an earlier worker died, streams every event
+into the database and the channel layer, and always leaves the run finished or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.cache import cache
+from django.db import close_old_connections
+
+from chat import services
+from chat.lessons import lessons_for
+from chat.models import ReasoningRun
+from chat.sink import RunSink
+from chat.tools import registry_for
+from reasoning.llm.base import LLMClient
+from reasoning.llm.factory import make_client
+from reasoning.loop import AdaptiveReasoningLoop, ReasoningFailed
+
+logger = logging.getLogger(__name__)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build_llm() -> LLMClient:
+    config = settings.NEXUS_REASONING
+    provider = settings.NEXUS_LLM_PROVIDER
+    return make_client(
+        provider,
+        model=config.model,
+        api_key=settings.ANTHROPIC_API_KEY if provider == "anthropic" else settings.OPENAI_API_KEY,
+        base_url=settings.ANTHROPIC_BASE_URL if provider == "anthropic" else settings.OPENAI_BASE_URL,
+        timeout=config.llm_timeout,
+        max_retries=config.llm_max_retries,
+    )
+
+
+class DjangoAnalysisCache:
+    """The analysis cache on Django's cache, so every process shares it (Redis in team mode)."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return cache.get(key)
+
+    def set(self, key: str, value: dict[str, Any], ttl: int) -> None:
+        cache.set(key, value, ttl)
+
+
+async def execute_run(run_id: int, *, worker: str | None = None) -> str:
+    """Execute a run to the end. Returns what happened: claimed, skipped or failed."""
+    worker = worker or worker_name()
+    await database_sync_to_async(close_old_connections)()
+    run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
+    if run is None:
+        return "skipped"
+    heartbeat = asyncio.create_task(_beat(run.pk, worker))
+    sink = RunSink(run)
+    try:
+        outcome = await _run_engine(run, sink)
+    finally:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
+    await sink.push({"type": "run.done", "run": run.pk})
+    await database_sync_to_async(close_old_connections)()
+    return outcome
+
+
+async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
+    try:
+        context = await database_sync_to_async(_run_context)(run)
+        engine = AdaptiveReasoningLoop(
+            build_llm(), context["tools"], settings.NEXUS_REASONING, analysis_cache=DjangoAnalysisCache()
+        )
+        try:
+            await engine.run(
+                context["query"],
+                history=context["history"],
+                sink=sink,
+                tracker_state=context["tracker_state"],
+                start_sequence=context["next_sequence"],
+                lessons=context["lessons"],
+                checkpoint=sink.checkpoint,
+            )
+        finally:
+            await context["tools"].close()
+        return "succeeded"
+    except ReasoningFailed as failure:
+        await database_sync_to_async(services.run_fail)(run.pk, failure.user_message)
+        return "failed"
+    except asyncio.CancelledError:
+        await database_sync_to_async(services.run_fail)(
+            run.pk, "The answer took longer than the time limit and was stopped."
+        )
+        raise
+    except Exception:
+        logger.exception("run %s crashed", run.pk)
+        await database_sync_to_async(services.run_fail)(
+            run.pk, "Something went wrong inside Nexus while answering; the error is in the server log."
+        )
+        return "failed"
+
+
+def _run_context(run: ReasoningRun) -> dict[str, Any]:
+    run.refresh_from_db()
+    return {
+        "query": run.query or run.user_message.content,
+        "history": services.conversation_history(run),
+        "tracker_state": run.tracker_state if run.next_sequence > 1 and run.tracker_state else None,
+        "next_sequence": run.next_sequence,
+        "lessons": lessons_for(run),
+        "tools": registry_for(run.session.owner),
+    }
+
+
+async def _beat(run_id: int, worker: str) -> None:
+    while True:
+        await asyncio.sleep(settings.NEXUS_HEARTBEAT_SECONDS)
+        try:
+            await database_sync_to_async(services.run_heartbeat)(run_id, worker=worker)
+        except Exception as exc:  # a missed beat is not worth stopping the run for
+            logger.warning("heartbeat for run %s failed: %s", run_id, exc)

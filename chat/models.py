@@ -1,0 +1,402 @@
+"""The audit trail: every session, run, attempt, plan, tool call, model call and event.
+
+Deleting a chat session deletes its messages and runs, and with a run everything recorded
+about it; nothing else cascades. Trace events are append-only.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Strategy(models.TextChoices):
+    DIRECT = "direct", "Direct"
+    LIGHT = "light_planning", "Light planning"
+    DEEP = "deep_reasoning", "Deep reasoning"
+
+
+def _score_check(field: str, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gte": 0.0, f"{field}__lte": 1.0}),
+        name=name,
+    )
+
+
+class ChatSession(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    title = models.CharField(max_length=200, default="New chat")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="session_owner_recent")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def touch(self) -> None:
+        self.updated_at = timezone.now()
+        self.save(update_fields=["updated_at"])
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    # For an assistant message: the run whose approved answer it is.
+    run = models.ForeignKey(
+        "ReasoningRun", on_delete=models.RESTRICT, null=True, blank=True, related_name="answers"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["session", "created_at"], name="message_session_time")]
+        constraints = [
+            models.CheckConstraint(condition=Q(role__in=["user", "assistant"]), name="message_role_valid"),
+            # A redelivered or retried run can never add a second answer.
+            models.UniqueConstraint(fields=["run"], condition=Q(role="assistant"), name="one_answer_per_run"),
+            models.CheckConstraint(
+                condition=Q(role="user") | Q(run__isnull=False), name="assistant_message_has_run"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ReasoningRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Complexity(models.TextChoices):
+        SIMPLE = "simple", "Simple"
+        MEDIUM = "medium", "Medium"
+        COMPLEX = "complex", "Complex"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
+    user_message = models.OneToOneField(Message, on_delete=models.RESTRICT, related_name="started_run")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # What the engine was asked (the message after @resource / /command preprocessing).
+    query = models.TextField(blank=True)
+    complexity_level = models.CharField(max_length=16, choices=Complexity.choices, blank=True)
+    initial_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
+    final_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
+    rationale = models.TextField(blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    estimated_iterations = models.PositiveSmallIntegerField(null=True, blank=True)
+    requires_research = models.BooleanField(default=False)
+    requires_synthesis = models.BooleanField(default=False)
+    multi_part_query = models.BooleanField(default=False)
+    tool_count_estimate = models.PositiveSmallIntegerField(default=0)
+    escalation_count = models.PositiveSmallIntegerField(default=0)
+    final_quality = models.FloatField(null=True, blank=True)
+    answer_kind = models.CharField(max_length=20, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    provider = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    tracker_state = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    delivery_count = models.PositiveSmallIntegerField(default=0)
+    # The sequence number the next trace event gets (events are numbered without gaps).
+    next_sequence = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="run_session_time"),
+            models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
+            models.Index(fields=["-created_at"], name="run_recent"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="run_status_valid",
+            ),
+            # One user turn at a time per session: a second message waits for the first answer.
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(status__in=["queued", "running"]),
+                name="one_active_run_per_session",
+            ),
+            _score_check("confidence", "run_confidence_range"),
+            _score_check("final_quality", "run_quality_range"),
+            models.CheckConstraint(condition=Q(cost__gte=0), name="run_cost_not_negative"),
+            models.CheckConstraint(
+                condition=Q(finished_at__isnull=True)
+                | Q(started_at__isnull=True)
+                | Q(finished_at__gte=models.F("started_at")),
+                name="run_finish_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def escalated(self) -> bool:
+        return self.escalation_count > 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+class Attempt(models.Model):
+    class Status(models.TextChoices):
+        IN_PROGRESS = "in_progress", "In progress"
+        COMPLETED = "completed", "Completed"
+        ESCALATED = "escalated", "Escalated"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveSmallIntegerField()
+    strategy = models.CharField(max_length=20, choices=Strategy.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IN_PROGRESS)
+    response = models.TextField(blank=True)
+    quality_score = models.FloatField(null=True, blank=True)
+    approved = models.BooleanField(null=True)
+    evaluation = models.JSONField(null=True, blank=True)
+    outcome = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="attempt_number_unique"),
+            _score_check("quality_score", "attempt_quality_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Attempt {self.number}: {self.strategy}"
+
+
+class Plan(models.Model):
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="plans")
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.SET_NULL, null=True, blank=True, related_name="plans"
+    )
+    revision = models.PositiveSmallIntegerField(default=0)
+    created_by = models.CharField(max_length=20, choices=Strategy.choices)
+    mode = models.CharField(max_length=16, blank=True)
+    summary = models.TextField(blank=True)
+    lessons_used = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "revision"]
+        constraints = [models.UniqueConstraint(fields=["run", "revision"], name="plan_revision_unique")]
+
+    def __str__(self) -> str:
+        return f"Plan r{self.revision} ({self.created_by})"
+
+
+class PlanStep(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        IN_PROGRESS = "in_progress", "In progress"
+        COMPLETED = "completed", "Completed"
+        SKIPPED = "skipped", "Skipped"
+        FAILED = "failed", "Failed"
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="steps")
+    step_id = models.CharField(max_length=60)
+    position = models.PositiveSmallIntegerField(default=0)
+    description = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    priority = models.PositiveSmallIntegerField(default=2)
+    depends_on = models.JSONField(default=list, blank=True)
+    spawned_from = models.CharField(max_length=60, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    tools_used = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan", "position"]
+        constraints = [models.UniqueConstraint(fields=["plan", "step_id"], name="plan_step_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.step_id}: {self.description[:60]}"
+
+
+class ToolExecution(models.Model):
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="tool_executions")
+    attempt = models.ForeignKey(
+        Attempt, on_delete=models.SET_NULL, null=True, blank=True, related_name="tool_executions"
+    )
+    call_id = models.CharField(max_length=100, blank=True)
+    step_id = models.CharField(max_length=60, blank=True)
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict, blank=True)
+    argument_hash = models.CharField(max_length=64, blank=True)
+    success = models.BooleanField(default=False)
+    result = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.FloatField(default=0.0)
+    cached = models.BooleanField(default=False)
+    truncated = models.BooleanField(default=False)
+    strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "created_at", "id"]
+        indexes = [models.Index(fields=["run", "argument_hash"], name="tool_run_hash")]
+        constraints = [
+            models.CheckConstraint(condition=Q(duration_ms__gte=0), name="tool_duration_not_negative")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server}/{self.tool}"
+
+
+class LLMCall(models.Model):
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="llm_calls")
+    component = models.CharField(max_length=40)
+    provider = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    stop_reason = models.CharField(max_length=40, blank=True)
+    retries = models.PositiveSmallIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal(0))
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "created_at", "id"]
+        verbose_name = "LLM call"
+        constraints = [models.CheckConstraint(condition=Q(cost__gte=0), name="llm_cost_not_negative")]
+
+    def __str__(self) -> str:
+        return f"{self.component} → {self.model}"
+
+
+class Critique(models.Model):
+    class Recommendation(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REVISE = "revise", "Revise"
+        REJECT = "reject", "Reject"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="critiques")
+    plan = models.ForeignKey(Plan, on_delete=models.SET_NULL, null=True, blank=True, related_name="critiques")
+    round = models.PositiveSmallIntegerField(default=1)
+    overall_score = models.FloatField()
+    feasibility_score = models.FloatField()
+    correctness_score = models.FloatField()
+    efficiency_score = models.FloatField()
+    safety_score = models.FloatField()
+    issues = models.JSONField(default=list, blank=True)
+    strengths = models.JSONField(default=list, blank=True)
+    suggestions = models.JSONField(default=list, blank=True)
+    recommendation = models.CharField(max_length=10, choices=Recommendation.choices)
+    rationale = models.TextField(blank=True)
+    quick = models.BooleanField(default=False, help_text="From quick validation, without a model call.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "created_at", "id"]
+        constraints = [
+            _score_check("overall_score", "critique_overall_range"),
+            _score_check("feasibility_score", "critique_feasibility_range"),
+            _score_check("correctness_score", "critique_correctness_range"),
+            _score_check("efficiency_score", "critique_efficiency_range"),
+            _score_check("safety_score", "critique_safety_range"),
+            models.CheckConstraint(
+                condition=Q(recommendation__in=["approve", "revise", "reject"]),
+                name="critique_recommendation_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Critique {self.overall_score:.2f} ({self.recommendation})"
+
+
+class Reflection(models.Model):
+    run = models.OneToOneField(ReasoningRun, on_delete=models.CASCADE, related_name="reflection")
+    insights = models.JSONField(default=list, blank=True)
+    lessons = models.JSONField(default=list, blank=True)
+    improvements = models.JSONField(default=list, blank=True)
+    confidence = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [_score_check("confidence", "reflection_confidence_range")]
+
+    def __str__(self) -> str:
+        return f"Reflection on run {self.run_id}"
+
+
+class TraceEvent(models.Model):
+    class Level(models.TextChoices):
+        STATUS = "status", "Status"
+        TRACE = "trace", "Trace"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="events")
+    sequence = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)
+    phase = models.CharField(max_length=80, blank=True)
+    level = models.CharField(max_length=8, choices=Level.choices, default=Level.TRACE)
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "sequence"], name="trace_sequence_unique"),
+            models.CheckConstraint(condition=Q(sequence__gte=1), name="trace_sequence_positive"),
+            models.CheckConstraint(condition=Q(level__in=["status", "trace"]), name="trace_level_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.kind}"
+
+
+class Preference(models.Model):
+    """Per-user interface choices that follow the user across devices."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="nexus_preference"
+    )
+    trace_open = models.BooleanField(default=False, help_text="Show reasoning panels expanded.")
+
+    def __str__(self) -> str:
+        return f"Preferences of {self.user}"

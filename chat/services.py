@@ -1,0 +1,236 @@
+"""Business logic for sessions, messages and runs. Views, tasks and admin all call these.
+
+Reads live in selectors below the services; nothing here imports tasks or views.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Coalesce
+from django.http import Http404
+from django.utils import timezone
+
+from chat.models import ChatSession, Message, ReasoningRun
+
+logger = logging.getLogger(__name__)
+
+TITLE_CHARS = 60
+MAX_DELIVERIES = 3
+
+
+class RunActive(Exception):
+    """The session already has a run in progress; one turn at a time."""
+
+    def __init__(self, run: ReasoningRun) -> None:
+        super().__init__("Nexus is still answering your previous message in this chat.")
+        self.run = run
+
+
+# --- selectors -------------------------------------------------------------------------
+
+
+def session_list_for_user(user: Any) -> QuerySet[ChatSession]:
+    return ChatSession.objects.filter(owner=user)
+
+
+def session_get_for_user(user: Any, session_id: int) -> ChatSession:
+    """The user's own session; anyone else's answers 404 (not 403), so ids cannot be probed."""
+    try:
+        return ChatSession.objects.get(pk=session_id, owner=user)
+    except (ChatSession.DoesNotExist, ValueError, TypeError):
+        raise Http404("No such chat.") from None
+
+
+def session_thread(session: ChatSession) -> list[dict[str, Any]]:
+    """User turns, each with its run and the run's answer, in order, in three queries."""
+    runs = {
+        run.user_message_id: run
+        for run in session.runs.select_related("user_message").prefetch_related("answers", "events")
+    }
+    turns = []
+    for message in session.messages.filter(role=Message.Role.USER):
+        run = runs.get(message.pk)
+        answers = list(run.answers.all()) if run else []
+        turns.append({"message": message, "run": run, "answer": answers[0] if answers else None})
+    return turns
+
+
+def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
+    """Earlier approved turns of the run's session, as engine messages (answers only)."""
+    earlier = (
+        ReasoningRun.objects.filter(
+            session_id=run.session_id, created_at__lt=run.created_at, status=ReasoningRun.Status.SUCCEEDED
+        )
+        .select_related("user_message")
+        .prefetch_related("answers")
+        .order_by("created_at")
+    )
+    history: list[dict[str, str]] = []
+    for previous in earlier:
+        answers = list(previous.answers.all())
+        if answers:
+            history.append({"role": "user", "content": previous.query or previous.user_message.content})
+            history.append({"role": "assistant", "content": answers[0].content})
+    return history
+
+
+# --- sessions ----------------------------------------------------------------------------
+
+
+def session_create(*, owner: Any, title: str = "") -> ChatSession:
+    return ChatSession.objects.create(owner=owner, title=_clean_title(title) or "New chat")
+
+
+def session_rename(*, session: ChatSession, title: str) -> ChatSession:
+    cleaned = _clean_title(title)
+    if not cleaned:
+        raise ValidationError("A chat needs a title.")
+    session.title = cleaned
+    session.save(update_fields=["title"])
+    return session
+
+
+def session_delete(*, session: ChatSession) -> None:
+    if session.runs.filter(status__in=ReasoningRun.ACTIVE).exists():
+        raise ValidationError("This chat is still answering; delete it when the answer is in.")
+    session.delete()
+
+
+def _clean_title(title: str) -> str:
+    return " ".join((title or "").split())[:200]
+
+
+# --- messages and runs -------------------------------------------------------------------
+
+
+def message_validate(content: str) -> str:
+    text = (content or "").strip()
+    if not text:
+        raise ValidationError("Type a message first.")
+    limit = settings.NEXUS_MAX_MESSAGE_CHARS
+    if len(text) > limit:
+        raise ValidationError(
+            f"That message is {len(text):,} characters; the limit is {limit:,}. Shorten it or "
+            "upload it as a document and mention it with @."
+        )
+    return text
+
+
+@dataclass
+class PreparedMessage:
+    """What the engine will be asked, and notes for the user about how it was prepared."""
+
+    query: str
+    notes: list[str] = field(default_factory=list)
+
+
+def message_prepare(*, user: Any, content: str) -> PreparedMessage:
+    return PreparedMessage(query=message_validate(content))
+
+
+def message_post(*, session: ChatSession, content: str, query: str | None = None) -> ReasoningRun:
+    """Store the user's message and a queued run together; the caller dispatches the run."""
+    text = message_validate(content)
+    active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
+    if active is not None:
+        raise RunActive(active)
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
+            run = ReasoningRun.objects.create(
+                session=session,
+                user_message=message,
+                query=query or text,
+                provider=settings.NEXUS_LLM_PROVIDER,
+                model=settings.NEXUS_REASONING.model,
+            )
+            updates = {"updated_at": timezone.now()}
+            if session.title == "New chat":
+                updates["title"] = text.splitlines()[0][:TITLE_CHARS]
+            ChatSession.objects.filter(pk=session.pk).update(**updates)
+    except IntegrityError:
+        # Two posts raced; the constraint let exactly one through.
+        active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
+        if active is None:
+            raise
+        raise RunActive(active) from None
+    return run
+
+
+def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
+    """Take a queued run, or a running one whose worker stopped beating; None if not ours.
+
+    The update is a single conditional statement, so two workers can never both claim a run.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
+    claimable = Q(status=ReasoningRun.Status.QUEUED) | Q(
+        status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale
+    )
+    updated = ReasoningRun.objects.filter(Q(pk=run_id) & claimable).update(
+        status=ReasoningRun.Status.RUNNING,
+        worker=worker,
+        heartbeat_at=now,
+        started_at=Coalesce(F("started_at"), now),
+        delivery_count=F("delivery_count") + 1,
+    )
+    if not updated:
+        return None
+    run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
+    if run.answers.exists():
+        # The answer was stored before the previous worker died: nothing left to do.
+        run_mark_succeeded(run)
+        return None
+    if run.delivery_count > MAX_DELIVERIES:
+        run_fail(
+            run.pk, f"The worker stopped {MAX_DELIVERIES} times while answering; giving up. Try asking again."
+        )
+        return None
+    return run
+
+
+def run_heartbeat(run_id: int, *, worker: str) -> None:
+    ReasoningRun.objects.filter(pk=run_id, worker=worker, status=ReasoningRun.Status.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+def run_mark_succeeded(run: ReasoningRun) -> None:
+    ReasoningRun.objects.filter(pk=run.pk, status__in=ReasoningRun.ACTIVE).update(
+        status=ReasoningRun.Status.SUCCEEDED, finished_at=timezone.now()
+    )
+
+
+def run_fail(run_id: int, message: str) -> bool:
+    """Mark an unfinished run failed with a message for the user; False if it had finished."""
+    now = timezone.now()
+    return bool(
+        ReasoningRun.objects.filter(pk=run_id, status__in=ReasoningRun.ACTIVE).update(
+            status=ReasoningRun.Status.FAILED,
+            error=message,
+            finished_at=now,
+            started_at=Coalesce(F("started_at"), now),
+        )
+    )
+
+
+def runs_to_recover(*, queued_after: int = 30) -> list[int]:
+    """Runs a sweeper should hand to a worker again: orphaned running ones, and queued ones
+    whose dispatch was lost (the broker was down when the message was posted)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
+    waiting = now - timedelta(seconds=queued_after)
+    return list(
+        ReasoningRun.objects.filter(
+            Q(status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale)
+            | Q(status=ReasoningRun.Status.QUEUED, created_at__lt=waiting)
+        ).values_list("pk", flat=True)[:100]
+    )

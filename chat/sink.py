@@ -1,0 +1,298 @@
+"""The engine's event sink in the web app: persist, then push.
+
+Each event becomes a TraceEvent row plus the domain rows it describes (attempts, plans,
+tool executions, model calls, the answer), written in one transaction; then a small
+message naming the event goes to the session's channel group, and consumers render it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from chat.models import (
+    Attempt,
+    Critique,
+    LLMCall,
+    Message,
+    Plan,
+    PlanStep,
+    ReasoningRun,
+    Reflection,
+    ToolExecution,
+    TraceEvent,
+)
+from reasoning.events import Event
+
+logger = logging.getLogger(__name__)
+
+
+def session_group(session_id: int) -> str:
+    return f"session-{session_id}"
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class RunSink:
+    def __init__(self, run: ReasoningRun) -> None:
+        self.run_id = run.pk
+        self.session_id = run.session_id
+        self.layer = get_channel_layer()
+
+    async def __call__(self, event: Event) -> None:
+        await database_sync_to_async(self.persist)(event)
+        await self.push(
+            {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
+        )
+
+    async def push(self, message: dict[str, Any]) -> None:
+        """Tell the session's sockets; a broken channel layer must not stop the run (clients
+        catch up from the database when they reconnect)."""
+        if self.layer is None:
+            return
+        try:
+            await self.layer.group_send(session_group(self.session_id), message)
+        except Exception as exc:
+            logger.warning("could not push event of run %s: %s", self.run_id, exc)
+
+    async def checkpoint(self, tracker_state: dict[str, Any]) -> None:
+        await database_sync_to_async(ReasoningRun.objects.filter(pk=self.run_id).update)(
+            tracker_state=tracker_state, heartbeat_at=timezone.now()
+        )
+
+    @transaction.atomic
+    def persist(self, event: Event) -> None:
+        created = datetime.fromtimestamp(event.time, tz=UTC)
+        TraceEvent.objects.create(
+            run_id=self.run_id,
+            sequence=event.sequence,
+            kind=event.kind,
+            phase=event.phase[:80],
+            level=event.level,
+            payload=event.payload,
+            created_at=created,
+        )
+        run_updates: dict[str, Any] = {"next_sequence": event.sequence + 1, "heartbeat_at": timezone.now()}
+        handler = getattr(self, "on_" + event.kind.replace(".", "_"), None)
+        if handler is not None:
+            run_updates.update(handler(event.payload, created) or {})
+        ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
+
+    # --- one method per event kind that has domain rows -----------------------------------
+
+    def _attempt(self) -> Attempt | None:
+        return Attempt.objects.filter(run_id=self.run_id).order_by("-number").first()
+
+    def on_analysis_completed(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        a = p["analysis"]
+        return {
+            "complexity_level": a["complexity_level"],
+            "rationale": a["rationale"],
+            "confidence": a["confidence"],
+            "estimated_iterations": a["estimated_iterations"],
+            "requires_research": a["requires_research"],
+            "requires_synthesis": a["requires_synthesis"],
+            "multi_part_query": a["multi_part_query"],
+            "tool_count_estimate": min(a["tool_count_estimate"], 32767),
+        }
+
+    def on_strategy_selected(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        Attempt.objects.filter(run_id=self.run_id, status=Attempt.Status.IN_PROGRESS).update(
+            status=Attempt.Status.FAILED, outcome="Interrupted (the worker stopped)", completed_at=at
+        )
+        Attempt.objects.update_or_create(
+            run_id=self.run_id,
+            number=p["attempt"],
+            defaults={"strategy": p["strategy"], "status": Attempt.Status.IN_PROGRESS, "started_at": at},
+        )
+        updates = {"final_strategy": p["strategy"]}
+        if p["attempt"] == 1:
+            updates["initial_strategy"] = p["strategy"]
+        return updates
+
+    def on_plan_created(self, p: dict[str, Any], at: datetime) -> None:
+        plan_data = p.get("plan")
+        if not plan_data:
+            return
+        revision = Plan.objects.filter(run_id=self.run_id).count()
+        plan = Plan.objects.create(
+            run_id=self.run_id,
+            attempt=self._attempt(),
+            revision=revision,
+            created_by=p.get("strategy") or plan_data["created_by"],
+            mode=p.get("mode", ""),
+            summary=p.get("summary", ""),
+            lessons_used=p.get("lessons_used", []),
+            created_at=at,
+        )
+        PlanStep.objects.bulk_create(
+            PlanStep(
+                plan=plan,
+                step_id=s["id"],
+                position=i,
+                description=s["description"],
+                status=s["status"],
+                priority=s["priority"],
+                depends_on=s["depends_on"],
+                spawned_from=s["spawned_from"] or "",
+                findings=s["findings"],
+                tools_used=s["tools_used"],
+                started_at=_when(s["started_at"]),
+                completed_at=_when(s["completed_at"]),
+            )
+            for i, s in enumerate(plan_data["steps"])
+        )
+
+    on_plan_refined = on_plan_created
+
+    def _step(self, step_id: str) -> PlanStep | None:
+        return (
+            PlanStep.objects.filter(plan__run_id=self.run_id, step_id=step_id)
+            .order_by("-plan__revision")
+            .first()
+        )
+
+    def on_step_started(self, p: dict[str, Any], at: datetime) -> None:
+        step = self._step(p["step_id"])
+        if step:
+            step.status, step.started_at = PlanStep.Status.IN_PROGRESS, at
+            step.save(update_fields=["status", "started_at"])
+
+    def on_step_completed(self, p: dict[str, Any], at: datetime) -> None:
+        step = self._step(p["step_id"])
+        if step:
+            step.status, step.completed_at = p["status"], at
+            step.findings = [p["findings"]] if p.get("findings") else ([p["error"]] if p.get("error") else [])
+            step.tools_used = p.get("tools_used", [])
+            step.save(update_fields=["status", "completed_at", "findings", "tools_used"])
+
+    def on_tool_result(self, p: dict[str, Any], at: datetime) -> None:
+        ToolExecution.objects.create(
+            run_id=self.run_id,
+            attempt=self._attempt(),
+            call_id=p.get("call_id") or "",
+            step_id=p.get("step_id") or "",
+            server=p.get("server") or "",
+            tool=p["tool"],
+            arguments=p.get("arguments") or {},
+            argument_hash=p.get("argument_hash") or "",
+            success=p["success"],
+            result=p.get("result") or "",
+            error=p.get("error") or "",
+            duration_ms=max(0.0, p.get("duration_ms") or 0.0),
+            cached=p.get("cached", False),
+            truncated=p.get("truncated", False),
+            strategy=p.get("strategy") or "",
+            created_at=at,
+        )
+
+    def on_llm_call(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        cost = Decimal(p.get("cost") or "0")
+        LLMCall.objects.create(
+            run_id=self.run_id,
+            component=p["component"],
+            provider=p.get("provider") or "",
+            model=p.get("model") or "",
+            input_tokens=p["input_tokens"],
+            output_tokens=p["output_tokens"],
+            cache_read_tokens=p["cache_read_tokens"],
+            cache_write_tokens=p["cache_write_tokens"],
+            latency_ms=p.get("latency_ms") or 0.0,
+            stop_reason=p.get("stop_reason") or "",
+            retries=p.get("retries") or 0,
+            cost=cost,
+            error=p.get("error") or "",
+            created_at=at,
+        )
+        return {
+            "input_tokens": F("input_tokens") + p["input_tokens"],
+            "output_tokens": F("output_tokens") + p["output_tokens"],
+            "cache_read_tokens": F("cache_read_tokens") + p["cache_read_tokens"],
+            "cache_write_tokens": F("cache_write_tokens") + p["cache_write_tokens"],
+            "cost": F("cost") + cost,
+        }
+
+    def on_quality_completed(self, p: dict[str, Any], at: datetime) -> None:
+        evaluation = p["evaluation"]
+        Attempt.objects.filter(run_id=self.run_id, status=Attempt.Status.IN_PROGRESS).update(
+            quality_score=evaluation["confidence"],
+            approved=p["approved"],
+            evaluation=evaluation,
+            status=Attempt.Status.COMPLETED,
+            completed_at=at,
+            outcome="Approved" if p["approved"] else "Quality insufficient",
+        )
+
+    def on_escalation(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        Attempt.objects.filter(run_id=self.run_id, strategy=p["from_strategy"]).update(
+            status=Attempt.Status.ESCALATED, outcome=f"Escalated to {p['to_strategy']}"
+        )
+        return {"escalation_count": F("escalation_count") + 1}
+
+    def on_critique_completed(self, p: dict[str, Any], at: datetime) -> None:
+        c = p["critique"]
+        plan = Plan.objects.filter(run_id=self.run_id).order_by("-revision").first()
+        Critique.objects.create(
+            run_id=self.run_id,
+            plan=plan,
+            round=p.get("round", 1),
+            overall_score=c["overall_score"],
+            feasibility_score=c["feasibility_score"],
+            correctness_score=c["correctness_score"],
+            efficiency_score=c["efficiency_score"],
+            safety_score=c["safety_score"],
+            issues=c["issues"],
+            strengths=c["strengths"],
+            suggestions=c["suggestions"],
+            recommendation=c["recommendation"],
+            rationale=c["rationale"],
+            quick=p.get("quick", False),
+            created_at=at,
+        )
+
+    def on_reflection_completed(self, p: dict[str, Any], at: datetime) -> None:
+        r = p["reflection"]
+        Reflection.objects.update_or_create(
+            run_id=self.run_id,
+            defaults={
+                "insights": r["insights"],
+                "lessons": r["lessons"],
+                "improvements": r["improvements"],
+                "confidence": r["confidence"],
+                "created_at": at,
+            },
+        )
+
+    def on_answer_final(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        run = ReasoningRun.objects.only("session_id").get(pk=self.run_id)
+        # get_or_create + the one-answer-per-run constraint: a resumed run keeps its first answer.
+        Message.objects.get_or_create(
+            run_id=self.run_id,
+            role=Message.Role.ASSISTANT,
+            defaults={"session_id": run.session_id, "content": p["answer"], "created_at": at},
+        )
+        return {"answer_kind": p.get("answer_kind", "answer")}
+
+    def on_run_finished(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        return {
+            "status": ReasoningRun.Status.SUCCEEDED,
+            "finished_at": at,
+            "final_strategy": p["final_strategy"],
+            "initial_strategy": p["initial_strategy"],
+            "final_quality": p["quality"],
+            "latency_ms": int(p.get("latency_ms") or 0),
+            "escalation_count": p["escalations"],
+        }
+
+    def on_run_failed(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        return {"status": ReasoningRun.Status.FAILED, "error": p["error"], "finished_at": at}

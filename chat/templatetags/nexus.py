@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from chat.models import ReasoningRun
+from chat.presenters import MODE_ICONS, run_mode
+
+register = template.Library()
+
+
+@register.filter
+def mode_of(value: Any) -> str:
+    """A mode name from a mode string or a run (None means Ready)."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, ReasoningRun):
+        return run_mode(value)
+    return "Ready"
+
+
+@register.filter
+def mode_icon(mode: str) -> str:
+    return MODE_ICONS.get(mode, "•")

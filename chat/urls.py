@@ -1,0 +1,16 @@
+from django.urls import path
+
+from chat import views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("sessions/new/", views.session_new, name="session-new"),
+    path("sessions/<int:session_id>/", views.session_detail, name="session"),
+    path("sessions/<int:session_id>/rename/", views.session_rename, name="session-rename"),
+    path("sessions/<int:session_id>/delete/", views.session_delete, name="session-delete"),
+    path("sessions/<int:session_id>/messages/", views.message_create, name="message-create"),
+    path("sessions/<int:session_id>/runs/<int:run_id>/retry/", views.run_retry, name="run-retry"),
+    path("preferences/", views.preference_update, name="preferences"),
+]

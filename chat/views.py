@@ -1,0 +1,193 @@
+"""The chat pages. Views read top to bottom: access helper, early returns, one service call.
+
+Every view needs a signed-in user (LoginRequiredMiddleware) and reaches sessions only
+through `session_get_for_user`, so another user's session is a 404.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages as flash
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect, retarget
+
+from chat import services
+from chat.dispatch import DispatchError, dispatch_run
+from chat.models import Preference, ReasoningRun
+from chat.presenters import turn_context
+
+PAGE = "chat/session.html"
+
+
+def _preference(request: HttpRequest) -> Preference:
+    preference, _ = Preference.objects.get_or_create(user=request.user)
+    return preference
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+
+
+def _error(request: HttpRequest, message: str, session_id: int, status: int = 200) -> HttpResponse:
+    """An inline error under the composer (htmx), or a flash message on a full page load."""
+    if request.htmx:
+        response = render(request, f"{PAGE}#composer-error", {"error": message}, status=status)
+        return retarget(response, "#composer-error")
+    flash.error(request, message)
+    return redirect("chat:session", session_id=session_id)
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    latest = services.session_list_for_user(request.user).first()
+    if latest is not None:
+        return redirect("chat:session", session_id=latest.pk)
+    return render(
+        request,
+        PAGE,
+        {
+            "sessions": [],
+            "session": None,
+            "turns": [],
+            "active_run": None,
+            "trace_open": _preference(request).trace_open,
+        },
+    )
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_get_for_user(request.user, session_id)
+    preference = _preference(request)
+    turns = [
+        turn_context(turn, trace_open=preference.trace_open) for turn in services.session_thread(session)
+    ]
+    active = next((t["run"] for t in reversed(turns) if t["run"] and t["run"].is_active), None)
+    return render(
+        request,
+        PAGE,
+        {
+            "sessions": services.session_list_for_user(request.user),
+            "session": session,
+            "turns": turns,
+            "trace_open": preference.trace_open,
+            "active_run": active,
+        },
+    )
+
+
+@require_POST
+def session_new(request: HttpRequest) -> HttpResponse:
+    session = services.session_create(owner=request.user)
+    return _redirect(request, reverse("chat:session", args=[session.pk]))
+
+
+@require_POST
+def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_get_for_user(request.user, session_id)
+    try:
+        services.session_rename(session=session, title=request.POST.get("title", ""))
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], session.pk)
+    if request.htmx:
+        return render(
+            request,
+            f"{PAGE}#session-title",
+            {"session": session, "sessions": services.session_list_for_user(request.user)},
+        )
+    return redirect("chat:session", session_id=session.pk)
+
+
+@require_POST
+def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_get_for_user(request.user, session_id)
+    try:
+        services.session_delete(session=session)
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], session.pk)
+    return _redirect(request, reverse("chat:home"))
+
+
+def _rate_limited(request: HttpRequest) -> bool:
+    limit = settings.NEXUS_RATE_LIMIT_PER_MINUTE
+    if not limit:
+        return False
+    key = f"nexus:rate:{request.user.pk}"
+    cache.add(key, 0, 60)
+    try:
+        count = cache.incr(key)
+    except ValueError:
+        cache.set(key, 1, 60)
+        count = 1
+    return count > limit
+
+
+@require_POST
+def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = services.session_get_for_user(request.user, session_id)
+    if _rate_limited(request):
+        return _error(
+            request,
+            "You are sending messages too quickly; wait a minute and try again.",
+            session.pk,
+            status=429,
+        )
+    content = request.POST.get("content", "")
+    try:
+        prepared = services.message_prepare(user=request.user, content=content)
+        run = services.message_post(session=session, content=content, query=prepared.query)
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], session.pk)
+    except services.RunActive as exc:
+        return _error(
+            request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
+        )
+    notice = ""
+    try:
+        dispatch_run(run.pk)
+    except DispatchError:
+        notice = (
+            "Your message is saved, but the job queue is unreachable right now; Nexus will "
+            "answer it as soon as the queue is back."
+        )
+    for note in prepared.notes:
+        notice = f"{notice} {note}".strip()
+    if not request.htmx:
+        if notice:
+            flash.warning(request, notice)
+        return redirect("chat:session", session_id=session.pk)
+    preference = _preference(request)
+    turn = turn_context(
+        {"message": run.user_message, "run": run, "answer": None}, trace_open=preference.trace_open
+    )
+    return render(request, f"{PAGE}#turn", {"turn": turn, "notice": notice, "session": session})
+
+
+@require_POST
+def run_retry(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
+    """Hand a queued run to a worker again (after the queue was unreachable)."""
+    session = services.session_get_for_user(request.user, session_id)
+    run = session.runs.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).first()
+    if run is None:
+        return _error(request, "That answer is no longer waiting.", session.pk)
+    try:
+        dispatch_run(run.pk)
+    except DispatchError as exc:
+        return _error(request, f"{exc} Try again in a moment.", session.pk, status=503)
+    return _redirect(request, reverse("chat:session", args=[session.pk]))
+
+
+@require_POST
+def preference_update(request: HttpRequest) -> HttpResponse:
+    preference = _preference(request)
+    value = request.POST.get("trace_open", "")
+    if value not in ("true", "false"):
+        return HttpResponse("trace_open must be true or false", status=400)
+    preference.trace_open = value == "true"
+    preference.save(update_fields=["trace_open"])
+    return HttpResponse(status=204)

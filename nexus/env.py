@@ -1,0 +1,74 @@
+"""Small readers for settings from the environment.
+
+Each raises ImproperlyConfigured naming the variable, so a wrong setting stops start-up
+with a message a person can act on instead of a stack trace later.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off", "")
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in TRUE:
+        return True
+    if value in FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    value = env_str(name, default).lower() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def env_secret_key(var_dir: Path) -> str:
+    """SECRET_KEY from the environment, else a key generated once and kept in var/."""
+    key = env_str("SECRET_KEY")
+    if key:
+        if len(key) < 32:
+            raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+        return key
+    path = var_dir / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    from django.core.management.utils import get_random_secret_key
+
+    var_dir.mkdir(parents=True, exist_ok=True)
+    key = get_random_secret_key()
+    path.write_text(key)
+    path.chmod(0o600)
+    return key

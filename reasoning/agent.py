@@ -1,0 +1,207 @@
+"""The agent loop: the model and the tools take turns until the model stops asking.
+
+Tool calls go through a ToolExecutor, which consults the run's tracker first (a call made
+in an earlier attempt is answered from its recorded result), shares identical calls that
+are in flight at the same time, and reports each call and result as events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasoning.context import ComponentLLM
+from reasoning.events import Emitter
+from reasoning.llm.base import LLMRequest, ToolCall, ToolDef
+from reasoning.tools.registry import ToolOutcome, ToolRegistry
+from reasoning.tracker import ResearchProgressTracker
+from reasoning.types import ExecutionStrategy
+
+RESULT_SUMMARY_CHARS = 300
+STORED_RESULT_CHARS = 4000
+
+
+def summarize(text: str, limit: int = RESULT_SUMMARY_CHARS) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass
+class ToolRecord:
+    name: str
+    arguments: dict[str, Any]
+    outcome: ToolOutcome
+
+
+@dataclass
+class AgentResult:
+    text: str
+    tools: list[ToolRecord] = field(default_factory=list)
+    rounds: int = 0
+    hit_limit: bool = False
+
+    @property
+    def tools_used(self) -> list[str]:
+        return list(dict.fromkeys(record.name for record in self.tools))
+
+
+class ToolExecutor:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        emitter: Emitter,
+        tracker: Callable[[], ResearchProgressTracker | None],
+        *,
+        timeout: float,
+    ) -> None:
+        self.registry = registry
+        self.emitter = emitter
+        self.tracker = tracker
+        self.timeout = timeout
+        self._in_flight: dict[str, asyncio.Future[ToolOutcome]] = {}
+
+    def definitions(self) -> list[ToolDef]:
+        return self.registry.definitions()
+
+    async def run(
+        self, call: ToolCall, *, strategy: ExecutionStrategy | None, step_id: str | None
+    ) -> ToolOutcome:
+        spec = self.registry.spec(call.name)
+        server = spec.server if spec else "unknown"
+        tool = spec.provider_tool if spec else call.name
+        arg_hash = ResearchProgressTracker.hash_arguments(call.name, call.arguments)
+        base = {
+            "call_id": call.id,
+            "tool": call.name,
+            "server": server,
+            "server_tool": tool,
+            "arguments": call.arguments,
+            "argument_hash": arg_hash,
+            "strategy": strategy.value if strategy else None,
+            "step_id": step_id,
+        }
+        await self.emitter.emit("tool.called", **base)
+        outcome = await self._outcome(call, arg_hash, step_id)
+        await self.emitter.emit(
+            "tool.result",
+            **base,
+            success=outcome.success,
+            cached=outcome.cached,
+            truncated=outcome.truncated,
+            duration_ms=round(outcome.duration_ms, 1),
+            summary=summarize(outcome.content if outcome.success else f"Error: {outcome.error}"),
+            result=outcome.content[:STORED_RESULT_CHARS],
+            error=outcome.error,
+        )
+        return outcome
+
+    async def _outcome(self, call: ToolCall, arg_hash: str, step_id: str | None) -> ToolOutcome:
+        if call.malformed is not None:
+            return ToolOutcome(False, "", f"the arguments were not a JSON object: {call.malformed[:200]}")
+        tracker = self.tracker()
+        policy = self.registry.cache_policy(call.name)
+        if tracker is not None:
+            execute, cached = tracker.should_execute_tool(call.name, call.arguments, policy)
+            if not execute:
+                failed = (cached or "").startswith("Error:")
+                return ToolOutcome(
+                    not failed,
+                    "" if failed else cached or "",
+                    cached[7:].strip() if failed and cached else None,
+                    cached=True,
+                )
+        shared = policy == "cache"
+        if shared and arg_hash in self._in_flight:
+            outcome = await asyncio.shield(self._in_flight[arg_hash])
+            return ToolOutcome(
+                outcome.success, outcome.content, outcome.error, 0.0, outcome.truncated, cached=True
+            )
+        future: asyncio.Future[ToolOutcome] = asyncio.get_running_loop().create_future()
+        if shared:
+            self._in_flight[arg_hash] = future
+        try:
+            outcome = await self.registry.execute(call.name, call.arguments, timeout=self.timeout)
+            future.set_result(outcome)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved; waiters re-raise it themselves
+            raise
+        finally:
+            if shared:
+                self._in_flight.pop(arg_hash, None)
+        if tracker is not None:
+            tracker.log_tool_execution(
+                call.name,
+                call.arguments,
+                success=outcome.success,
+                result=outcome.content if outcome.success else None,
+                error=outcome.error,
+                execution_time_ms=outcome.duration_ms,
+                step_id=step_id,
+            )
+        return outcome
+
+
+async def run_agent(
+    llm: ComponentLLM,
+    *,
+    system: str,
+    messages: list[dict[str, Any]],
+    executor: ToolExecutor | None,
+    max_rounds: int,
+    strategy: ExecutionStrategy | None = None,
+    step_id: str | None = None,
+    max_tokens: int = 4096,
+    hints: dict[str, Any] | None = None,
+) -> AgentResult:
+    """Call the model, run the tools it asks for, feed results back; stop when it answers."""
+    messages = list(messages)
+    tools = executor.definitions() if executor else []
+    records: list[ToolRecord] = []
+    for round_number in range(1, max_rounds + 1):
+        response = await llm.complete(
+            LLMRequest(
+                messages=messages, system=system, tools=tools, max_tokens=max_tokens, hints=dict(hints or {})
+            )
+        )
+        if not response.tool_calls or executor is None:
+            return AgentResult(response.text, records, round_number)
+        messages.append(response.assistant_message())
+        outcomes = await asyncio.gather(
+            *(executor.run(call, strategy=strategy, step_id=step_id) for call in response.tool_calls)
+        )
+        blocks: list[dict[str, Any]] = []
+        for call, outcome in zip(response.tool_calls, outcomes, strict=True):
+            records.append(ToolRecord(call.name, call.arguments, outcome))
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call.id,
+                    "content": outcome.for_model(),
+                    "is_error": not outcome.success,
+                }
+            )
+        messages.append({"role": "user", "content": blocks})
+    # Out of tool rounds: ask for an answer from what is known, with tools switched off.
+    last = messages[-1]
+    last["content"] = [
+        *last["content"],
+        {
+            "type": "text",
+            "text": "The tool-call limit for this turn is reached. Answer now from the results above, "
+            "and say what is still unknown.",
+        },
+    ]
+    response = await llm.complete(
+        LLMRequest(
+            messages=messages,
+            system=system,
+            tools=tools,
+            tool_choice={"type": "none"},
+            max_tokens=max_tokens,
+            hints=dict(hints or {}),
+        )
+    )
+    return AgentResult(response.text, records, max_rounds + 1, hit_limit=True)

@@ -1,0 +1,1 @@
+"""Quality layers: critic, meta-agent, confidence scorer, reflection."""

@@ -1,0 +1,1 @@
+"""Tools: the registry, in-process tools and the MCP client side."""

@@ -1,0 +1,176 @@
+"""Tools every Nexus has: a safe calculator and a clock.
+
+The calculator parses the expression into an AST and walks an allow-list of nodes; it never
+calls eval. Sizes are bounded so `10**10**10` is refused instead of eating the machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+MAX_EXPRESSION_CHARS = 1000
+MAX_RESULT_DIGITS = 1000
+MAX_DEPTH = 50
+
+
+class CalculatorError(ValueError):
+    """The expression is not allowed or cannot be computed; the message says why."""
+
+
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCTIONS = {
+    "sqrt": math.sqrt,
+    "abs": abs,
+    "round": round,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "exp": math.exp,
+    "log": math.log,
+    "log10": math.log10,
+    "log2": math.log2,
+    "ln": math.log,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "asin": math.asin,
+    "acos": math.acos,
+    "atan": math.atan,
+    "degrees": math.degrees,
+    "radians": math.radians,
+    "factorial": math.factorial,
+    "min": min,
+    "max": max,
+}
+_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+
+
+def calculate(expression: str) -> int | float:
+    """Evaluate an arithmetic expression safely."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise CalculatorError("give an expression such as 2 + 2")
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise CalculatorError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters")
+    text = expression.strip().replace("^", "**").replace("×", "*").replace("÷", "/")
+    text = text.replace("−", "-")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise CalculatorError(f"cannot read {expression!r} as arithmetic") from None
+    return _eval(tree.body, 0)
+
+
+def _eval(node: ast.AST, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise CalculatorError("the expression is nested too deeply")
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand, depth + 1))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left = _eval(node.left, depth + 1)
+        right = _eval(node.right, depth + 1)
+        if isinstance(node.op, ast.Pow):
+            _check_power(left, right)
+        if isinstance(node.op, ast.Mult):
+            _check_size(left, right)
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise CalculatorError("division by zero") from None
+        except OverflowError:
+            raise CalculatorError("the result is too large") from None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+        if node.keywords:
+            raise CalculatorError("functions take positional arguments only")
+        args = [_eval(arg, depth + 1) for arg in node.args]
+        if node.func.id == "factorial" and args and (not isinstance(args[0], int) or args[0] > 500):
+            raise CalculatorError("factorial needs a whole number up to 500")
+        try:
+            return _FUNCTIONS[node.func.id](*args)
+        except (ValueError, TypeError) as exc:
+            raise CalculatorError(f"{node.func.id}: {exc}") from None
+        except OverflowError:
+            raise CalculatorError("the result is too large") from None
+    if isinstance(node, ast.Name):
+        raise CalculatorError(f"unknown name {node.id!r}")
+    raise CalculatorError(f"{type(node).__name__} is not allowed in an arithmetic expression")
+
+
+def _digits(value: Any) -> float:
+    magnitude = abs(value)
+    return math.log10(magnitude) if magnitude > 1 else 0.0
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    if abs(exponent) > 10_000 or _digits(base) * max(exponent, 0) > MAX_RESULT_DIGITS:
+        raise CalculatorError(f"the result would have more than {MAX_RESULT_DIGITS} digits")
+
+
+def _check_size(left: Any, right: Any) -> None:
+    if _digits(left) + _digits(right) > MAX_RESULT_DIGITS:
+        raise CalculatorError(f"the result would have more than {MAX_RESULT_DIGITS} digits")
+
+
+def format_number(value: int | float) -> str:
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return format(Decimal(repr(value)).normalize(), "f") if abs(value) < 1e15 else repr(value)
+    return str(value)
+
+
+def calculator(expression: str) -> str:
+    """Tool entry point: the expression and its value, e.g. "17*23 = 391"."""
+    return f"{expression.strip()} = {format_number(calculate(expression))}"
+
+
+def clock(timezone: str = "UTC") -> str:
+    """Tool entry point: the current date and time in a time zone."""
+    name = (timezone or "UTC").strip()
+    try:
+        zone = ZoneInfo(name) if name.upper() != "UTC" else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r}; use an IANA name such as Europe/Paris") from None
+    now = datetime.now(zone)
+    return f"{now:%A %d %B %Y, %H:%M:%S} {name} (ISO {now.isoformat(timespec='seconds')})"
+
+
+CALCULATOR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "expression": {
+            "type": "string",
+            "description": "Arithmetic such as '17*23' or 'sqrt(2) * pi'; functions: "
+            + ", ".join(sorted(_FUNCTIONS)),
+        }
+    },
+    "required": ["expression"],
+}
+
+CLOCK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "timezone": {"type": "string", "description": "IANA time zone, e.g. Europe/Paris; default UTC"}
+    },
+}

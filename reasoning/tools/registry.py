@@ -1,0 +1,170 @@
+"""The tool registry: pluggable providers, one list of tools, execution with a timeout.
+
+A provider is a small class with three methods (list, call, close). The registry asks
+each provider for its tools, keeps going when one provider is broken (its error is kept
+for the trace), and runs calls with a timeout so a hung tool cannot hang a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reasoning.llm.base import ToolDef
+
+CachePolicy = Literal["cache", "no-cache"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str  # what the model sees; unique across providers
+    description: str
+    input_schema: dict[str, Any]
+    server: str = "local"
+    tool: str = ""  # the provider's own name for it
+    cache_policy: CachePolicy = "cache"
+
+    def definition(self) -> ToolDef:
+        return ToolDef(self.name, self.description, self.input_schema)
+
+    @property
+    def provider_tool(self) -> str:
+        return self.tool or self.name
+
+
+@dataclass
+class ToolOutput:
+    text: str
+    is_error: bool = False
+
+
+@dataclass
+class ToolOutcome:
+    success: bool
+    content: str
+    error: str | None = None
+    duration_ms: float = 0.0
+    truncated: bool = False
+    cached: bool = False
+
+    def for_model(self) -> str:
+        return self.content if self.success else f"Error: {self.error}"
+
+
+class ToolError(Exception):
+    """A tool call failed in a way the model should hear about (not a crash of the run)."""
+
+
+class ToolProvider(ABC):
+    """A source of tools: the in-process callables, or an MCP server."""
+
+    name: str = "provider"
+
+    @abstractmethod
+    async def list_tools(self) -> list[ToolSpec]: ...
+
+    @abstractmethod
+    async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput: ...
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; providers without any keep the default."""
+
+
+@dataclass
+class ToolRegistry:
+    providers: list[ToolProvider] = field(default_factory=list)
+    timeout: float = 30.0
+    max_result_chars: int = 20_000
+    _specs: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    _loaded: bool = False
+
+    def register_provider(self, provider: ToolProvider) -> None:
+        self.providers.append(provider)
+        self._loaded = False
+
+    async def refresh(self) -> None:
+        """Ask every provider for its tools; a failing provider is recorded, not fatal."""
+        specs: dict[str, tuple[ToolSpec, ToolProvider]] = {}
+        errors: dict[str, str] = {}
+        results = await asyncio.gather(
+            *(self._list(provider) for provider in self.providers), return_exceptions=True
+        )
+        for provider, result in zip(self.providers, results, strict=True):
+            if isinstance(result, BaseException):
+                errors[provider.name] = _describe(result)
+                continue
+            for spec in result:
+                specs.setdefault(spec.name, (spec, provider))
+        self._specs, self.errors, self._loaded = specs, errors, True
+
+    async def _list(self, provider: ToolProvider) -> list[ToolSpec]:
+        return await asyncio.wait_for(provider.list_tools(), timeout=self.timeout)
+
+    async def ensure_loaded(self) -> None:
+        if not self._loaded:
+            await self.refresh()
+
+    def specs(self) -> list[ToolSpec]:
+        return [spec for spec, _ in self._specs.values()]
+
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def definitions(self) -> list[ToolDef]:
+        return [spec.definition() for spec in self.specs()]
+
+    def spec(self, name: str) -> ToolSpec | None:
+        entry = self._specs.get(name)
+        return entry[0] if entry else None
+
+    def cache_policy(self, name: str) -> CachePolicy:
+        spec = self.spec(name)
+        return spec.cache_policy if spec else "cache"
+
+    async def execute(
+        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> ToolOutcome:
+        """Run one tool call. Never raises: failures come back as an unsuccessful outcome."""
+        started = time.perf_counter()
+        entry = self._specs.get(name)
+        if entry is None:
+            known = ", ".join(sorted(self._specs)) or "none"
+            return ToolOutcome(False, "", f"unknown tool {name!r}; available tools: {known}")
+        spec, provider = entry
+        limit = timeout or self.timeout
+        try:
+            output = await asyncio.wait_for(provider.call_tool(spec, arguments), timeout=limit)
+        except TimeoutError:
+            return self._outcome(False, "", f"{name} timed out after {limit:g}s", started)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool's failure is data for the model, not a crash
+            return self._outcome(False, "", _describe(exc), started)
+        if output.is_error:
+            return self._outcome(False, "", output.text or "the tool reported an error", started)
+        return self._outcome(True, output.text, None, started)
+
+    def _outcome(self, success: bool, content: str, error: str | None, started: float) -> ToolOutcome:
+        truncated = False
+        if len(content) > self.max_result_chars:
+            dropped = len(content) - self.max_result_chars
+            content = content[: self.max_result_chars] + f"\n[... truncated {dropped} characters]"
+            truncated = True
+        if error and len(error) > 2000:
+            error = error[:2000] + " [...]"
+        return ToolOutcome(success, content, error, (time.perf_counter() - started) * 1000, truncated)
+
+    async def close(self) -> None:
+        for provider in self.providers:
+            with contextlib.suppress(Exception):  # closing is best effort
+                await provider.close()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

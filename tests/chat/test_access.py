@@ -1,0 +1,62 @@
+"""Login everywhere; a user reaches only their own sessions; CSRF on every post."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from chat import services
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_page_needs_login(alice_session):
+    client = Client()
+    for url in [reverse("chat:home"), reverse("chat:session", args=[alice_session.pk])]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    response = client.post(reverse("chat:message-create", args=[alice_session.pk]), {"content": "hi"})
+    assert response.status_code == 302 and not alice_session.messages.exists()
+
+
+def test_login_page_and_sign_in(alice):
+    client = Client()
+    assert client.get(reverse("login")).status_code == 200
+    response = client.post(reverse("login"), {"username": "alice", "password": "alice-password-1"})
+    assert response.status_code == 302
+    assert client.get(reverse("chat:home")).status_code == 200
+
+
+@pytest.mark.parametrize(("name", "method"), [
+    ("chat:session", "get"), ("chat:session-rename", "post"), ("chat:session-delete", "post"),
+    ("chat:message-create", "post"),
+])
+def test_another_users_session_is_not_found(bob, alice_session, client_for, dispatched, name, method):
+    response = getattr(client_for(bob), method)(reverse(name, args=[alice_session.pk]),
+                                                {"content": "hi", "title": "mine now"})
+    assert response.status_code == 404
+    alice_session.refresh_from_db()
+    assert alice_session.title == "Alice's chat" and not alice_session.messages.exists() and not dispatched
+
+
+def test_another_users_run_retry_is_not_found(bob, alice_session, client_for, dispatched):
+    run = services.message_post(session=alice_session, content="Hi")
+    response = client_for(bob).post(reverse("chat:run-retry", args=[alice_session.pk, run.pk]))
+    assert response.status_code == 404 and not dispatched
+
+
+def test_sidebar_lists_only_own_sessions(alice, bob, alice_session, client_for):
+    services.session_create(owner=bob, title="Bob's secret plans")
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Alice&#x27;s chat" in page and "Bob&#x27;s secret plans" not in page
+
+
+def test_posts_need_a_csrf_token(alice, alice_session):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    response = client.post(reverse("chat:message-create", args=[alice_session.pk]), {"content": "hi"})
+    assert response.status_code == 403 and not alice_session.messages.exists()
+
+
+def test_admin_is_for_staff_only(alice, client_for):
+    response = client_for(alice).get("/admin/chat/reasoningrun/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]

@@ -1,0 +1,108 @@
+"""The admin as an audit tool: every model listed, runs shown whole, read-only, exportable."""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from chat import services
+from chat.audit import runs_export, runs_import
+from chat.models import ReasoningRun, TraceEvent
+from tests.conftest import full_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AUDIT_MODELS = ["reasoningrun", "traceevent", "attempt", "plan", "toolexecution", "llmcall", "critique",
+                "reflection", "chatsession", "message"]
+
+
+def _queries(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == 200, url
+    return len(captured)
+
+
+def test_the_index_shows_every_audit_model(auditor, client_for):
+    page = client_for(auditor).get("/admin/").content.decode()
+    for model in AUDIT_MODELS:
+        assert f"/admin/chat/{model}/" in page, model
+
+
+def test_query_counts_do_not_grow_with_rows(auditor, alice, client_for):
+    client = client_for(auditor)
+    session = services.session_create(owner=alice)
+    first = full_run(session, "What is 17*23 and what time is it in Tokyo?")
+    one = {m: _queries(client, f"/admin/chat/{m}/") for m in AUDIT_MODELS}
+    client.get(reverse("admin:chat_reasoningrun_change", args=[first.pk]))  # warms the content-type cache
+    one_page = _queries(client, reverse("admin:chat_reasoningrun_change", args=[first.pk]))
+    for index in range(19):
+        other = services.session_create(owner=alice)
+        full_run(other, f"What is {index}*7 and what time is it in Paris?")
+    twenty = {m: _queries(client, f"/admin/chat/{m}/") for m in AUDIT_MODELS}
+    assert ReasoningRun.objects.count() == 20
+    assert one == twenty
+    big = full_run(services.session_create(owner=alice),
+                   "What is 3*3 and what time is it in Tokyo and what is 5*5 and what time is it in Paris?")
+    assert big.events.count() > first.events.count()
+    assert _queries(client, reverse("admin:chat_reasoningrun_change", args=[big.pk])) == one_page
+
+
+def test_run_page_shows_the_whole_trail(auditor, alice_session, client_for):
+    run = full_run(alice_session)
+    page = client_for(auditor).get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
+    for expected in ["Attempts", "Tool executions", "LLM calls", "Critiques", "Reflection", "Plan steps", "step_1",
+                     "run.started", "escalation", "calculator", "Split multi-part questions.",
+                     "What is 17*23 and what time is it in Tokyo?"]:
+        assert expected in page, expected
+
+
+def test_list_filters_and_search(auditor, alice, bob, client_for):
+    escalated = full_run(services.session_create(owner=alice), "What is 2*3 and what time is it in Tokyo?")
+    plain = full_run(services.session_create(owner=bob), "What is 6*7?")
+    client = client_for(auditor)
+    url = "/admin/chat/reasoningrun/"
+    assert escalated.escalation_count == 1 and plain.escalation_count == 0
+    page = client.get(url, {"escalated": "yes"}).content.decode()
+    assert "What is 2*3" in page and "What is 6*7" not in page
+    page = client.get(url, {"final_strategy": "direct"}).content.decode()
+    assert "What is 6*7" in page and "What is 2*3" not in page
+    page = client.get(url, {"q": "bob"}).content.decode()
+    assert "What is 6*7" in page and "What is 2*3" not in page
+    assert client.get(url, {"status": "succeeded", "initial_strategy": "direct"}).status_code == 200
+
+
+def test_trace_rows_are_read_only(auditor, make_user, alice_session, client_for):
+    run = full_run(alice_session)
+    event = TraceEvent.objects.filter(run=run).first()
+    superuser = client_for(auditor)
+    assert superuser.get("/admin/chat/traceevent/add/").status_code == 403
+    change = superuser.post(reverse("admin:chat_traceevent_change", args=[event.pk]), {"kind": "forged"})
+    assert change.status_code == 403
+    event.refresh_from_db()
+    assert event.kind != "forged"
+    staff = make_user("staffer", is_staff=True)
+    from django.contrib.auth.models import Permission
+
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_traceevent", "delete_traceevent"]))
+    staff_client = client_for(staff)
+    assert staff_client.get(reverse("admin:chat_traceevent_change", args=[event.pk])).status_code == 200
+    assert staff_client.post(reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
+    assert superuser.post(reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 302
+    assert not TraceEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_export_action_round_trips(auditor, alice_session, client_for):
+    run = full_run(alice_session)
+    response = client_for(auditor).post("/admin/chat/reasoningrun/", {
+        "action": "export_json", "_selected_action": [run.pk]})
+    assert response["Content-Type"] == "application/json"
+    document = json.loads(response.content)
+    exported = document["runs"][0]
+    assert exported["events"] and exported["attempts"] and exported["plans"][0]["steps"]
+    assert exported["tool_executions"] and exported["llm_calls"] and exported["critiques"] and exported["reflection"]
+    alice_session.delete()
+    (restored,) = runs_import(json.loads(json.dumps(document)))
+    assert runs_export(ReasoningRun.objects.filter(pk=restored.pk)) == document

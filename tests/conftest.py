@@ -1,0 +1,86 @@
+"""Shared fixtures: a small cast of users and a way to execute runs inside tests.
+
+alice owns things, bob is a teammate, charlie is an outsider; staff audit in the admin.
+"""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from chat import services
+from chat.models import ChatSession, Critique, ReasoningRun, Reflection
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, **extra) -> object:
+        return get_user_model().objects.create_user(username=username, password=f"{username}-password-1", **extra)
+
+    return make
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user):
+    return make_user("bob")
+
+
+@pytest.fixture
+def auditor(make_user):
+    return get_user_model().objects.create_superuser(username="auditor", password="auditor-password-1")
+
+
+@pytest.fixture
+def client_for():
+    def make(user) -> Client:
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def alice_session(alice) -> ChatSession:
+    return services.session_create(owner=alice, title="Alice's chat")
+
+
+@pytest.fixture
+def dispatched(monkeypatch):
+    """Record dispatched run ids instead of starting them; tests execute them with run_now."""
+    ids: list[int] = []
+    monkeypatch.setattr("chat.views.dispatch_run", ids.append)
+    return ids
+
+
+def run_now(run_id: int) -> str:
+    from chat.engine import execute_run
+
+    return async_to_sync(execute_run)(run_id)
+
+
+def ask(session: ChatSession, question: str) -> ReasoningRun:
+    """Post a question and execute its run to the end (the offline model answers)."""
+    run = services.message_post(session=session, content=question)
+    run_now(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def full_run(session: ChatSession, question: str = "What is 17*23 and what time is it in Tokyo?") -> ReasoningRun:
+    """A run with every kind of audit row: attempts, plans, steps, tools, calls, critique, reflection."""
+    run = ask(session, question)
+    plan = run.plans.first()
+    Critique.objects.create(run=run, plan=plan, overall_score=0.85, feasibility_score=0.9,
+                            correctness_score=0.8, efficiency_score=0.9, safety_score=1.0,
+                            issues=[{"severity": "low", "description": "minor"}], recommendation="approve")
+    Reflection.objects.get_or_create(run=run, defaults={"lessons": ["Split multi-part questions."],
+                                                        "confidence": 0.7})
+    return run

@@ -1,0 +1,28 @@
+"""Loaded with `-p tests.env` before Django's settings, so tests run on known defaults.
+
+Tests never reach a real model: the offline provider is selected and API keys are removed.
+A DATABASE_URL given by the caller is kept (make test uses it for the PostgreSQL pass).
+"""
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+for name in (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "REDIS_URL",
+    "NEXUS_RUN_BACKEND",
+    "FORCE_REASONING_STRATEGY",
+    "CLAUDE_MODEL",
+    "ANALYSIS_MODEL",
+    "DEBUG",
+    "SECRET_KEY",
+):
+    os.environ.pop(name, None)
+os.environ["NEXUS_LLM_PROVIDER"] = "offline"
+os.environ["NEXUS_HTTPS"] = "false"
+os.environ.setdefault("NEXUS_VAR_DIR", str(ROOT / "var" / "test"))
+os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"

@@ -1,0 +1,159 @@
+"""Fake wires that speak the providers' real HTTP formats, streaming included.
+
+The real SDKs talk to these through httpx2.MockTransport: every request is recorded with
+its JSON body, and each reply is an SSE stream or an error status exactly as the API sends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+
+
+def sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
+    chunks = []
+    for name, data in events:
+        body = data if isinstance(data, str) else json.dumps(data)
+        chunks.append((f"event: {name}\n" if name else "") + f"data: {body}\n\n")
+    return "".join(chunks).encode()
+
+
+def anthropic_stream(
+    *,
+    text: str = "",
+    tool: tuple[str, str, dict[str, Any]] | None = None,
+    model: str = "claude-sonnet-4-6",
+    input_tokens: int = 50,
+    output_tokens: int = 12,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    cut_after: int | None = None,
+) -> bytes:
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": input_tokens,
+                        "output_tokens": 1,
+                        "cache_read_input_tokens": cache_read,
+                        "cache_creation_input_tokens": cache_write,
+                    },
+                },
+            },
+        )
+    ]
+    index = 0
+    if text:
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            )
+        )
+        for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        index = 1
+    if tool:
+        tool_id, name, arguments = tool
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}},
+                },
+            )
+        )
+        encoded = json.dumps(arguments)
+        for piece in (encoded[:5], encoded[5:]):
+            events.append(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    if cut_after is not None:
+        events = events[:cut_after]
+    return sse(events)
+
+
+def anthropic_error(status: int, error_type: str, message: str = "") -> httpx2.Response:
+    return httpx2.Response(
+        status, json={"type": "error", "error": {"type": error_type, "message": message or error_type}}
+    )
+
+
+Reply = httpx2.Response | bytes | Exception | Callable[[httpx2.Request], httpx2.Response]
+
+
+class FakeWire:
+    """Queue replies; record requests. Use `.transport` with the SDK's http client."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies: deque[Reply] = deque(replies)
+        self.requests: list[httpx2.Request] = []
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(r.content) for r in self.requests]
+
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if not self.replies:
+            raise AssertionError(f"unexpected request {len(self.requests)} to {request.url}")
+        reply = self.replies.popleft()
+        if isinstance(reply, Exception):
+            raise reply
+        if callable(reply) and not isinstance(reply, httpx2.Response):
+            return reply(request)
+        if isinstance(reply, bytes):
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=reply)
+        return reply
+
+    @property
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handler)
+
+    def async_client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=self.transport)

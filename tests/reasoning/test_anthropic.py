@@ -1,0 +1,199 @@
+"""The real `anthropic` SDK against a fake wire: streaming, tools, caching, retries."""
+
+import json
+
+import httpx2
+import pytest
+
+from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
+from reasoning.llm.anthropic_client import AnthropicClient
+from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
+from reasoning.tools.local import builtin_provider
+from reasoning.tools.registry import ToolRegistry
+from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+def client(wire: FakeWire, *, retries: int = 3, sleeps: Sleeps | None = None) -> AnthropicClient:
+    return AnthropicClient(
+        "claude-sonnet-4-6",
+        api_key="sk-ant-test",
+        http_client=wire.async_client(),
+        retry=RetryPolicy(max_retries=retries, base_delay=0.5, sleep=sleeps or Sleeps()),
+    )
+
+
+async def test_a_streamed_answer_is_joined_with_usage_and_cache_accounting():
+    wire = FakeWire(
+        anthropic_stream(
+            text="Hello there", input_tokens=20, output_tokens=7, cache_read=900, cache_write=100
+        )
+    )
+    tools = [ToolDef("calculator", "math", {"type": "object"}), ToolDef("clock", "time", {"type": "object"})]
+    response = await client(wire).complete(
+        LLMRequest(
+            messages=[{"role": "user", "content": "hi"}], system="Be brief.", tools=tools, max_tokens=100
+        )
+    )
+    assert response.text == "Hello there" and response.stop_reason == "end_turn"
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
+        20,
+        7,
+        900,
+        100,
+    )
+    body = wire.bodies[0]
+    assert body["stream"] is True and body["model"] == "claude-sonnet-4-6"
+    assert body["system"] == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    assert "cache_control" not in body["tools"][0] and body["tools"][-1]["cache_control"] == {
+        "type": "ephemeral"
+    }
+    assert "sk-ant-test" in wire.requests[0].headers["authorization"]
+
+
+async def test_a_tool_use_round_through_the_engine():
+    def analysis(request):
+        body = json.loads(request.content)
+        assert body["tool_choice"] == {"type": "tool", "name": "record_complexity_analysis"}
+        assert body["model"] == "claude-haiku-4-5"
+        return httpx2.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=anthropic_stream(
+                model="claude-haiku-4-5",
+                tool=(
+                    "toolu_a",
+                    "record_complexity_analysis",
+                    {
+                        "complexity_level": "simple",
+                        "complexity_score": 0.1,
+                        "recommended_strategy": "direct",
+                        "rationale": "arithmetic",
+                    },
+                ),
+            ),
+        )
+
+    wire = FakeWire(
+        analysis,
+        anthropic_stream(tool=("toolu_1", "calculator", {"expression": "17*23"})),
+        anthropic_stream(text="17 × 23 = 391"),
+        anthropic_stream(
+            tool=(
+                "toolu_q",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.96, "reasoning": "exact", "missing_aspects": []},
+            ),
+            cache_read=500,
+        ),
+    )
+    sink = ListSink()
+    engine = AdaptiveReasoningLoop(client(wire), ToolRegistry([builtin_provider()]), ReasoningConfig())
+    result = await engine.run("What is 17*23?", sink=sink)
+    assert result.answer == "17 × 23 = 391" and result.final_strategy == ExecutionStrategy.DIRECT
+    tool_round = wire.bodies[2]["messages"]
+    assert tool_round[1]["content"][0] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "calculator",
+        "input": {"expression": "17*23"},
+    }
+    assert tool_round[2]["content"][0]["tool_use_id"] == "toolu_1"
+    assert tool_round[2]["content"][0]["content"] == "17*23 = 391"
+    assert result.usage.cache_read_tokens == 500
+    assert next(e.payload["model"] for e in sink.of("llm.call")) == "claude-haiku-4-5"
+    assert result.cost > 0
+
+
+async def test_429_then_success_backs_off_with_jitter():
+    sleeps = Sleeps()
+    wire = FakeWire(
+        anthropic_error(429, "rate_limit_error"),
+        anthropic_error(500, "api_error"),
+        anthropic_stream(text="finally"),
+    )
+    response = await client(wire, sleeps=sleeps).complete(
+        LLMRequest(messages=[{"role": "user", "content": "x"}])
+    )
+    assert response.text == "finally" and response.retries == 2
+    assert len(sleeps.calls) == 2
+    assert 0.25 <= sleeps.calls[0] <= 0.5 and 0.5 <= sleeps.calls[1] <= 1.0, "exponential, with jitter"
+
+
+async def test_retry_after_header_is_respected():
+    sleeps = Sleeps()
+    limited = httpx2.Response(
+        429,
+        headers={"retry-after": "3"},
+        json={"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}},
+    )
+    wire = FakeWire(limited, anthropic_stream(text="ok"))
+    await client(wire, sleeps=sleeps).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert sleeps.calls[0] >= 3
+
+
+async def test_529_until_retries_run_out_raises_overloaded():
+    wire = FakeWire(*[anthropic_error(529, "overloaded_error")] * 3)
+    with pytest.raises(LLMError) as error:
+        await client(wire, retries=2).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert error.value.kind == "overloaded" and error.value.retryable and len(wire.requests) == 3
+    assert "overloaded" in error.value.user_message()
+
+
+async def test_overloaded_mid_stream_is_retried():
+    broken = anthropic_stream(text="partial", cut_after=2) + (
+        b'event: error\ndata: {"type": "error", '
+        b'"error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'
+    )
+    wire = FakeWire(broken, anthropic_stream(text="whole answer"))
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert response.text == "whole answer" and response.retries == 1
+
+
+async def test_timeouts_and_bad_requests():
+    wire = FakeWire(httpx2.ReadTimeout("slow"), httpx2.ReadTimeout("slow"))
+    with pytest.raises(LLMError) as error:
+        await client(wire, retries=1).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert error.value.kind == "timeout"
+    wire = FakeWire(anthropic_error(400, "invalid_request_error", "max_tokens too large"))
+    with pytest.raises(LLMError) as error:
+        await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert error.value.kind == "bad_request" and len(wire.requests) == 1, "not retried"
+    assert "max_tokens too large" in str(error.value)
+
+
+async def test_engine_answers_through_the_fallback_when_analysis_is_overloaded():
+    overloaded = [anthropic_error(529, "overloaded_error")] * 2
+    wire = FakeWire(
+        *overloaded,
+        anthropic_stream(
+            tool=("t1", "record_plan", {"subtasks": [{"id": "step_1", "description": "Say hi"}]})
+        ),
+        anthropic_stream(text="Hi!"),
+        anthropic_stream(
+            tool=(
+                "t2",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.9, "reasoning": "fine", "missing_aspects": []},
+            )
+        ),
+    )
+    sink = ListSink()
+    engine = AdaptiveReasoningLoop(client(wire, retries=1), None, ReasoningConfig())
+    result = await engine.run("Say hi", sink=sink)
+    assert result.answer == "Hi!"
+    assert sink.of("component.degraded")[0].payload["component"] == "complexity_analysis"
+
+
+def test_with_model_shares_the_connection():
+    base = AnthropicClient("claude-sonnet-4-6", api_key="k")
+    cheap = base.with_model("claude-haiku-4-5")
+    assert cheap.model == "claude-haiku-4-5" and cheap._sdk is base._sdk

@@ -1,0 +1,99 @@
+"""The tool registry and the built-in tools."""
+
+import asyncio
+
+import pytest
+
+from reasoning.tools.builtin import CalculatorError, calculate, calculator, clock
+from reasoning.tools.local import LocalToolProvider, builtin_provider
+from reasoning.tools.registry import ToolProvider, ToolRegistry
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("2+2", 4),
+        ("17*23", 391),
+        ("2^10", 1024),
+        ("(1 + 2) * 3 - 4 / 2", 7.0),
+        ("sqrt(16)", 4.0),
+        ("-3 ** 2", -9),
+        ("10 % 3", 1),
+        ("max(3, 9, 4)", 9),
+        ("round(pi, 2)", 3.14),
+    ],
+)
+def test_calculator_computes(expression, value):
+    assert calculate(expression) == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("__import__('os')", "not allowed"),
+        ("().__class__", "not allowed"),
+        ("open('/etc/passwd')", "not allowed"),
+        ("x + 1", "unknown name"),
+        ("10**10**10", "digits"),
+        ("(10**400) * (10**700)", "digits"),
+        ("1/0", "division by zero"),
+        ("factorial(100000)", "factorial"),
+        ("2 +", "cannot read"),
+        ("", "give an expression"),
+        ("1+" * 600 + "1", "longer than"),
+    ],
+)
+def test_calculator_refuses_what_it_should(expression, message):
+    with pytest.raises(CalculatorError, match=message):
+        calculate(expression)
+
+
+def test_tool_entry_points_format_results():
+    assert calculator("17*23") == "17*23 = 391"
+    assert calculator("1/4") == "1/4 = 0.25"
+    assert "Asia/Tokyo" in clock("Asia/Tokyo")
+    with pytest.raises(ValueError, match="unknown time zone"):
+        clock("Mars/Olympus")
+
+
+async def test_registry_lists_and_runs_tools():
+    registry = ToolRegistry([builtin_provider()])
+    await registry.refresh()
+    assert registry.names() == ["calculator", "clock"]
+    assert registry.cache_policy("clock") == "no-cache"
+    outcome = await registry.execute("calculator", {"expression": "6*7"})
+    assert outcome.success and outcome.content == "6*7 = 42"
+    failure = await registry.execute("calculator", {"expression": "1/0"})
+    assert not failure.success and "division by zero" in failure.error
+
+
+async def test_a_broken_provider_is_recorded_and_the_rest_still_work():
+    class Broken(ToolProvider):
+        name = "broken"
+
+        async def list_tools(self):
+            raise ConnectionError("server not running")
+
+        async def call_tool(self, spec, arguments):
+            raise AssertionError
+
+    registry = ToolRegistry([Broken(), builtin_provider()])
+    await registry.refresh()
+    assert "calculator" in registry.names()
+    assert "server not running" in registry.errors["broken"]
+
+
+async def test_timeouts_and_huge_results():
+    provider = LocalToolProvider()
+
+    async def slow():
+        await asyncio.sleep(5)
+
+    provider.add("slow", slow)
+    provider.add("big", lambda: "y" * 1_000_000)
+    registry = ToolRegistry([provider], timeout=0.05, max_result_chars=100)
+    await registry.refresh()
+    slow_outcome = await registry.execute("slow", {})
+    assert not slow_outcome.success and "timed out after 0.05s" in slow_outcome.error
+    big = await registry.execute("big", {})
+    assert big.truncated and len(big.content) < 200 and "truncated 999900 characters" in big.content
