@@ -17,7 +17,9 @@ from chat.models import ChatSession, Critique, ReasoningRun, Reflection
 @pytest.fixture
 def make_user(db):
     def make(username: str, **extra) -> object:
-        return get_user_model().objects.create_user(username=username, password=f"{username}-password-1", **extra)
+        return get_user_model().objects.create_user(
+            username=username, password=f"{username}-password-1", **extra
+        )
 
     return make
 
@@ -74,13 +76,24 @@ def ask(session: ChatSession, question: str) -> ReasoningRun:
     return run
 
 
-def full_run(session: ChatSession, question: str = "What is 17*23 and what time is it in Tokyo?") -> ReasoningRun:
+def full_run(
+    session: ChatSession, question: str = "What is 17*23 and what time is it in Tokyo?"
+) -> ReasoningRun:
     """A run with every kind of audit row: attempts, plans, steps, tools, calls, critique, reflection."""
     run = ask(session, question)
     plan = run.plans.first()
-    Critique.objects.create(run=run, plan=plan, overall_score=0.85, feasibility_score=0.9,
-                            correctness_score=0.8, efficiency_score=0.9, safety_score=1.0,
-                            issues=[{"severity": "low", "description": "minor"}], recommendation="approve")
-    Reflection.objects.get_or_create(run=run, defaults={"lessons": ["Split multi-part questions."],
-                                                        "confidence": 0.7})
+    Critique.objects.create(
+        run=run,
+        plan=plan,
+        overall_score=0.85,
+        feasibility_score=0.9,
+        correctness_score=0.8,
+        efficiency_score=0.9,
+        safety_score=1.0,
+        issues=[{"severity": "low", "description": "minor"}],
+        recommendation="approve",
+    )
+    Reflection.objects.get_or_create(
+        run=run, defaults={"lessons": ["Split multi-part questions."], "confidence": 0.7}
+    )
     return run

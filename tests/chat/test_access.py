@@ -26,13 +26,19 @@ def test_login_page_and_sign_in(alice):
     assert client.get(reverse("chat:home")).status_code == 200
 
 
-@pytest.mark.parametrize(("name", "method"), [
-    ("chat:session", "get"), ("chat:session-rename", "post"), ("chat:session-delete", "post"),
-    ("chat:message-create", "post"),
-])
+@pytest.mark.parametrize(
+    ("name", "method"),
+    [
+        ("chat:session", "get"),
+        ("chat:session-rename", "post"),
+        ("chat:session-delete", "post"),
+        ("chat:message-create", "post"),
+    ],
+)
 def test_another_users_session_is_not_found(bob, alice_session, client_for, dispatched, name, method):
-    response = getattr(client_for(bob), method)(reverse(name, args=[alice_session.pk]),
-                                                {"content": "hi", "title": "mine now"})
+    response = getattr(client_for(bob), method)(
+        reverse(name, args=[alice_session.pk]), {"content": "hi", "title": "mine now"}
+    )
     assert response.status_code == 404
     alice_session.refresh_from_db()
     assert alice_session.title == "Alice's chat" and not alice_session.messages.exists() and not dispatched

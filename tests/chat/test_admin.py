@@ -14,8 +14,18 @@ from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AUDIT_MODELS = ["reasoningrun", "traceevent", "attempt", "plan", "toolexecution", "llmcall", "critique",
-                "reflection", "chatsession", "message"]
+AUDIT_MODELS = [
+    "reasoningrun",
+    "traceevent",
+    "attempt",
+    "plan",
+    "toolexecution",
+    "llmcall",
+    "critique",
+    "reflection",
+    "chatsession",
+    "message",
+]
 
 
 def _queries(client, url: str) -> int:
@@ -44,8 +54,10 @@ def test_query_counts_do_not_grow_with_rows(auditor, alice, client_for):
     twenty = {m: _queries(client, f"/admin/chat/{m}/") for m in AUDIT_MODELS}
     assert ReasoningRun.objects.count() == 20
     assert one == twenty
-    big = full_run(services.session_create(owner=alice),
-                   "What is 3*3 and what time is it in Tokyo and what is 5*5 and what time is it in Paris?")
+    big = full_run(
+        services.session_create(owner=alice),
+        "What is 3*3 and what time is it in Tokyo and what is 5*5 and what time is it in Paris?",
+    )
     assert big.events.count() > first.events.count()
     assert _queries(client, reverse("admin:chat_reasoningrun_change", args=[big.pk])) == one_page
 
@@ -53,9 +65,20 @@ def test_query_counts_do_not_grow_with_rows(auditor, alice, client_for):
 def test_run_page_shows_the_whole_trail(auditor, alice_session, client_for):
     run = full_run(alice_session)
     page = client_for(auditor).get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
-    for expected in ["Attempts", "Tool executions", "LLM calls", "Critiques", "Reflection", "Plan steps", "step_1",
-                     "run.started", "escalation", "calculator", "Split multi-part questions.",
-                     "What is 17*23 and what time is it in Tokyo?"]:
+    for expected in [
+        "Attempts",
+        "Tool executions",
+        "LLM calls",
+        "Critiques",
+        "Reflection",
+        "Plan steps",
+        "step_1",
+        "run.started",
+        "escalation",
+        "calculator",
+        "Split multi-part questions.",
+        "What is 17*23 and what time is it in Tokyo?",
+    ]:
         assert expected in page, expected
 
 
@@ -86,23 +109,39 @@ def test_trace_rows_are_read_only(auditor, make_user, alice_session, client_for)
     staff = make_user("staffer", is_staff=True)
     from django.contrib.auth.models import Permission
 
-    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_traceevent", "delete_traceevent"]))
+    staff.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_traceevent", "delete_traceevent"])
+    )
     staff_client = client_for(staff)
     assert staff_client.get(reverse("admin:chat_traceevent_change", args=[event.pk])).status_code == 200
-    assert staff_client.post(reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
-    assert superuser.post(reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 302
+    assert (
+        staff_client.post(
+            reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    assert (
+        superuser.post(reverse("admin:chat_traceevent_delete", args=[event.pk]), {"post": "yes"}).status_code
+        == 302
+    )
     assert not TraceEvent.objects.filter(pk=event.pk).exists()
 
 
 def test_export_action_round_trips(auditor, alice_session, client_for):
     run = full_run(alice_session)
-    response = client_for(auditor).post("/admin/chat/reasoningrun/", {
-        "action": "export_json", "_selected_action": [run.pk]})
+    response = client_for(auditor).post(
+        "/admin/chat/reasoningrun/", {"action": "export_json", "_selected_action": [run.pk]}
+    )
     assert response["Content-Type"] == "application/json"
     document = json.loads(response.content)
     exported = document["runs"][0]
     assert exported["events"] and exported["attempts"] and exported["plans"][0]["steps"]
-    assert exported["tool_executions"] and exported["llm_calls"] and exported["critiques"] and exported["reflection"]
+    assert (
+        exported["tool_executions"]
+        and exported["llm_calls"]
+        and exported["critiques"]
+        and exported["reflection"]
+    )
     alice_session.delete()
     (restored,) = runs_import(json.loads(json.dumps(document)))
     assert runs_export(ReasoningRun.objects.filter(pk=restored.pk)) == document

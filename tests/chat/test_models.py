@@ -73,18 +73,38 @@ def test_child_rows_are_unique_where_they_identify_something(alice_session):
     _violates(lambda: Plan.objects.create(run=run, revision=0, created_by="light_planning"))
     PlanStep.objects.create(plan=plan, step_id="step_1", description="x")
     _violates(lambda: PlanStep.objects.create(plan=plan, step_id="step_1", description="y"))
-    _violates(lambda: Critique.objects.create(run=run, overall_score=2, feasibility_score=1, correctness_score=1,
-                                              efficiency_score=1, safety_score=1, recommendation="approve"))
-    _violates(lambda: Critique.objects.create(run=run, overall_score=1, feasibility_score=1, correctness_score=1,
-                                              efficiency_score=1, safety_score=1, recommendation="shrug"))
+    _violates(
+        lambda: Critique.objects.create(
+            run=run,
+            overall_score=2,
+            feasibility_score=1,
+            correctness_score=1,
+            efficiency_score=1,
+            safety_score=1,
+            recommendation="approve",
+        )
+    )
+    _violates(
+        lambda: Critique.objects.create(
+            run=run,
+            overall_score=1,
+            feasibility_score=1,
+            correctness_score=1,
+            efficiency_score=1,
+            safety_score=1,
+            recommendation="shrug",
+        )
+    )
     _violates(lambda: ToolExecution.objects.create(run=run, tool="t", duration_ms=-1))
     _violates(lambda: LLMCall.objects.create(run=run, component="agent", cost=-0.1))
 
 
 def test_deleting_a_session_deletes_its_runs_and_their_trail(alice_session):
     run = full_run(alice_session)
-    counts = {model: model.objects.filter(run=run).count()
-              for model in (Attempt, Plan, ToolExecution, LLMCall, Critique, TraceEvent)}
+    counts = {
+        model: model.objects.filter(run=run).count()
+        for model in (Attempt, Plan, ToolExecution, LLMCall, Critique, TraceEvent)
+    }
     assert all(counts.values()), counts
     assert Reflection.objects.filter(run=run).exists() and PlanStep.objects.filter(plan__run=run).exists()
     alice_session.delete()

@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def start(**env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL"))}
     base.update({"DJANGO_SETTINGS_MODULE": "nexus.settings", **env})
-    return subprocess.run([sys.executable, "-c", "import django; django.setup(); print('started')"],
-                          capture_output=True, text=True, cwd=ROOT, env=base, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); print('started')"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=base,
+        timeout=60,
+    )
 
 
 def test_defaults_start():
@@ -23,17 +29,20 @@ def test_defaults_start():
     assert "started" in result.stdout
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"MAX_REASONING_ITERATIONS": "lots"}, "MAX_REASONING_ITERATIONS"),
-    ({"MIN_QUALITY_LIGHT": "7"}, "MIN_QUALITY_LIGHT"),
-    ({"NEXUS_LLM_PROVIDER": "gpt-99"}, "NEXUS_LLM_PROVIDER must be one of anthropic, openai, offline"),
-    ({"NEXUS_LLM_PROVIDER": "anthropic"}, "ANTHROPIC_API_KEY"),
-    ({"DEBUG": "perhaps"}, "DEBUG must be true or false"),
-    ({"NEXUS_MAX_MESSAGE_CHARS": "0"}, "NEXUS_MAX_MESSAGE_CHARS must be at least 1"),
-    ({"NEXUS_RUN_BACKEND": "celery"}, "needs REDIS_URL"),
-    ({"DATABASE_URL": "not a url"}, "DATABASE_URL"),
-    ({"SECRET_KEY": "short"}, "SECRET_KEY"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"MAX_REASONING_ITERATIONS": "lots"}, "MAX_REASONING_ITERATIONS"),
+        ({"MIN_QUALITY_LIGHT": "7"}, "MIN_QUALITY_LIGHT"),
+        ({"NEXUS_LLM_PROVIDER": "gpt-99"}, "NEXUS_LLM_PROVIDER must be one of anthropic, openai, offline"),
+        ({"NEXUS_LLM_PROVIDER": "anthropic"}, "ANTHROPIC_API_KEY"),
+        ({"DEBUG": "perhaps"}, "DEBUG must be true or false"),
+        ({"NEXUS_MAX_MESSAGE_CHARS": "0"}, "NEXUS_MAX_MESSAGE_CHARS must be at least 1"),
+        ({"NEXUS_RUN_BACKEND": "celery"}, "needs REDIS_URL"),
+        ({"DATABASE_URL": "not a url"}, "DATABASE_URL"),
+        ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+    ],
+)
 def test_a_wrong_setting_stops_start_up_naming_it(env, expected):
     result = start(**env)
     assert result.returncode != 0
@@ -42,13 +51,16 @@ def test_a_wrong_setting_stops_start_up_naming_it(env, expected):
 
 
 def test_production_security_when_debug_is_off():
-    script = ("import django; django.setup(); from django.conf import settings as s; "
-              "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, "
-              "s.SECURE_SSL_REDIRECT, bool(s.SECURE_CSP))")
+    script = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0, "
+        "s.SECURE_SSL_REDIRECT, bool(s.SECURE_CSP))"
+    )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "nexus.settings", "DEBUG": "false"}
     env.pop("NEXUS_HTTPS", None)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
     assert result.stdout.split() == ["True", "True", "True", "True", "True"], result.stderr
 
 

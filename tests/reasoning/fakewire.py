@@ -157,3 +157,72 @@ class FakeWire:
 
     def async_client(self) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(transport=self.transport)
+
+
+def openai_stream(
+    *,
+    text: str = "",
+    tool_calls: list[tuple[str, str, str]] | None = None,
+    model: str = "llama3",
+    prompt_tokens: int = 30,
+    completion_tokens: int = 9,
+    cached_tokens: int = 0,
+    cut: bool = False,
+) -> bytes:
+    """Chat-completion chunks; `tool_calls` are (id, name, raw arguments) and may be malformed."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+        return None, {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    events: list[tuple[str | None, dict[str, Any] | str]] = [chunk({"role": "assistant", "content": ""})]
+    if text:
+        events += [chunk({"content": text[: len(text) // 2]}), chunk({"content": text[len(text) // 2 :]})]
+    for index, (call_id, name, raw) in enumerate(tool_calls or []):
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": raw[:4]},
+                        }
+                    ]
+                }
+            )
+        )
+        events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": raw[4:]}}]}))
+    if cut:
+        return sse(events)
+    events.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+    events.append(
+        (
+            None,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": model,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                    "prompt_tokens_details": {"cached_tokens": cached_tokens},
+                },
+            },
+        )
+    )
+    events.append((None, "[DONE]"))
+    return sse(events)
+
+
+def openai_error(status: int, message: str) -> httpx2.Response:
+    return httpx2.Response(status, json={"error": {"message": message, "type": "error", "code": status}})

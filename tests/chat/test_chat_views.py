@@ -1,0 +1,191 @@
+"""The chat page: posting, validation, one turn at a time, safe rendering, limits, failures."""
+
+from html.parser import HTMLParser
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from chat.models import Message, Preference, ReasoningRun
+from tests.conftest import ask, run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def post(client, session, content, **extra):
+    return client.post(
+        reverse("chat:message-create", args=[session.pk]), {"content": content}, **HTMX, **extra
+    )
+
+
+def test_posting_stores_message_and_queued_run_and_returns_the_turn(alice, client_for, dispatched):
+    from chat import services
+
+    alice_session = services.session_create(owner=alice)
+    response = post(client_for(alice), alice_session, "What is 2+2?")
+    assert response.status_code == 200
+    run = ReasoningRun.objects.get()
+    assert run.status == "queued" and run.user_message.content == "What is 2+2?" and dispatched == [run.pk]
+    html = response.content.decode()
+    assert f'id="trace-{run.pk}"' in html and "Active" in html and 'class="pulse"' in html
+    alice_session.refresh_from_db()
+    assert alice_session.title == "What is 2+2?"
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("", "Type a message first."),
+        ("   \n\t ", "Type a message first."),
+        ("x" * 20_001, "the limit is 20,000"),
+    ],
+)
+def test_bad_messages_get_an_inline_error_and_store_nothing(
+    alice, alice_session, client_for, dispatched, content, error
+):
+    response = post(client_for(alice), alice_session, content)
+    assert response.status_code == 200 and response["HX-Retarget"] == "#composer-error"
+    assert error in response.content.decode()
+    assert not Message.objects.exists() and not ReasoningRun.objects.exists() and not dispatched
+
+
+def test_a_second_message_while_answering_is_refused_clearly(alice, alice_session, client_for, dispatched):
+    client = client_for(alice)
+    post(client, alice_session, "First question")
+    response = post(client, alice_session, "Second question")
+    assert "still answering your previous message" in response.content.decode()
+    assert "was not sent" in response.content.decode()
+    assert Message.objects.count() == 1 and len(dispatched) == 1
+
+
+def test_the_answer_appears_on_the_page_with_its_trace(alice, alice_session, client_for):
+    ask(alice_session, "What is 17*23 and what time is it in Tokyo?")
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    for expected in [
+        "Phase 0: Complexity Analysis",
+        "Escalating: <strong>DIRECT → LIGHT",
+        "calculator",
+        "cached",
+        'Quality: <strong class="q-bad">0.45 – Insufficient',
+        "391",
+        "LIGHT",
+        "offline · nexus-offline",
+        "1 escalation",
+    ]:
+        assert expected in page, expected
+
+
+class Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_untrusted_answer_html_is_rendered_inert(alice, alice_session, client_for):
+    run = ask(alice_session, "What is 1+1?")
+    run.answers.update(
+        content='Hi <script>alert(1)</script> <img src=x onerror="alert(2)"> '
+        "[click](javascript:alert(3)) [ok](https://example.com)\n\n```python\nprint(1)\n```"
+    )
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    answer = page[page.index('<div class="markdown">') : page.index('<template class="answer-source">')]
+    parser = Elements()
+    parser.feed(answer)
+    tags = [tag for tag, _ in parser.tags]
+    assert "script" not in tags and "img" not in tags
+    for _, attrs in parser.tags:
+        assert not any(name.startswith("on") for name in attrs)
+        assert not (attrs.get("href") or "").startswith("javascript:")
+    assert ("a", {"href": "https://example.com", "rel": "noopener noreferrer nofollow"}) in parser.tags
+    assert "&lt;script&gt;" in answer, "shown as text, not run"
+    assert ("span", {"class": "hl-nb"}) in parser.tags, "code is highlighted"
+
+
+def test_failed_runs_show_their_error(alice, alice_session, client_for, monkeypatch):
+    from reasoning.loop import ReasoningFailed
+
+    async def fail(*args, **kwargs):
+        raise ReasoningFailed("The model provider is overloaded right now; try again shortly.")
+
+    monkeypatch.setattr("reasoning.loop.AdaptiveReasoningLoop.run", fail)
+    run = ask(alice_session, "Anything")
+    assert run.status == "failed" and "overloaded" in run.error
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "overloaded right now" in page
+    assert not run.answers.exists()
+
+
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_rate_limit(alice, alice_session, client_for, dispatched):
+    client = client_for(alice)
+    for _ in range(2):
+        post(client, alice_session, "hi")
+        ReasoningRun.objects.update(status="succeeded")
+    response = post(client, alice_session, "one more")
+    assert response.status_code == 429 and "too quickly" in response.content.decode()
+    assert Message.objects.count() == 2
+
+
+@override_settings(NEXUS_RUN_BACKEND="celery", CELERY_BROKER_URL="redis://127.0.0.1:1/0")
+def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, alice_session, client_for):
+    from nexus.celery import app
+
+    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    app.conf.broker_connection_retry = False
+    app.conf.broker_connection_max_retries = 0
+    app.conf.broker_transport_options = {"max_retries": 0}
+    try:
+        response = post(client_for(alice), alice_session, "Are you there?")
+    finally:
+        app.conf.broker_url = "memory://"
+    assert response.status_code == 200
+    assert "queue is unreachable" in response.content.decode()
+    run = ReasoningRun.objects.get()
+    assert run.status == "queued" and run.user_message.content == "Are you there?"
+
+
+def test_session_management(alice, client_for):
+    client = client_for(alice)
+    response = client.post(reverse("chat:session-new"))
+    session = alice.chat_sessions.get()
+    assert response.status_code == 302 and response["Location"] == reverse("chat:session", args=[session.pk])
+    client.post(reverse("chat:session-rename", args=[session.pk]), {"title": "  Release   notes "})
+    session.refresh_from_db()
+    assert session.title == "Release notes"
+    response = client.post(reverse("chat:session-rename", args=[session.pk]), {"title": "  "}, **HTMX)
+    assert "needs a title" in response.content.decode()
+    response = client.post(reverse("chat:session-delete", args=[session.pk]), **HTMX)
+    assert response["HX-Redirect"] == reverse("chat:home") and not alice.chat_sessions.exists()
+
+
+def test_a_session_cannot_be_deleted_while_answering(alice, alice_session, client_for, dispatched):
+    client = client_for(alice)
+    post(client, alice_session, "hi")
+    response = client.post(reverse("chat:session-delete", args=[alice_session.pk]), **HTMX)
+    assert "still answering" in response.content.decode() and alice.chat_sessions.exists()
+
+
+def test_panel_state_is_remembered_per_user(alice, bob, alice_session, client_for):
+    run = ask(alice_session, "What is 2+2?")
+    client = client_for(alice)
+    assert client.post(reverse("chat:preferences"), {"trace_open": "true"}).status_code == 204
+    assert Preference.objects.get(user=alice).trace_open
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert f'id="trace-{run.pk}">' in page and 'aria-expanded="true"' in page
+    assert client.post(reverse("chat:preferences"), {"trace_open": "maybe"}).status_code == 400
+    assert not Preference.objects.filter(user=bob).exists()
+
+
+def test_retry_hands_a_waiting_run_to_a_worker_again(alice, alice_session, client_for, dispatched):
+    post(client_for(alice), alice_session, "hello")
+    run = ReasoningRun.objects.get()
+    response = client_for(alice).post(reverse("chat:run-retry", args=[alice_session.pk, run.pk]), **HTMX)
+    assert response.status_code == 200 and dispatched == [run.pk, run.pk]
+    run_now(run.pk)
+    response = client_for(alice).post(reverse("chat:run-retry", args=[alice_session.pk, run.pk]), **HTMX)
+    assert "no longer waiting" in response.content.decode()

@@ -1,0 +1,104 @@
+"""The session websocket: auth, ownership, origin, event order, catch-up after a reconnect."""
+
+import json
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client
+
+from chat import services
+from chat.engine import execute_run
+from chat.models import ReasoningRun
+from nexus.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EVENT_ID = re.compile(r'id="ev-(\d+)-(\d+)"')
+
+
+def cookie_for(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+async def socket(session_id: int, user=None, origin: bytes = b"http://127.0.0.1") -> WebsocketCommunicator:
+    headers = [(b"origin", origin), (b"host", b"127.0.0.1")]
+    if user is not None:
+        headers.append((b"cookie", await database_sync_to_async(cookie_for)(user)))
+    return WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers=headers)
+
+
+async def receive_all(communicator: WebsocketCommunicator, timeout: float = 0.5) -> str:
+    chunks = []
+    while not await communicator.receive_nothing(timeout=timeout):
+        chunks.append(await communicator.receive_from())
+    return "".join(chunks)
+
+
+async def test_anonymous_sockets_are_closed(alice_session):
+    communicator = await socket(alice_session.pk)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4401
+
+
+async def test_another_users_session_is_closed(alice_session, bob):
+    communicator = await socket(alice_session.pk, bob)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4404
+
+
+async def test_a_foreign_origin_is_refused(alice, alice_session):
+    communicator = await socket(alice_session.pk, alice, origin=b"https://evil.example")
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+async def test_events_arrive_in_order_with_status_and_answer(alice, alice_session):
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
+    assert await execute_run(run.pk) == "succeeded"
+    html = await receive_all(communicator)
+    seen = [int(seq) for run_id, seq in EVENT_ID.findall(html) if int(run_id) == run.pk]
+    total = await database_sync_to_async(lambda: run.events.count())()
+    assert seen == list(range(1, total + 1)), "every event once, in order"
+    assert f'hx-swap-oob="beforeend:#trace-{run.pk}"' in html
+    assert 'id="status-line"' in html and "Mode: <strong>Direct</strong>" in html
+    assert "Mode: <strong>Complete</strong>" in html
+    assert f'id="answer-{run.pk}" hx-swap-oob="true"' in html and "<strong>4</strong>" in html
+    await communicator.disconnect()
+
+
+async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_session):
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
+    await execute_run(run.pk)
+    total = await database_sync_to_async(lambda: ReasoningRun.objects.get(pk=run.pk).events.count())()
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 5}}))
+    html = await receive_all(communicator)
+    assert [int(seq) for _, seq in EVENT_ID.findall(html)] == list(range(6, total + 1))
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): total}}))
+    assert await receive_all(communicator, 0.2) == ""
+    await communicator.send_to(text_data="not json")
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {"999999": 0, "x": "y"}}))
+    assert await receive_all(communicator, 0.2) == "", "unknown or foreign runs reveal nothing"
+    await communicator.disconnect()
+
+
+async def test_catch_up_never_leaks_another_sessions_run(alice, bob, alice_session):
+    bob_session = await database_sync_to_async(services.session_create)(owner=bob)
+    bob_run = await database_sync_to_async(services.message_post)(
+        session=bob_session, content="Bob's secret 2+2"
+    )
+    await execute_run(bob_run.pk)
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(bob_run.pk): 0}}))
+    assert await receive_all(communicator, 0.3) == ""
+    await communicator.disconnect()

@@ -1,0 +1,115 @@
+"""Executing runs: persisted events, domain rows, idempotent finish, resume after a dead worker."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from chat import services
+from chat.models import Attempt, LLMCall, PlanStep, ReasoningRun, ToolExecution, TraceEvent
+from tests.conftest import ask, run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_run_becomes_rows(alice_session):
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?")
+    assert run.status == "succeeded" and run.answers.count() == 1
+    sequences = list(run.events.values_list("sequence", flat=True))
+    assert sequences == list(range(1, len(sequences) + 1)) and run.next_sequence == len(sequences) + 1
+    assert (run.initial_strategy, run.final_strategy, run.escalation_count) == ("direct", "light_planning", 1)
+    assert run.complexity_level == "simple" and run.multi_part_query and run.final_quality == 0.95
+    attempts = list(Attempt.objects.filter(run=run).values_list("strategy", "status", "approved"))
+    assert attempts == [("direct", "escalated", False), ("light_planning", "completed", True)]
+    steps = list(PlanStep.objects.filter(plan__run=run).values_list("step_id", "status"))
+    assert steps == [("step_1", "completed"), ("step_2", "completed")]
+    tools = list(ToolExecution.objects.filter(run=run).values_list("tool", "cached", "success"))
+    assert tools == [("calculator", False, True), ("calculator", True, True), ("clock", False, True)]
+    calls = LLMCall.objects.filter(run=run)
+    assert calls.count() == run.events.filter(kind="llm.call").count()
+    assert set(calls.values_list("provider", "model")) == {("offline", "nexus-offline")}
+    assert run.input_tokens == sum(calls.values_list("input_tokens", flat=True)) > 0
+    assert run.tracker_state["attempts"][1]["status"] == "completed"
+    assert run.started_at <= run.finished_at
+
+
+def test_executing_twice_never_adds_a_second_answer(alice_session):
+    run = ask(alice_session, "What is 6*7?")
+    assert run_now(run.pk) == "skipped"
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    assert run_now(run.pk) == "skipped", "the answer was already stored; the run is just marked done"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.answers.count() == 1
+
+
+def test_a_run_left_running_by_a_dead_worker_is_resumed(alice_session):
+    run = services.message_post(session=alice_session, content="What is 17*23 and what time is it in Tokyo?")
+    run_now(run.pk)
+    run.refresh_from_db()
+    # Rewind to just after the DIRECT attempt was checkpointed, as if the worker died there.
+    state = run.tracker_state
+    state["attempts"] = state["attempts"][:1]
+    state["plan"] = None
+    state["current_attempt"] = 0
+    cut = run.events.get(kind="escalation").sequence
+    run.answers.all().delete()
+    TraceEvent.objects.filter(run=run, sequence__gt=cut).delete()
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running",
+        worker="dead-host:1",
+        tracker_state=state,
+        next_sequence=cut + 1,
+        finished_at=None,
+        heartbeat_at=timezone.now() - timedelta(minutes=10),
+        escalation_count=0,
+    )
+    assert services.runs_to_recover() == [run.pk]
+    assert run_now(run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.answers.count() == 1 and run.delivery_count == 2
+    sequences = list(run.events.values_list("sequence", flat=True))
+    assert sequences == list(range(1, len(sequences) + 1)), "numbering continues without gaps"
+    resumed = run.events.filter(kind="run.started").last()
+    assert resumed.sequence == cut + 1 and resumed.payload["resumed"]
+    assert run.events.filter(kind="analysis.completed").last().payload["cached"], "analysis not repeated"
+    assert [e.payload["strategy"] for e in run.events.filter(kind="strategy.selected")] == [
+        "direct",
+        "light_planning",
+    ], "resumed at LIGHT, where the dead worker was going"
+
+
+def test_a_healthy_running_run_is_left_alone(alice_session):
+    run = services.message_post(session=alice_session, content="hi")
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now(), worker="other:1"
+    )
+    assert run_now(run.pk) == "skipped" and services.runs_to_recover() == []
+
+
+def test_a_run_that_keeps_killing_workers_is_failed_clearly(alice_session):
+    run = services.message_post(session=alice_session, content="hi")
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(hours=1), delivery_count=3
+    )
+    assert run_now(run.pk) == "skipped"
+    run.refresh_from_db()
+    assert run.status == "failed" and "stopped 3 times" in run.error
+
+
+def test_queued_runs_whose_dispatch_was_lost_are_recovered(alice_session):
+    run = services.message_post(session=alice_session, content="hi")
+    assert services.runs_to_recover() == []
+    ReasoningRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert services.runs_to_recover() == [run.pk]
+
+
+def test_history_holds_only_approved_turns(alice_session):
+    first = ask(alice_session, "What is 2+2?")
+    ReasoningRun.objects.filter(pk=first.pk).update(status="failed")
+    second = ask(alice_session, "What is 3+3?")
+    third = services.message_post(session=alice_session, content="And 4+4?")
+    history = services.conversation_history(third)
+    assert [m["content"] for m in history if m["role"] == "user"] == ["What is 3+3?"]
+    assert history[1]["content"] == second.answers.get().content

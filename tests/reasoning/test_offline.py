@@ -1,0 +1,80 @@
+"""The offline model: honest heuristics that show the whole engine working without a key."""
+
+import pytest
+
+from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
+from reasoning.llm.offline import LABEL, OfflineClient, covers, expression_in, question_parts, zone_in
+from reasoning.tools.local import builtin_provider
+from reasoning.tools.registry import ToolRegistry
+
+
+def offline_engine() -> AdaptiveReasoningLoop:
+    return AdaptiveReasoningLoop(
+        OfflineClient(), ToolRegistry([builtin_provider()]), ReasoningConfig.from_env({}, provider="offline")
+    )
+
+
+async def ask(question: str):
+    sink = ListSink()
+    result = await offline_engine().run(question, sink=sink)
+    return result, sink
+
+
+async def test_two_plus_two_is_four_via_the_calculator():
+    result, sink = await ask("What is 2+2?")
+    assert "**4**" in result.answer and LABEL in result.answer
+    calls = sink.of("tool.called")
+    assert [c.payload["tool"] for c in calls] == ["calculator"] and calls[0].payload["arguments"] == {
+        "expression": "2+2"
+    }
+    assert result.final_strategy == ExecutionStrategy.DIRECT and not result.escalated
+
+
+async def test_two_part_question_escalates_direct_to_light_and_passes():
+    result, sink = await ask("What is 17*23 and what time is it in Tokyo?")
+    assert result.initial_strategy == ExecutionStrategy.DIRECT
+    assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    first_quality = sink.of("quality.completed")[0].payload
+    assert not first_quality["approved"]
+    assert first_quality["evaluation"]["missing_aspects"] == ["What time is it in Tokyo?"]
+    assert "391" in result.answer and "Asia/Tokyo" in result.answer
+    assert result.answer.count(LABEL) == 1
+    assert [e.payload["cached"] for e in sink.of("tool.result") if e.payload["tool"] == "calculator"] == [
+        False,
+        True,
+    ]
+
+
+async def test_it_says_what_it_cannot_know():
+    result, _ = await ask("Who won the 1998 World Cup?")
+    assert "can't answer that offline" in result.answer and "ANTHROPIC_API_KEY" in result.answer
+    assert not result.escalated, "escalating cannot help a model that has no knowledge"
+
+
+@pytest.mark.parametrize("question", ["", "?!?!... ---", "¿Qué hora es en Madrid?", "東京は今何時ですか"])
+async def test_odd_input_gets_an_honest_answer(question):
+    result, sink = await ask(question)
+    assert LABEL in result.answer
+    assert "didn't find a question" in result.answer or "can't answer that offline" in result.answer
+    assert sink.of("tool.called") == [] and sink.events[-1].kind == "run.finished"
+
+
+async def test_a_20000_character_question():
+    result, _ = await ask("What is 6*7? " + "please " * 2900)
+    assert "42" in result.answer
+
+
+def test_reading_questions():
+    assert question_parts("What is 2+2 and what time is it in Paris?") == [
+        "What is 2+2",
+        "what time is it in Paris",
+    ]
+    assert question_parts("Compare Python and Java") == ["Compare Python and Java"]
+    assert question_parts("!!!") == []
+    assert expression_in("what is 12 times 3 plus 1") == "12 * 3 + 1"
+    assert expression_in("square root of 81") == "sqrt(81)"
+    assert (
+        zone_in("time in new york please") == "America/New_York"
+        and zone_in("in Europe/Oslo") == "Europe/Oslo"
+    )
+    assert covers("What is 17*23", "The answer is 391.") and not covers("What is 17*23", "It is 390.")
