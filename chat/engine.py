@@ -46,6 +46,7 @@ def build_llm() -> LLMClient:
         base_url=settings.ANTHROPIC_BASE_URL if provider == "anthropic" else settings.OPENAI_BASE_URL,
         timeout=config.llm_timeout,
         max_retries=config.llm_max_retries,
+        offline_latency=settings.OFFLINE_LATENCY_MS / 1000,
     )
 
 

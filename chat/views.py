@@ -165,7 +165,16 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     turn = turn_context(
         {"message": run.user_message, "run": run, "answer": None}, trace_open=preference.trace_open
     )
-    return render(request, f"{PAGE}#turn", {"turn": turn, "notice": notice, "session": session})
+    old_title = session.title
+    session.refresh_from_db(fields=["title"])
+    context = {
+        "turn": turn,
+        "notice": notice,
+        "session": session,
+        "retitled": session.title != old_title,
+        "sessions": services.session_list_for_user(request.user),
+    }
+    return render(request, f"{PAGE}#turn", context)
 
 
 @require_POST

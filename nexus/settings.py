@@ -157,6 +157,8 @@ try:
 except ConfigError as exc:
     raise ImproperlyConfigured(f"{exc.variable}: {exc}") from None
 
+# Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
+OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
 AGENT_MODE = env_choice("AGENT_MODE", ("adaptive", "reasoning_driven"), "adaptive")
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)

@@ -23,3 +23,9 @@ def mode_of(value: Any) -> str:
 @register.filter
 def mode_icon(mode: str) -> str:
     return MODE_ICONS.get(mode, "•")
+
+
+@register.filter
+def css_kind(kind: str) -> str:
+    """An event kind as a class name: "tool.called" → "tool-called"."""
+    return kind.replace(".", "-")

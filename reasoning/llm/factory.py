@@ -15,6 +15,7 @@ def make_client(
     base_url: str | None = None,
     timeout: float = 120.0,
     max_retries: int = 4,
+    offline_latency: float = 0.0,
 ) -> LLMClient:
     retry = RetryPolicy(max_retries=max_retries)
     if provider == "anthropic":
@@ -28,5 +29,5 @@ def make_client(
     if provider == "offline":
         from reasoning.llm.offline import OfflineClient
 
-        return OfflineClient(model)
+        return OfflineClient(model, latency=offline_latency)
     raise ValueError(f"unknown LLM provider {provider!r}; valid providers: {', '.join(PROVIDERS)}")

@@ -13,6 +13,7 @@ therefore answered through planning, which is what makes its escalations visible
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -234,14 +235,18 @@ class OfflineClient(LLMClient):
     provider = "offline"
     supports_tools = True
 
-    def __init__(self, model: str = "nexus-offline") -> None:
+    def __init__(self, model: str = "nexus-offline", *, latency: float = 0.0) -> None:
         super().__init__(model)
         self._ids = itertools.count(1)
+        # Seconds each call takes; 0 by default. Demos and load tests set it to behave like a model.
+        self.latency = latency
 
     def with_model(self, model: str) -> OfflineClient:
-        return OfflineClient(model)
+        return OfflineClient(model, latency=self.latency)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[str | LLMResponse]:
+        if self.latency:
+            await asyncio.sleep(self.latency)
         response = self.respond(request)
         if response.text:
             yield response.text

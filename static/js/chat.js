@@ -163,6 +163,12 @@
       panel.dataset.lastSeq = String(last);
     }
     if (target && target.id === "status-line") updateTitle();
+    if (target && target.id && target.id.startsWith("trace-head-")) {
+      // The server renders the head with the saved preference; keep it true to this panel.
+      const head = document.getElementById(target.id);
+      const list = head && document.getElementById(head.getAttribute("aria-controls"));
+      if (list) head.setAttribute("aria-expanded", list.hidden ? "false" : "true");
+    }
     if (target && target.classList && target.classList.contains("answer")) addCopyButtons(target);
     scrollThread(false);
   });

@@ -1,0 +1,158 @@
+"""Web benchmarks on real processes: event latency from engine emit to websocket receipt,
+and 50 concurrent runs against the ideal for the worker's concurrency.
+
+Each event's emit time is in its fragment (data-time); the client stamps receipt. Both ends
+run on this machine, so they share a clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import redis
+from websockets.asyncio.client import connect
+
+from tests.e2e.conftest import POSTGRES, REDIS, Site, base_env, manage
+
+QUESTION = "What is 17*23 and what time is it in Tokyo?"
+EVENT = re.compile(r'data-seq="(\d+)" data-kind="[^"]+" data-time="([\d.]+)"')
+LATENCY_MS = "20"
+
+
+async def event_latencies(site: Site, runs: int = 3) -> list[float]:
+    client = site.login()
+    latencies: list[float] = []
+    for _ in range(runs):
+        session_id = site.new_session(client)
+        cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+        async with connect(
+            f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/",
+            origin=site.url,
+            additional_headers={"Cookie": cookie},
+        ) as ws:
+            await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+            await asyncio.to_thread(site.ask, client, session_id, QUESTION)
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), timeout=60)
+                received = time.time()
+                latencies += [received - float(t) for _, t in EVENT.findall(frame)]
+                if "Complete: final strategy" in frame:
+                    break
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def describe(name: str, latencies: list[float]) -> str:
+    p50, p95 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.95) * 1000
+    return f"  {name:<9} event latency over {len(latencies)} events: p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+
+
+def run_rows(site: Site, db_url: str | None, ids: list[int]) -> list[tuple[str, float | None]]:
+    """(status, seconds from start to finish) of the given runs."""
+    marks = ",".join(str(int(i)) for i in ids)
+    if db_url:
+        with psycopg.connect(db_url) as db:
+            rows = db.execute(
+                "select status, extract(epoch from finished_at - started_at) from chat_reasoningrun "
+                f"where id in ({marks})"
+            ).fetchall()
+            return [(status, float(seconds) if seconds is not None else None) for status, seconds in rows]
+    import sqlite3
+
+    with sqlite3.connect(Path(site.env["NEXUS_VAR_DIR"]) / "nexus.sqlite3") as db:
+        return db.execute(
+            "select status, (julianday(finished_at) - julianday(started_at)) * 86400 "
+            f"from chat_reasoningrun where id in ({marks})"
+        ).fetchall()
+
+
+def wait_done(
+    site: Site, db_url: str | None, ids: list[int], timeout: float = 240
+) -> list[tuple[str, float | None]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = run_rows(site, db_url, ids)
+        if len(rows) == len(ids) and all(status in ("succeeded", "failed") for status, _ in rows):
+            return rows
+        time.sleep(0.05)
+    raise TimeoutError(f"runs {ids[:5]}... did not finish")
+
+
+def concurrent_runs(site: Site, concurrency: int | None, db_url: str | None, count: int = 50) -> str:
+    client = site.login()
+    alone = site.ask(client, site.new_session(client), QUESTION)
+    single = wait_done(site, db_url, [alone])[0][1] or 0.0
+    sessions = [site.new_session(client) for _ in range(count)]
+    started = time.perf_counter()
+    ids = [site.ask(client, session_id, QUESTION) for session_id in sessions]
+    rows = wait_done(site, db_url, ids)
+    total = time.perf_counter() - started
+    failed = sum(1 for status, _ in rows if status == "failed")
+    ideal = single * count / concurrency if concurrency else single
+    label = f"worker concurrency {concurrency}" if concurrency else "unbounded (tasks in the server process)"
+    return (
+        f"  {count} concurrent runs, {label}: {total:.2f} s; one run alone {single:.2f} s; ideal "
+        f"{ideal:.2f} s; total/ideal = {total / ideal:.2f}" + (f"; {failed} FAILED" if failed else "")
+    )
+
+
+def embedded(tmp: Path) -> list[str]:
+    env = base_env(tmp, OFFLINE_LATENCY_MS=LATENCY_MS)
+    manage(env, "migrate", "--noinput", "-v", "0")
+    manage(env, "ensure_local_account")
+    site = Site(env, tmp)
+    site.start_web()
+    try:
+        lines = [describe("embedded", asyncio.run(event_latencies(site)))]
+        lines.append(concurrent_runs(site, None, None))
+        return lines
+    finally:
+        site.stop()
+
+
+def team(tmp: Path) -> list[str]:
+    try:
+        admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
+        redis.Redis.from_url(REDIS, socket_connect_timeout=3).flushdb()
+    except Exception as exc:
+        return [f"  team: skipped, PostgreSQL or Redis unavailable ({exc})"]
+    name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'create database "{name}"')
+    db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
+    env = base_env(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, OFFLINE_LATENCY_MS=LATENCY_MS)
+    site = Site(env, tmp)
+    try:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        manage(env, "ensure_local_account")
+        site.start_worker()
+        site.start_web()
+        lines = [describe("team", asyncio.run(event_latencies(site)))]
+        lines.append(concurrent_runs(site, 2, db_url))
+        return lines
+    finally:
+        site.stop()
+        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
+        admin.execute(f'drop database if exists "{name}"')
+
+
+def main() -> list[str]:
+    lines = [f"web: offline model at {LATENCY_MS} ms per call, question: {QUESTION!r}"]
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+        lines += embedded(Path(first))
+        lines += team(Path(second))
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(main()))

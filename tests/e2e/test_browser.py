@@ -1,0 +1,132 @@
+"""The chat page in headless Chromium: ask, watch the run live, expand the trace, reload."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.e2e.conftest import PASSWORD, Site, base_env, manage
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+@pytest.fixture
+def slow_site(tmp_path: Path) -> Iterator[Site]:
+    """An embedded site whose offline model takes a moment per call, so a run can be watched."""
+    env = base_env(tmp_path, OFFLINE_LATENCY_MS="250")
+    manage(env, "migrate", "--noinput", "-v", "0")
+    manage(env, "ensure_local_account")
+    site = Site(env, tmp_path)
+    site.start_web()
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def page(chromium: str, slow_site: Site) -> Iterator[Page]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(slow_site.url + "/")
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.click("text=Start a chat")
+        expect(page.locator("#composer-input")).to_be_visible()
+        yield page
+        assert [e for e in errors if "Content Security Policy" in e] == [], "no CSP violations"
+        browser.close()
+
+
+def ask(page: Page, question: str) -> None:
+    page.fill("#composer-input", question)
+    page.keyboard.press("Enter")
+
+
+def test_ask_watch_expand_reload(page: Page):
+    expect(page.locator("#status-line")).to_contain_text("Ready")
+    ask(page, "What is 2+2?")
+    expect(page.locator(".trace-head .activity .pulse")).to_be_visible(timeout=5000)
+    expect(page.locator("#status-line")).to_contain_text(re.compile("Analyzing|Direct"), timeout=5000)
+    expect(page).to_have_title(re.compile(r"Mode: (Analyzing|Direct)"))
+    expect(page.locator("#composer-input")).to_have_value("")
+    expect(page.locator(".answer .markdown")).to_contain_text("2+2 = 4", timeout=15000)
+    expect(page.locator("#status-line")).to_contain_text("Complete")
+    expect(page).to_have_title(re.compile("Mode: Complete"))
+    expect(page.locator(".trace-head .activity")).to_have_count(0)
+    trace = page.locator("ol.trace").last
+    expect(trace).to_be_hidden()
+    page.locator(".trace-head").last.click()
+    expect(trace).to_be_visible()
+    for phase in [
+        "Phase 0: Complexity Analysis",
+        "Phase 1: Execution (DIRECT)",
+        "Phase 2: Quality Evaluation",
+        "Complete",
+    ]:
+        expect(trace).to_contain_text(phase)
+    expect(trace.locator(".ev-tool-called")).to_contain_text("calculator")
+    live_ids = trace.locator("li[id]").evaluate_all("items => items.map(i => i.id)")
+    assert len(live_ids) == len(set(live_ids)) > 10
+
+    page.reload()
+    trace = page.locator("ol.trace").last
+    expect(trace).to_be_visible(), "the open panel is remembered across the reload"
+    assert trace.locator("li[id]").evaluate_all("items => items.map(i => i.id)") == live_ids
+    page.keyboard.press("Control+Period")
+    expect(trace).to_be_hidden()
+    page.keyboard.press("Control+Period")
+    expect(trace).to_be_visible()
+    page.keyboard.press("Control+Shift+Period")
+    expect(trace.locator("li")).to_have_count(0)
+
+
+def test_calculator_call_shows_in_the_panel_and_a_screenshot(page: Page):
+    page.locator("#app").evaluate("app => app.dataset.traceOpen = 'true'")
+    ask(page, "What is 17*23?")
+    expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=15000)
+    trace = page.locator("ol.trace").last
+    expect(trace.locator(".ev-tool-called .tool-name")).to_have_text("calculator")
+    expect(trace.locator(".ev-tool-result")).to_contain_text("17*23 = 391")
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(page.locator(".answer .markdown").last).to_contain_text("Asia/Tokyo", timeout=20000)
+    last = page.locator("ol.trace").last
+    expect(last).to_contain_text("Escalating: DIRECT → LIGHT")
+    expect(last.locator(".badge.cached")).to_have_count(1)
+    expect(page.locator(".trace-head").last).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#session-title h1")).to_have_text("What is 17*23?")
+    expect(page.locator("#session-list .current")).to_have_text("What is 17*23?")
+    DOCS.mkdir(exist_ok=True)
+    last.evaluate("trace => trace.scrollTop = 0")
+    page.locator(".turn").last.evaluate("turn => turn.scrollIntoView()")
+    page.screenshot(path=str(DOCS / "screenshot.png"))
+
+
+def test_bad_input_errors_inline(page: Page):
+    page.fill("#composer-input", "   ")
+    page.click("#composer button[type=submit]")
+    expect(page.locator("#composer-error")).to_contain_text("Type a message first.")
+    page.locator("#composer-input").evaluate("box => box.removeAttribute('maxlength')")
+    page.fill("#composer-input", "x" * 20_001)
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-error")).to_contain_text("the limit is 20,000")
+    expect(page.locator(".turn")).to_have_count(0)

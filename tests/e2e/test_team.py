@@ -1,0 +1,118 @@
+"""The team deployment for real: daphne and Celery workers on PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+
+import psycopg
+import pytest
+from websockets.asyncio.client import connect
+
+pytestmark = [pytest.mark.team, pytest.mark.slow]
+
+EVENT_ID = re.compile(r'id="ev-(\d+)-(\d+)"')
+
+
+async def collect_events(
+    site, client, session_id: int, run_id: int | None, question: str | None = None, timeout: float = 60
+) -> tuple[int, list[int], str]:
+    """Open the session's websocket like the page does, optionally post `question`, and read
+    fragments until the run completes. Returns the run id, the event sequence seen, and the HTML."""
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
+    seen: list[int] = []
+    html: list[str] = []
+    async with connect(uri, origin=site.url, additional_headers={"Cookie": cookie}) as ws:
+        if question is not None:
+            run_id = await asyncio.to_thread(site.ask, client, session_id, question)
+        await ws.send(json.dumps({"type": "sync", "cursor": {str(run_id): 0}}))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                frame = await asyncio.wait_for(ws.recv(), timeout=deadline - time.monotonic())
+            except TimeoutError:
+                break
+            html.append(frame)
+            seen += [int(seq) for rid, seq in EVENT_ID.findall(frame) if int(rid) == run_id]
+            if "Complete: final strategy" in frame or "Failed:" in frame:
+                break
+    assert run_id is not None
+    return run_id, seen, "".join(html)
+
+
+def answers_for(site, run_id: int) -> list[str]:
+    with psycopg.connect(site.env["DATABASE_URL"]) as db:
+        rows = db.execute(
+            "select content from chat_message where run_id = %s and role = 'assistant'", (run_id,)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def run_row(site, run_id: int) -> dict:
+    with psycopg.connect(site.env["DATABASE_URL"]) as db:
+        cursor = db.execute(
+            "select status, delivery_count, next_sequence, worker from chat_reasoningrun where id = %s",
+            (run_id,),
+        )
+        status, deliveries, next_sequence, worker = cursor.fetchone()
+        sequences = [
+            r[0]
+            for r in db.execute(
+                "select sequence from chat_traceevent where run_id = %s order by sequence", (run_id,)
+            ).fetchall()
+        ]
+    return {
+        "status": status,
+        "deliveries": deliveries,
+        "next_sequence": next_sequence,
+        "worker": worker,
+        "sequences": sequences,
+    }
+
+
+def test_a_message_is_answered_by_a_worker_and_streamed_in_order(team_site):
+    team_site.start_worker()
+    team_site.start_web()
+    client = team_site.login()
+    session_id = team_site.new_session(client)
+    run_id, seen, html = asyncio.run(
+        collect_events(team_site, client, session_id, None, "What is 17*23 and what time is it in Tokyo?")
+    )
+    row = run_row(team_site, run_id)
+    assert row["status"] == "succeeded" and row["worker"]
+    assert seen == row["sequences"] == list(range(1, row["next_sequence"])), "every event, once, in order"
+    assert "Escalating: <strong>DIRECT → LIGHT" in html and "391" in html
+    answers = answers_for(team_site, run_id)
+    assert len(answers) == 1 and "391" in answers[0]
+    page = client.get(f"/sessions/{session_id}/").text
+    assert page.count(f'id="ev-{run_id}-') == len(seen), "a reload renders the same trace from the database"
+
+
+def test_a_worker_killed_mid_run_still_ends_with_exactly_one_answer(team_site):
+    slow = {"OFFLINE_LATENCY_MS": "400"}
+    first = team_site.start_worker(**slow)
+    team_site.start_web()
+    client = team_site.login()
+    session_id = team_site.new_session(client)
+    run_id = team_site.ask(client, session_id, "What is 12*12 and what time is it in Paris?")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        row = run_row(team_site, run_id)
+        if row["status"] == "running" and row["next_sequence"] > 8:
+            break
+        time.sleep(0.1)
+    assert row["status"] == "running", row
+    first.kill()
+    killed_at = run_row(team_site, run_id)
+    assert killed_at["status"] == "running", "the run was cut off mid-way"
+    team_site.start_worker(**slow)
+    _, seen, _ = asyncio.run(collect_events(team_site, client, session_id, run_id, timeout=90))
+    row = run_row(team_site, run_id)
+    assert row["status"] == "succeeded" and row["deliveries"] == 2, row
+    assert row["sequences"] == list(range(1, row["next_sequence"])), "numbering continued without gaps"
+    assert seen == row["sequences"]
+    answers = answers_for(team_site, run_id)
+    assert len(answers) == 1 and "144" in answers[0]
