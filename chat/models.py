@@ -400,3 +400,99 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"Preferences of {self.user}"
+
+
+class Document(models.Model):
+    """A team document: searchable by runs, mentionable with @, served as an MCP resource."""
+
+    class Format(models.TextChoices):
+        MARKDOWN = "markdown", "Markdown"
+        TEXT = "text", "Plain text"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=200)
+    content = models.TextField()
+    format = models.CharField(max_length=10, choices=Format.choices, default=Format.MARKDOWN)
+    shared = models.BooleanField(default=False, help_text="Visible to everyone, not only the owner.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["title", "id"]
+        indexes = [
+            models.Index(fields=["owner", "title"], name="document_owner_title"),
+            models.Index(fields=["shared"], name="document_shared"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "title"], name="document_title_unique_per_owner"),
+            models.CheckConstraint(
+                condition=Q(format__in=["markdown", "text"]), name="document_format_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def uri(self) -> str:
+        return f"nexus://documents/{self.pk}"
+
+
+class MCPServer(models.Model):
+    """A tool server, configured by staff. The built-in Nexus server is created enabled."""
+
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "stdio (a local command)"
+        HTTP = "http", "Streamable HTTP (a URL)"
+
+    class Status(models.TextChoices):
+        UNKNOWN = "unknown", "Not checked yet"
+        OK = "ok", "Connected"
+        ERROR = "error", "Unavailable"
+
+    name = models.CharField(
+        max_length=30,
+        unique=True,
+        help_text="Lowercase letters, digits and single underscores; prefixes its tool names.",
+    )
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.STDIO)
+    builtin = models.BooleanField(
+        default=False, editable=False, help_text="Nexus's own server (calculator, clock, team documents)."
+    )
+    command = models.CharField(max_length=500, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True, help_text="Secret: never shown back.")
+    cwd = models.CharField(max_length=500, blank=True)
+    url = models.URLField(max_length=500, blank=True)
+    headers = models.JSONField(default=dict, blank=True, help_text="Secret: never shown back.")
+    enabled = models.BooleanField(default=True)
+    call_timeout = models.FloatField(default=30.0, help_text="Seconds a tool call may take.")
+    tool_policies = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per tool: "cache" (default) or "no-cache" for tools whose answer changes between calls.',
+    )
+    last_status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN)
+    last_error = models.TextField(blank=True)
+    last_checked = models.DateTimeField(null=True, blank=True)
+    tool_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        constraints = [
+            models.CheckConstraint(condition=Q(transport__in=["stdio", "http"]), name="mcp_transport_valid"),
+            models.CheckConstraint(condition=Q(call_timeout__gt=0), name="mcp_timeout_positive"),
+            models.CheckConstraint(
+                condition=Q(name__regex=r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"), name="mcp_name_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(builtin=True)
+                | Q(transport="http", url__gt="")
+                | Q(transport="stdio", command__gt=""),
+                name="mcp_server_reachable",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

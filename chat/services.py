@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
+from chat import mentions
 from chat.models import ChatSession, Message, ReasoningRun
 
 logger = logging.getLogger(__name__)
@@ -133,7 +134,11 @@ class PreparedMessage:
 
 
 def message_prepare(*, user: Any, content: str) -> PreparedMessage:
-    return PreparedMessage(query=message_validate(content))
+    """Expand a /command and pull @mentioned documents in; raises ValidationError for bad input."""
+    text = message_validate(content)
+    expanded = mentions.expand_command(user, text)
+    query, notes = mentions.enrich(user, expanded if expanded is not None else text)
+    return PreparedMessage(query=query, notes=notes)
 
 
 def message_post(*, session: ChatSession, content: str, query: str | None = None) -> ReasoningRun:

@@ -183,7 +183,7 @@ class RunSink:
             call_id=p.get("call_id") or "",
             step_id=p.get("step_id") or "",
             server=p.get("server") or "",
-            tool=p["tool"],
+            tool=p.get("server_tool") or p["tool"],
             arguments=p.get("arguments") or {},
             argument_hash=p.get("argument_hash") or "",
             success=p["success"],

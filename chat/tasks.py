@@ -8,7 +8,7 @@ import threading
 import time
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
@@ -53,3 +53,10 @@ def _sweep_on_start(**kwargs: object) -> None:
             time.sleep(max(2, settings.NEXUS_RUN_STALE_SECONDS // 2))
 
     threading.Thread(target=loop, name="nexus-sweeper", daemon=True).start()
+
+
+@worker_process_shutdown.connect
+def _close_tool_servers(**kwargs: object) -> None:
+    from chat.tools import POOL
+
+    POOL.close_sync()

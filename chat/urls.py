@@ -13,4 +13,8 @@ urlpatterns = [
     path("sessions/<int:session_id>/messages/", views.message_create, name="message-create"),
     path("sessions/<int:session_id>/runs/<int:run_id>/retry/", views.run_retry, name="run-retry"),
     path("preferences/", views.preference_update, name="preferences"),
+    path("documents/", views.document_list, name="documents"),
+    path("documents/upload/", views.document_upload, name="document-upload"),
+    path("documents/<int:document_id>/delete/", views.document_delete, name="document-delete"),
+    path("complete/", views.completions, name="completions"),
 ]

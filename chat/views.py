@@ -10,15 +10,15 @@ from django.conf import settings
 from django.contrib import messages as flash
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, retarget
 
-from chat import services
+from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
-from chat.models import Preference, ReasoningRun
+from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
 
 PAGE = "chat/session.html"
@@ -200,3 +200,96 @@ def preference_update(request: HttpRequest) -> HttpResponse:
     preference.trace_open = value == "true"
     preference.save(update_fields=["trace_open"])
     return HttpResponse(status=204)
+
+
+# --- team documents -------------------------------------------------------------------------
+
+
+@require_GET
+def document_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "chat/documents.html",
+        {
+            "documents": documents.documents_visible_to(request.user),
+            "sessions": services.session_list_for_user(request.user),
+        },
+    )
+
+
+@require_POST
+def document_upload(request: HttpRequest) -> HttpResponse:
+    upload = request.FILES.get("file")
+    content = request.POST.get("content", "")
+    title = request.POST.get("title", "")
+    try:
+        if upload is not None:
+            if upload.size > settings.NEXUS_MAX_DOCUMENT_BYTES:
+                raise ValidationError(
+                    f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes."
+                )
+            try:
+                content = upload.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValidationError("Upload Markdown or plain text in UTF-8.") from None
+            title = title or upload.name.rsplit(".", 1)[0]
+        fmt = "text" if upload is not None and upload.name.endswith(".txt") else "markdown"
+        document = documents.document_create(
+            owner=request.user,
+            title=title,
+            content=content,
+            shared=request.POST.get("shared") == "on",
+            format=fmt,
+        )
+    except ValidationError as exc:
+        flash.error(request, exc.messages[0])
+        return redirect("chat:documents")
+    flash.success(request, f"Saved “{document.title}”. Mention it with @ or ask about it.")
+    return redirect("chat:documents")
+
+
+@require_POST
+def document_delete(request: HttpRequest, document_id: int) -> HttpResponse:
+    document = get_object_or_404(Document, pk=document_id, owner=request.user)
+    document.delete()
+    flash.success(request, f"Deleted “{document.title}”.")
+    return redirect("chat:documents")
+
+
+@require_GET
+def completions(request: HttpRequest) -> HttpResponse:
+    """What the composer offers after @ (documents, resources) or / (commands)."""
+    text = request.GET.get("q", "")
+    prefix, word = text[:1], text[1:].strip('"').lower()
+    items: list[dict[str, str]] = []
+    if prefix == "@":
+        for document in documents.documents_visible_to(request.user).filter(title__icontains=word)[:10]:
+            name = f'"{document.title}"' if " " in document.title else document.title
+            items.append(
+                {
+                    "insert": f"@{name} ",
+                    "label": document.title,
+                    "detail": "shared document" if document.shared else "your document",
+                }
+            )
+        for resource in mentions.resources(request.user):
+            if word in resource["name"].lower():
+                items.append(
+                    {
+                        "insert": f"@{resource['name']} ",
+                        "label": resource["name"],
+                        "detail": f"resource on {resource['server']}",
+                    }
+                )
+    elif prefix == "/":
+        for prompt in mentions.prompts(request.user):
+            if prompt["name"].startswith(word):
+                arguments = " ".join(prompt["arguments"])
+                items.append(
+                    {
+                        "insert": f"/{prompt['name']} ",
+                        "label": f"/{prompt['name']} {arguments}".strip(),
+                        "detail": prompt["description"],
+                    }
+                )
+    return JsonResponse({"items": items[:15]})

@@ -14,6 +14,19 @@ from chat import services
 from chat.models import ChatSession, Critique, ReasoningRun, Reflection
 
 
+@pytest.fixture(autouse=True)
+def builtin_tool_server(request):
+    """The built-in MCP server row its migration creates (transactional tests flush it away)."""
+    if "django_db_setup" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
+        return
+    request.getfixturevalue("db" if "transactional_db" not in request.fixturenames else "transactional_db")
+    from chat.models import MCPServer
+
+    MCPServer.objects.get_or_create(
+        name="nexus", defaults={"builtin": True, "tool_policies": {"clock": "no-cache"}}
+    )
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str, **extra) -> object:

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from reasoning.llm.base import LLMClient, LLMRequest, LLMResponse, ToolCall, Usage
+from reasoning.text import WORD, keywords
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
@@ -54,13 +55,6 @@ _GREETING = re.compile(
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
 )
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(
-    """a an the is are was were be been of to in on at for and or with what when where who why how which it
-    its this that these those do does did can could should would will me my our your you i we us tell give
-    list please about from by as than then there their them they also""".split()  # noqa: SIM905
-)
-
 # A few common places, so "what time is it in Tokyo" works without an IANA name.
 CITY_ZONES = {
     "tokyo": "Asia/Tokyo",
@@ -140,14 +134,9 @@ def question_parts(query: str) -> list[str]:
     for chunk in chunks:
         for piece in _SPLIT_AND.split(chunk):
             cleaned = piece.strip(" ,.;:!?")
-            if _WORD.search(cleaned):
+            if WORD.search(cleaned):
                 parts.append(cleaned)
     return parts[:MAX_PARTS]
-
-
-def keywords(text: str) -> list[str]:
-    words = [w.lower() for w in _WORD.findall(text or "")]
-    return [w for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())]
 
 
 def expression_in(text: str) -> str | None:
@@ -267,7 +256,10 @@ class OfflineClient(LLMClient):
         return self.agent_turn(request)
 
     def agent_turn(self, request: LLMRequest) -> LLMResponse:
+        context = _mentioned_context(request.messages)
         question = _current_question(request.messages)
+        if context:
+            return self._response(answer_from_context(question, context), [], request)
         results = _tool_results(request.messages)
         if results:
             return self._response(answer_from_results(question, results), [], request)
@@ -315,6 +307,29 @@ def _unwrap(text: str) -> str:
     """Questions enriched with @resources arrive wrapped in <query> tags."""
     match = re.search(r"<query>\s*(.*?)\s*</query>", text, re.DOTALL)
     return match.group(1) if match else text
+
+
+def _mentioned_context(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(title, content) of documents the person mentioned with @, if the question carries them."""
+    for message in reversed(messages):
+        if message["role"] == "user":
+            text = _text_of(message["content"])
+            return re.findall(r'<document title="([^"]*)">\n(.*?)\n</document>', text, re.DOTALL)
+    return []
+
+
+def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
+    """The passages of the mentioned documents that best match the question, with their titles."""
+    wanted = set(keywords(question))
+    scored = []
+    for title, content in documents:
+        for passage in (p.strip() for p in re.split(r"\n\s*\n", content) if p.strip()):
+            overlap = len(wanted & set(keywords(passage)))
+            scored.append((overlap, title, passage))
+    scored.sort(key=lambda item: -item[0])
+    best = [item for item in scored if item[0] > 0][:3] or scored[:1]
+    quoted = "\n\n".join(f"From **{title}**:\n\n> {passage[:800]}" for _, title, passage in best)
+    return quoted + LABEL_BLOCK
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str, bool]]:

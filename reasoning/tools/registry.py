@@ -27,6 +27,8 @@ class ToolSpec:
     server: str = "local"
     tool: str = ""  # the provider's own name for it
     cache_policy: CachePolicy = "cache"
+    # Seconds a call may take; None means the registry's default.
+    timeout: float | None = None
 
     def definition(self) -> ToolDef:
         return ToolDef(self.name, self.description, self.input_schema)
@@ -136,7 +138,7 @@ class ToolRegistry:
             known = ", ".join(sorted(self._specs)) or "none"
             return ToolOutcome(False, "", f"unknown tool {name!r}; available tools: {known}")
         spec, provider = entry
-        limit = timeout or self.timeout
+        limit = spec.timeout or timeout or self.timeout
         try:
             output = await asyncio.wait_for(provider.call_tool(spec, arguments), timeout=limit)
         except TimeoutError:

@@ -1,0 +1,141 @@
+"""Team documents: who may see what, and ranked search that returns passages with titles.
+
+On PostgreSQL, full-text search ranks the documents; on SQLite a BM25-style ranking in
+Python does. Either way the answer is a few passages, each with its document's title.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from chat.models import Document
+from reasoning.text import keywords
+
+PASSAGE_CHARS = 700
+
+
+@dataclass
+class Passage:
+    document: Document
+    text: str
+    score: float
+
+    def as_text(self) -> str:
+        shared = "shared" if self.document.shared else "private"
+        return f"## {self.document.title}  ({shared}, {self.document.uri})\n{self.text}"
+
+
+def documents_visible_to(user: Any) -> QuerySet[Document]:
+    return Document.objects.filter(Q(owner=user) | Q(shared=True)).select_related("owner")
+
+
+def document_get_for_user(user: Any, document_id: int) -> Document | None:
+    return documents_visible_to(user).filter(pk=document_id).first()
+
+
+def document_create(
+    *, owner: Any, title: str, content: str, shared: bool = False, format: str = Document.Format.MARKDOWN
+) -> Document:
+    title = " ".join((title or "").split())[:200]
+    if not title:
+        raise ValidationError("A document needs a title.")
+    if not (content or "").strip():
+        raise ValidationError("The document is empty.")
+    if len(content.encode()) > settings.NEXUS_MAX_DOCUMENT_BYTES:
+        raise ValidationError(f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes.")
+    if "\x00" in content:
+        raise ValidationError("That looks like a binary file; upload Markdown or plain text.")
+    document, created = Document.objects.get_or_create(
+        owner=owner, title=title, defaults={"content": content, "shared": shared, "format": format}
+    )
+    if not created:
+        document.content, document.shared, document.format = content, shared, format
+        document.updated_at = timezone.now()
+        document.save(update_fields=["content", "shared", "format", "updated_at"])
+    return document
+
+
+def passages_of(document: Document) -> list[str]:
+    """Paragraph-sized pieces of a document, for quoting."""
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", document.content) if b.strip()]
+    out: list[str] = []
+    for block in blocks:
+        while len(block) > PASSAGE_CHARS:
+            cut = block.rfind(" ", 0, PASSAGE_CHARS)
+            cut = cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS
+            out.append(block[:cut])
+            block = block[cut:].strip()
+        if block:
+            out.append(block)
+    return out or [document.content[:PASSAGE_CHARS]]
+
+
+def _candidates(user: Any, query: str) -> list[Document]:
+    visible = documents_visible_to(user)
+    if connection.vendor == "postgresql":
+        from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+        vector = SearchVector("title", weight="A", config="english") + SearchVector(
+            "content", weight="B", config="english"
+        )
+        search = SearchQuery(query, search_type="websearch", config="english")
+        ranked = visible.annotate(rank=SearchRank(vector, search)).filter(rank__gt=0).order_by("-rank")[:20]
+        found = list(ranked)
+        if found:
+            return found
+        # Nothing matched every word: fall back to any word.
+        words = keywords(query)
+        if not words:
+            return []
+        either = SearchQuery(" | ".join(words), search_type="raw", config="english")
+        return list(
+            visible.annotate(rank=SearchRank(vector, either)).filter(rank__gt=0).order_by("-rank")[:20]
+        )
+    return list(visible[:500])
+
+
+def document_search(user: Any, query: str, *, limit: int = 5) -> list[Passage]:
+    """The best passages for `query` among the documents `user` may see."""
+    wanted = keywords(query)
+    if not wanted:
+        return []
+    documents = _candidates(user, query)
+    pieces = [
+        (document, text, Counter(keywords(document.title + " " + text)))
+        for document in documents
+        for text in passages_of(document)
+    ]
+    if not pieces:
+        return []
+    frequency = Counter(word for _, _, counts in pieces for word in set(counts))
+    average = sum(sum(c.values()) for _, _, c in pieces) / len(pieces)
+    scored = []
+    for document, text, counts in pieces:
+        length = sum(counts.values()) or 1
+        score = 0.0
+        for word in set(wanted):
+            tf = counts.get(word, 0)
+            if not tf:
+                continue
+            idf = math.log(1 + (len(pieces) - frequency[word] + 0.5) / (frequency[word] + 0.5))
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        if score > 0:
+            scored.append(Passage(document, text, round(score, 4)))
+    scored.sort(key=lambda p: (-p.score, p.document.title))
+    return scored[:limit]
+
+
+def format_results(passages: list[Passage], query: str) -> str:
+    if not passages:
+        return f"No document matches {query!r}."
+    return "\n\n".join(p.as_text() for p in passages)

@@ -1,0 +1,172 @@
+"""Message preprocessing (the seeds' CommandControlAgent): @resources and /commands.
+
+`@name` (or `@"a title with spaces"`) pulls a document the user may see, or an MCP resource,
+into the question as context. `/name args` expands an MCP prompt into what the engine is
+asked. Anything that cannot be resolved is reported to the user, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+
+from chat.documents import documents_visible_to
+from chat.models import MCPServer
+from chat.tools import POOL, USER_META, config_for
+from reasoning.tools.mcp import MCPToolProvider
+
+MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))')
+COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
+LISTING_TTL = 60
+CONTEXT_CHARS = 30_000
+
+
+def _providers(user: Any) -> list[MCPToolProvider]:
+    return [
+        MCPToolProvider(POOL, config_for(server), meta={USER_META: user.pk} if server.builtin else None)
+        for server in MCPServer.objects.filter(enabled=True)
+    ]
+
+
+def _listing(user: Any, kind: str) -> list[dict[str, Any]]:
+    """Resources or prompts of every enabled server, cached briefly; broken servers are skipped."""
+    key = f"nexus:mcp:{kind}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    items: list[dict[str, Any]] = []
+    for provider in _providers(user):
+        try:
+            if kind == "resources":
+                found = async_to_sync(provider.list_resources)()
+                items += [
+                    {
+                        "server": provider.name,
+                        "name": r.name,
+                        "uri": str(r.uri),
+                        "description": r.description or "",
+                    }
+                    for r in found
+                ]
+            else:
+                found = async_to_sync(provider.list_prompts)()
+                items += [
+                    {
+                        "server": provider.name,
+                        "name": p.name,
+                        "description": p.description or "",
+                        "arguments": [a.name for a in (p.arguments or [])],
+                    }
+                    for p in found
+                ]
+        except Exception:  # noqa: S112 - an unavailable server simply offers nothing here
+            continue
+    cache.set(key, items, LISTING_TTL)
+    return items
+
+
+def resources(user: Any) -> list[dict[str, Any]]:
+    return _listing(user, "resources")
+
+
+def prompts(user: Any) -> list[dict[str, Any]]:
+    return _listing(user, "prompts")
+
+
+def mentions_in(text: str) -> list[str]:
+    return [quoted or bare for quoted, bare in MENTION.findall(text)]
+
+
+def _resolve_mention(user: Any, name: str) -> tuple[str, str] | None:
+    """(label, content) for a mention the user may read, or None."""
+    document = documents_visible_to(user).filter(title__iexact=name).first()
+    if document is not None:
+        return document.title, document.content
+    for resource in resources(user):
+        if name in (resource["name"], resource["uri"]):
+            provider = next(p for p in _providers(user) if p.name == resource["server"])
+            try:
+                return resource["name"], async_to_sync(provider.read_resource)(resource["uri"])
+            except Exception:
+                return None
+    return None
+
+
+def enrich(user: Any, text: str) -> tuple[str, list[str]]:
+    """The question with mentioned resources as context, and notes for the user."""
+    notes: list[str] = []
+    found: list[tuple[str, str]] = []
+    for name in dict.fromkeys(mentions_in(text)):
+        resolved = _resolve_mention(user, name)
+        if resolved is None:
+            notes.append(
+                f"@{name} was not included: there is no document or resource by that name that you may see."
+            )
+        else:
+            found.append(resolved)
+    if not found:
+        return text, notes
+    context = "\n\n".join(f'<document title="{label}">\n{content}\n</document>' for label, content in found)
+    if len(context) > CONTEXT_CHARS:
+        context = context[:CONTEXT_CHARS] + "\n[... the mentioned documents were cut to fit ...]"
+        notes.append("The mentioned documents are long; only their beginning was included.")
+    enriched = (
+        f"<query>\n{text}\n</query>\n\n"
+        "The person mentioned these documents with @ (the @ is only how they refer to them). Their "
+        "content is below; use it to answer, without searching for it again, and answer the question "
+        "directly without describing the documents.\n\n"
+        f"<context>\n{context}\n</context>"
+    )
+    return enriched, notes
+
+
+def expand_command(user: Any, text: str) -> str | None:
+    """The prompt a `/command` expands to, None if the text is not a command; raises if unknown."""
+    match = COMMAND.match(text.strip())
+    if not match:
+        return None
+    name, rest = match.group(1), (match.group(2) or "").strip()
+    available = prompts(user)
+    prompt = next((p for p in available if p["name"] == name), None)
+    if prompt is None:
+        names = ", ".join(f"/{p['name']}" for p in available) or "none"
+        raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
+    arguments = _arguments(prompt["arguments"], rest)
+    provider = next(p for p in _providers(user) if p.name == prompt["server"])
+    try:
+        messages = async_to_sync(provider.get_prompt)(name, arguments)
+    except Exception as exc:
+        raise ValidationError(f"/{name} failed: {exc}") from None
+    if len(messages) == 1:
+        return messages[0]["content"]
+    return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
+
+
+def _arguments(names: list[str], rest: str) -> dict[str, str]:
+    if not names:
+        return {}
+    if "=" in rest:
+        pairs = dict(part.split("=", 1) for part in shlex.split(rest) if "=" in part)
+        missing = [n for n in names if n not in pairs]
+        if missing:
+            raise ValidationError(f"Missing {', '.join(missing)}; write {' '.join(f'{n}=…' for n in names)}.")
+        return {n: pairs[n] for n in names}
+    if len(names) == 1:
+        if not rest:
+            raise ValidationError(f"Say what to use as {names[0]}, for example: /… {names[0]} text.")
+        return {names[0]: rest}
+    try:
+        values = shlex.split(rest)
+    except ValueError:
+        values = rest.split()
+    if len(values) < len(names):
+        raise ValidationError(
+            f"This command takes {len(names)} values: {', '.join(names)} "
+            '(quote values with spaces, or use name="value").'
+        )
+    return dict(zip(names, [*values[: len(names) - 1], " ".join(values[len(names) - 1 :])], strict=True))

@@ -1,0 +1,18 @@
+"""Word-level helpers shared by the offline model and document search."""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+STOPWORDS = frozenset(
+    """a an the is are was were be been of to in on at for and or with what when where who why how which it
+    its this that these those do does did can could should would will me my our your you i we us tell give
+    list please about from by as than then there their them they also""".split()  # noqa: SIM905
+)
+
+
+def keywords(text: str) -> list[str]:
+    """Lower-cased words worth matching on: no stopwords, no single letters (digits kept)."""
+    words = (w.lower() for w in WORD.findall(text or ""))
+    return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]

@@ -1,0 +1,105 @@
+// Composer completion: "@" offers documents and MCP resources, "/" at the start offers commands.
+(function () {
+  "use strict";
+  let items = [];
+  let selected = -1;
+  let token = null; // {start, end, text}
+  let timer = null;
+
+  function box() { return document.getElementById("completions"); }
+  function input() { return document.getElementById("composer-input"); }
+
+  function currentToken(el) {
+    const upto = el.value.slice(0, el.selectionStart);
+    const command = /^\/[\w-]*$/.exec(upto);
+    if (command) return { start: 0, end: el.selectionStart, text: command[0] };
+    const mention = /(^|\s)(@"[^"\n]*|@[\w.\-/]*)$/.exec(upto);
+    if (mention) {
+      const start = el.selectionStart - mention[2].length;
+      return { start, end: el.selectionStart, text: mention[2] };
+    }
+    return null;
+  }
+
+  function close() {
+    const list = box();
+    if (list) { list.hidden = true; list.replaceChildren(); }
+    items = []; selected = -1; token = null;
+  }
+
+  function render() {
+    const list = box();
+    list.replaceChildren();
+    items.forEach((item, index) => {
+      const option = document.createElement("button");
+      option.type = "button";
+      option.setAttribute("role", "option");
+      option.setAttribute("aria-selected", index === selected ? "true" : "false");
+      const label = document.createElement("strong");
+      label.textContent = item.label;
+      const detail = document.createElement("span");
+      detail.className = "muted";
+      detail.textContent = " " + item.detail;
+      option.append(label, detail);
+      option.addEventListener("mousedown", (event) => { event.preventDefault(); choose(index); });
+      list.appendChild(option);
+    });
+    list.hidden = items.length === 0;
+  }
+
+  function choose(index) {
+    const el = input();
+    if (!token || !items[index]) return;
+    const insert = items[index].insert;
+    el.value = el.value.slice(0, token.start) + insert + el.value.slice(token.end);
+    const caret = token.start + insert.length;
+    el.setSelectionRange(caret, caret);
+    close();
+    el.focus();
+  }
+
+  async function lookup() {
+    const el = input();
+    token = currentToken(el);
+    if (!token) { close(); return; }
+    const url = box().dataset.url + "?q=" + encodeURIComponent(token.text);
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      const data = await response.json();
+      items = data.items || [];
+      selected = items.length ? 0 : -1;
+      render();
+    } catch (error) {
+      close();
+    }
+  }
+
+  document.addEventListener("input", (event) => {
+    if (event.target.id !== "composer-input") return;
+    clearTimeout(timer);
+    timer = setTimeout(lookup, 120);
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target.id !== "composer-input" || !items.length || box().hidden) return;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      selected = (selected + (event.key === "ArrowDown" ? 1 : items.length - 1)) % items.length;
+      render();
+    } else if (event.key === "Tab") {
+      event.preventDefault();
+      choose(selected);
+    } else if (event.key === "Escape") {
+      close();
+    }
+  }, true);
+
+  window.NexusCompletions = {
+    // Enter picks the highlighted completion instead of sending the message.
+    handlesEnter() {
+      if (!items.length || box().hidden || selected < 0) return false;
+      choose(selected);
+      return true;
+    },
+  };
+})();

@@ -1,0 +1,189 @@
+"""MCP tools against real server processes: the built-in Nexus server and a faulty one."""
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.template.loader import render_to_string
+
+from chat import documents, services, tools
+from chat.models import Document, MCPServer, ToolExecution
+from chat.presenters import events_context
+from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
+from reasoning.tools.registry import ToolRegistry
+from tests.conftest import ask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
+
+
+def faulty(timeout: float = 5.0) -> MCPServerConfig:
+    return MCPServerConfig(name="faulty", command=sys.executable, args=(FAULTY,), call_timeout=timeout)
+
+
+@pytest.fixture
+def pool():
+    pool = MCPConnectionPool()
+    yield pool
+    pool.close_sync()
+
+
+async def call(registry: ToolRegistry, name: str, **arguments):
+    await registry.ensure_loaded()
+    return await registry.execute(name, arguments)
+
+
+def builtin_registry(user) -> ToolRegistry:
+    return tools.registry_for(user)
+
+
+def test_builtin_server_runs_as_a_subprocess_and_serves_each_tool(alice):
+    registry = builtin_registry(alice)
+    outcome = async_to_sync(call)(registry, "nexus__calculator", expression="17*23")
+    assert outcome.success and outcome.content == "17*23 = 391"
+    assert sorted(registry.names()) == ["nexus__calculator", "nexus__clock", "nexus__search_documents"]
+    assert registry.cache_policy("nexus__clock") == "no-cache"
+    clock = async_to_sync(registry.execute)("nexus__clock", {"timezone": "Asia/Tokyo"})
+    assert clock.success and "Asia/Tokyo" in clock.content
+    for expression, message in [
+        ("__import__('os')", "not allowed"),
+        ("10**10**10", "digits"),
+        ("1/0", "division by zero"),
+    ]:
+        refused = async_to_sync(registry.execute)("nexus__calculator", {"expression": expression})
+        assert not refused.success and message in refused.error, expression
+    server = MCPServer.objects.get(name="nexus")
+    assert server.last_status == "ok" and server.tool_count == 3
+
+
+def test_documents_are_searched_only_where_the_user_may_look(alice, bob):
+    documents.document_create(
+        owner=alice, title="Release plan", content="The release train leaves on Friday."
+    )
+    documents.document_create(
+        owner=bob, title="Bob notes", content="Bob's release thoughts: ship Monday.", shared=True
+    )
+    alice_result = async_to_sync(call)(builtin_registry(alice), "nexus__search_documents", query="release")
+    assert "Release plan" in alice_result.content and "Friday" in alice_result.content
+    assert "Bob notes" in alice_result.content, "shared documents are visible to everyone"
+    bob_result = async_to_sync(call)(
+        builtin_registry(bob), "nexus__search_documents", query="release train Friday"
+    )
+    assert "Release plan" not in bob_result.content and "Friday" not in bob_result.content
+
+
+def test_documents_are_resources_read_with_the_users_rights(alice, bob):
+    document = documents.document_create(owner=alice, title="Secret", content="alice only")
+    provider = next(p for p in tools.providers_for(alice) if p.name == "nexus")
+    assert "alice only" in async_to_sync(provider.read_resource)(document.uri)
+    outsider = next(p for p in tools.providers_for(bob) if p.name == "nexus")
+    with pytest.raises(Exception, match="no document"):
+        async_to_sync(outsider.read_resource)(document.uri)
+
+
+async def test_a_server_whose_command_does_not_exist_is_reported_and_skipped(pool):
+    from reasoning.tools.local import builtin_provider
+
+    missing = MCPServerConfig(name="ghost", command="/nonexistent/mcp-server")
+    registry = ToolRegistry([MCPToolProvider(pool, missing), builtin_provider()])
+    await registry.refresh()
+    assert "calculator" in registry.names()
+    assert "ghost" in registry.errors and "cannot start '/nonexistent/mcp-server'" in registry.errors["ghost"]
+
+
+async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(pool):
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    first = await call(registry, "faulty__echo", text="hi")
+    crashed = await registry.execute("faulty__crash", {})
+    assert not crashed.success and "failed during crash" in crashed.error and "restarted" in crashed.error
+    again = await registry.execute("faulty__echo", {"text": "back"})
+    assert again.success and again.content.startswith("back")
+    assert again.content != first.content.replace("hi", "back"), "a new server process answered"
+
+
+async def test_a_hanging_tool_times_out_and_the_server_keeps_working(pool):
+    registry = ToolRegistry([MCPToolProvider(pool, faulty(timeout=0.5))])
+    hung = await call(registry, "faulty__hang")
+    assert not hung.success and "timed out after 0.5s" in hung.error
+    assert (await registry.execute("faulty__echo", {"text": "alive"})).success
+
+
+async def test_huge_and_hostile_results_are_truncated_and_inert(pool, alice_session):
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())], max_result_chars=5000)
+    flood = await call(registry, "faulty__flood")
+    assert flood.truncated and len(flood.content) < 5100
+    hostile = await registry.execute("faulty__html", {})
+    assert "<script>" in hostile.content, "the model sees the raw text"
+    from chat.models import TraceEvent
+
+    run = await asyncio.to_thread(services.message_post, session=alice_session, content="x")
+    event = await asyncio.to_thread(
+        TraceEvent.objects.create,
+        run=run,
+        sequence=1,
+        kind="tool.result",
+        payload={
+            "tool": "faulty__html",
+            "server": "faulty",
+            "success": True,
+            "summary": hostile.content,
+            "cached": False,
+            "duration_ms": 1,
+        },
+    )
+    html = render_to_string("chat/session.html#trace-event", {"item": events_context([event])[0]})
+    assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
+
+
+async def test_one_connection_per_server_shared_by_concurrent_runs(pool):
+    provider = MCPToolProvider(pool, faulty())
+    registries = [ToolRegistry([provider]) for _ in range(4)]
+    outcomes = await asyncio.gather(
+        *(call(r, "faulty__echo", text=f"run {n}") for n, r in enumerate(registries))
+    )
+    pids = {o.content.split("pid ")[1] for o in outcomes}
+    assert all(o.success for o in outcomes) and len(pids) == 1 and len(pool._connections) == 1
+
+
+async def test_resources_and_prompts_are_listed(pool):
+    provider = MCPToolProvider(pool, faulty())
+    assert [r.name for r in await provider.list_resources()] == ["notes"]
+    assert "Tuesdays" in await provider.read_resource("faulty://notes")
+
+
+def test_a_run_goes_on_without_a_broken_server(alice_session):
+    MCPServer.objects.create(name="broken", command="/nonexistent/server")
+    run = ask(alice_session, "What is 6*7?")
+    assert run.status == "succeeded" and "42" in run.answers.get().content
+    degraded = run.events.get(kind="component.degraded").payload
+    assert degraded["component"] == "tools:broken" and "cannot start" in degraded["error"]
+    broken = MCPServer.objects.get(name="broken")
+    assert broken.last_status == "error" and "cannot start" in broken.last_error
+    tool = ToolExecution.objects.get(run=run)
+    assert (tool.server, tool.tool) == ("nexus", "calculator")
+
+
+def test_the_unavailable_error_names_the_server():
+    error = MCPUnavailable("MCP server 'x' is unavailable: boom")
+    assert "'x'" in str(error)
+
+
+def test_uploaded_documents_reach_the_uploader_only(alice, bob, client_for):
+    client_for(alice).post(
+        "/documents/upload/", {"title": "Onboarding", "content": "Laptops ship on day one."}
+    )
+    assert Document.objects.get().owner == alice
+    alice_page = client_for(alice).get("/documents/").content.decode()
+    assert "Onboarding" in alice_page
+    assert "Onboarding" not in client_for(bob).get("/documents/").content.decode()
+    assert client_for(bob).post(f"/documents/{Document.objects.get().pk}/delete/").status_code == 404
+    alice_run = ask(services.session_create(owner=alice), "What do our documents say about laptops?")
+    bob_run = ask(services.session_create(owner=bob), "What do our documents say about laptops?")
+    assert "day one" in alice_run.answers.get().content
+    assert "day one" not in bob_run.answers.get().content
+    assert "day one" not in "".join(
+        ToolExecution.objects.filter(run=bob_run).values_list("result", flat=True)
+    )

@@ -1,0 +1,139 @@
+"""@mentions and /commands in the composer, and the admin's tool server page."""
+
+import logging
+
+import pytest
+from django.urls import reverse
+
+from chat import documents
+from chat.models import MCPServer, Message, ReasoningRun
+
+pytestmark = pytest.mark.django_db(transaction=True)
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def post(client, session, content):
+    return client.post(reverse("chat:message-create", args=[session.pk]), {"content": content}, **HTMX)
+
+
+def test_a_mentioned_document_enriches_the_question(alice, alice_session, client_for, dispatched):
+    documents.document_create(owner=alice, title="Release plan", content="We release on Fridays at noon.")
+    post(client_for(alice), alice_session, 'When do we release? see @"Release plan"')
+    run = ReasoningRun.objects.get()
+    assert "We release on Fridays at noon." in run.query and "<query>" in run.query
+    assert run.user_message.content == 'When do we release? see @"Release plan"', (
+        "what the user typed is kept"
+    )
+
+
+def test_a_mention_the_user_may_not_see_is_left_out_and_reported(
+    alice, bob, alice_session, client_for, dispatched
+):
+    documents.document_create(owner=bob, title="Salaries", content="confidential numbers")
+    response = post(client_for(alice), alice_session, "What does @Salaries say? and @nothing")
+    html = response.content.decode()
+    assert "@Salaries was not included" in html and "@nothing was not included" in html
+    run = ReasoningRun.objects.get()
+    assert "confidential" not in run.query
+
+
+def test_the_offline_model_answers_from_a_mentioned_document(alice, alice_session):
+    from chat import services
+    from tests.conftest import run_now
+
+    documents.document_create(
+        owner=alice, title="Handbook", content="Intro.\n\nVacation requests go to Dana."
+    )
+    prepared = services.message_prepare(user=alice, content="Who handles vacation requests? @Handbook")
+    run = services.message_post(
+        session=alice_session, content="Who handles vacation requests? @Handbook", query=prepared.query
+    )
+    run_now(run.pk)
+    answer = run.answers.get().content
+    assert "Vacation requests go to Dana." in answer and "Handbook" in answer
+
+
+def test_a_command_expands_its_prompt(alice, alice_session, client_for, dispatched):
+    post(client_for(alice), alice_session, "/compare SQLite PostgreSQL")
+    run = ReasoningRun.objects.get()
+    assert run.query.startswith("Compare SQLite and PostgreSQL") and "recommend" in run.query
+    assert run.user_message.content == "/compare SQLite PostgreSQL"
+
+
+def test_an_unknown_command_is_refused_with_the_list(alice, alice_session, client_for, dispatched):
+    response = post(client_for(alice), alice_session, "/frobnicate now")
+    html = response.content.decode()
+    assert "Unknown command /frobnicate" in html and "/summarize" in html and "/compare" in html
+    assert not Message.objects.exists() and not dispatched
+
+
+def test_completions_offer_visible_documents_and_commands(alice, bob, client_for):
+    documents.document_create(owner=alice, title="Alpha plan", content="a")
+    documents.document_create(owner=bob, title="Alpha secret", content="b")
+    documents.document_create(owner=bob, title="Alpha shared", content="c", shared=True)
+    items = client_for(alice).get(reverse("chat:completions"), {"q": "@alp"}).json()["items"]
+    assert [i["label"] for i in items] == ["Alpha plan", "Alpha shared"]
+    assert items[0]["insert"] == '@"Alpha plan" '
+    commands = client_for(alice).get(reverse("chat:completions"), {"q": "/"}).json()["items"]
+    assert {c["insert"] for c in commands} == {"/summarize ", "/compare "}
+
+
+def test_tool_server_secrets_are_write_only(auditor, client_for, caplog):
+    client = client_for(auditor)
+    caplog.set_level(logging.DEBUG)
+    response = client.post(
+        reverse("admin:chat_mcpserver_add"),
+        {
+            "name": "search_api",
+            "transport": "http",
+            "enabled": "on",
+            "url": "https://mcp.example.com/mcp",
+            "call_timeout": "10",
+            "tool_policies": "{}",
+            "args": "[]",
+            "headers_secret": "Authorization: Bearer sk-live-supersecret",
+            "env_secret": "",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    server = MCPServer.objects.get(name="search_api")
+    assert server.headers == {"Authorization": "Bearer sk-live-supersecret"}
+    page = client.get(reverse("admin:chat_mcpserver_change", args=[server.pk])).content.decode()
+    assert "supersecret" not in page and "header Authorization (values hidden)" in page
+    client.post(
+        reverse("admin:chat_mcpserver_change", args=[server.pk]),
+        {
+            "name": "search_api",
+            "transport": "http",
+            "enabled": "on",
+            "url": "https://mcp.example.com/mcp",
+            "call_timeout": "20",
+            "tool_policies": '{"search": "no-cache"}',
+            "args": "[]",
+            "headers_secret": "",
+            "env_secret": "",
+        },
+    )
+    server.refresh_from_db()
+    assert server.call_timeout == 20 and server.headers == {"Authorization": "Bearer sk-live-supersecret"}
+    assert "supersecret" not in caplog.text
+    assert "supersecret" not in repr(__import__("chat.tools", fromlist=["config_for"]).config_for(server))
+
+
+def test_the_status_column_shows_why_a_server_is_down(auditor, client_for):
+    server = MCPServer.objects.create(name="ghost", command="/nonexistent/ghost-server")
+    client = client_for(auditor)
+    response = client.post(
+        reverse("admin:chat_mcpserver_changelist"),
+        {"action": "check_connection", "_selected_action": [server.pk]},
+        follow=True,
+    )
+    assert "cannot start" in response.content.decode()
+    page = client.get(reverse("admin:chat_mcpserver_changelist")).content.decode()
+    assert "✗" in page and "cannot start" in page and "✓ connected" not in page.split("ghost")[1][:500]
+
+
+def test_staff_without_superuser_rights_cannot_configure_servers(make_user, client_for):
+    staff = make_user("staffer", is_staff=True)
+    assert client_for(staff).get(reverse("admin:chat_mcpserver_add")).status_code == 403
+    assert client_for(make_user("plain")).get(reverse("admin:chat_mcpserver_add")).status_code == 302
