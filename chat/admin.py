@@ -231,6 +231,7 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             },
         ),
         ("Plan", {"fields": ["plan_table"]}),
+        ("Quality layers", {"fields": ["quality_layers"]}),
         ("Timeline", {"fields": ["timeline"]}),
         ("Tracker state", {"classes": ["collapse"], "fields": ["tracker_json"]}),
     ]
@@ -300,6 +301,29 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 rows,
             ),
+        )
+
+    @admin.display(description="meta-agent and confidence")
+    def quality_layers(self, obj: ReasoningRun) -> str:
+        rows = []
+        for event in obj.events.all():
+            p = event.payload or {}
+            if event.kind == "meta.assessment":
+                rows.append(
+                    (
+                        event.sequence,
+                        f"meta ({p.get('assessment', '')})",
+                        f"confidence {p.get('confidence', 0):.2f}; {p.get('feedback', '')}; concerns: "
+                        f"{', '.join(p.get('concerns', [])) or 'none'}",
+                    )
+                )
+            elif event.kind == "confidence.assessed":
+                rows.append((event.sequence, f"decision: {p.get('action')}", p.get("reasoning", "")))
+        if not rows:
+            return "–"
+        return format_html(
+            '<table class="nexus-audit"><tbody>{}</tbody></table>',
+            format_html_join("", "<tr><td>#{}</td><td>{}</td><td>{}</td></tr>", rows),
         )
 
     @admin.display(description="trace")

@@ -159,7 +159,11 @@ except ConfigError as exc:
 
 # Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
+NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "team")
+# AGENT_MODE (DESIGN's name) picks the execution style too; EXECUTION_STYLE wins when both are set.
 AGENT_MODE = env_choice("AGENT_MODE", ("adaptive", "reasoning_driven"), "adaptive")
+if AGENT_MODE == "reasoning_driven" and not env_str("EXECUTION_STYLE"):
+    NEXUS_REASONING.execution_style = "reasoning_driven"
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)

@@ -163,3 +163,9 @@ def _json_instruction(prompt: str, kind: OutputKind) -> str:
         f"{prompt}\n\nAnswer with one JSON object only, no prose, matching this JSON schema:\n"
         f"{json.dumps(kind.schema)}"
     )
+
+
+def describe_error(error: BaseException) -> str:
+    """An exception as one line for the trace: its type and message, bounded."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}"[:1000] if text else type(error).__name__

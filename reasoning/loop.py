@@ -20,15 +20,16 @@ from reasoning.agent import ToolExecutor, run_agent, summarize
 from reasoning.analyzer import QueryComplexityAnalyzer, fallback_analysis, forced_analysis
 from reasoning.cache import AnalysisCache
 from reasoning.config import ReasoningConfig
-from reasoning.context import ModelSet, RunContext
+from reasoning.context import ModelSet, RunContext, describe_error
 from reasoning.evaluator import Evaluator
 from reasoning.events import Emitter, Sink
+from reasoning.execution import EarlyAnswer, StrategiesMixin
 from reasoning.llm.base import LLMClient, LLMError, Usage
-from reasoning.planner import Planner, direct_plan
+from reasoning.quality.gate import QualityMixin
 from reasoning.synthesizer import Synthesizer
 from reasoning.tools.registry import ToolRegistry
-from reasoning.tracker import PlanStep, ResearchProgressTracker
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, ResearchPlan
+from reasoning.tracker import ResearchProgressTracker
+from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy
 
 Checkpoint = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -115,7 +116,7 @@ class AdaptiveReasoningLoop:
         return await run.execute(force_strategy or self.config.force_strategy, tracker_state)
 
 
-class _Run:
+class _Run(StrategiesMixin, QualityMixin):
     """The state of one run; methods are the phases."""
 
     def __init__(
@@ -138,6 +139,10 @@ class _Run:
         self.tracker: ResearchProgressTracker | None = None
         self.degraded: list[str] = []
         self.finishing = False
+        self.critiques: list[dict[str, Any]] = []
+        self.meta_evaluation: dict[str, Any] | None = None
+        self.halted = False
+        self.confidence = 0.7
         self.started = time.perf_counter()
         self.executor = ToolExecutor(
             engine.tools, ctx.emitter, lambda: self.tracker, timeout=self.config.tool_timeout
@@ -166,7 +171,7 @@ class _Run:
         except Exception as error:
             if self.finishing:
                 raise
-            await self.degrade("adaptive_loop", _describe(error), "answering directly without reasoning")
+            await self.degrade("adaptive_loop", describe_error(error), "answering directly without reasoning")
             return await self.plain_fallback(error)
 
     async def analyze(
@@ -187,9 +192,9 @@ class _Run:
                     self.query, self.engine.tools.names(), self.conversation_text()
                 )
             except Exception as error:
-                analysis = fallback_analysis(_describe(error))
+                analysis = fallback_analysis(describe_error(error))
                 await self.degrade(
-                    "complexity_analysis", _describe(error), "treating the question as medium complexity"
+                    "complexity_analysis", describe_error(error), "treating the question as medium complexity"
                 )
         if self.tracker is None:
             self.tracker = ResearchProgressTracker(
@@ -219,7 +224,17 @@ class _Run:
                 else f"Escalated: {', '.join(tracker.insights.knowledge_gaps[:3]) or 'quality too low'}",
                 attempt=attempt_number,
             )
-            answer = await self.execute_strategy(strategy, analysis)
+            try:
+                answer = await self.execute_strategy(strategy, analysis)
+            except EarlyAnswer as early:
+                tracker.end_attempt(
+                    f"Answered with a {early.kind.replace('_', ' ')}",
+                    status="completed",
+                    response=early.answer,
+                )
+                return await self.finish(
+                    early.answer, analysis, initial, strategy, None, escalations, early.kind
+                )
             evaluation = await self.check_quality(answer, strategy, analysis)
             approved = evaluation.is_complete
             final = approved or strategy.next() is None
@@ -280,6 +295,7 @@ class _Run:
         latency = (time.perf_counter() - self.started) * 1000
         self.finishing = True
         await self.emit("answer.final", PHASE_COMPLETE, answer=answer, answer_kind=kind)
+        await self.reflect(final, evaluation, escalations)
         quality = evaluation.confidence if evaluation else None
         await self.emit(
             "run.finished",
@@ -318,7 +334,7 @@ class _Run:
 
     async def plain_fallback(self, cause: Exception) -> ReasoningResult:
         """Last resort: the agent loop alone, no analysis, no plan, no quality check."""
-        analysis = self.tracker.complexity if self.tracker else fallback_analysis(_describe(cause))
+        analysis = self.tracker.complexity if self.tracker else fallback_analysis(describe_error(cause))
         if self.tracker is None:
             self.tracker = ResearchProgressTracker(self.query, analysis)
         self.tracker.start_attempt(ExecutionStrategy.DIRECT)
@@ -345,7 +361,7 @@ class _Run:
                 PHASE_COMPLETE,
                 mode="Complete",
                 error=message,
-                detail=_describe(error),
+                detail=describe_error(error),
                 usage=self.ctx.totals.usage,
                 cost=str(self.ctx.totals.cost),
             )
@@ -365,263 +381,6 @@ class _Run:
         strategy = ExecutionStrategy.DIRECT
         return await self.finish(result.text, analysis, strategy, strategy, None, 0)
 
-    # --- strategies ---------------------------------------------------------------
-
-    async def execute_strategy(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis) -> str:
-        if strategy == ExecutionStrategy.DIRECT:
-            return await self.execute_direct()
-        if strategy == ExecutionStrategy.LIGHT_PLANNING:
-            return await self.execute_light(analysis)
-        return await self.execute_deep(analysis)
-
-    async def execute_direct(self) -> str:
-        assert self.tracker is not None
-        context = ""
-        if len(self.tracker.attempts) > 1:
-            context = self.tracker.context_for(ExecutionStrategy.DIRECT)
-        result = await run_agent(
-            self.ctx.llm("agent"),
-            system=self.system_prompt(context),
-            messages=self.messages(self.query),
-            executor=self.executor,
-            max_rounds=self.config.max_tool_rounds,
-            strategy=ExecutionStrategy.DIRECT,
-            max_tokens=self.config.max_tokens,
-            hints={"query": self.query, "strategy": "direct"},
-        )
-        return result.text
-
-    async def execute_light(self, analysis: ComplexityAnalysis) -> str:
-        strategy = ExecutionStrategy.LIGHT_PLANNING
-        await self.make_plan(strategy, analysis, "light")
-        await self.emit("iteration", current=1, total=1, subtask="light plan")
-        await self.run_ready_steps(strategy)
-        results = self.step_results()
-        if not results:
-            return await self.execute_direct()
-        if len(results) == 1:
-            return results[0]["result"]
-        return await self.synthesize(results, "light")
-
-    async def execute_deep(self, analysis: ComplexityAnalysis) -> str:
-        strategy = ExecutionStrategy.DEEP_REASONING
-        tracker = self.tracker
-        assert tracker is not None
-        await self.make_plan(strategy, analysis, "deep")
-        total = self.config.max_iterations
-        for iteration in range(1, total + 1):
-            assert tracker.plan is not None
-            ready = tracker.plan.ready_steps()
-            if not ready:
-                break
-            await self.emit(
-                "iteration",
-                current=iteration,
-                total=total,
-                subtask="; ".join(s.description for s in ready[:4]),
-            )
-            await self.run_ready_steps(strategy)
-            evaluation = await self.evaluate_research()
-            if evaluation is None or evaluation.is_complete or iteration == total:
-                break
-            for extra in evaluation.additional_queries[:3]:
-                step = PlanStep(
-                    id=f"step_dyn_{iteration}_{len(tracker.plan.steps) + 1}",
-                    description=extra,
-                    spawned_from=tracker.plan.current_step_id,
-                )
-                known = {s.description.lower() for s in tracker.plan.steps}
-                if extra.lower() not in known and tracker.plan.add_dynamic_step(step):
-                    await self.emit(
-                        "plan.refined",
-                        plan=self.plan_payload(),
-                        added=[step.to_dict()],
-                        reason="research incomplete",
-                    )
-        results = self.step_results()
-        if not results:
-            return await self.execute_direct()
-        try:
-            kept = await self.synthesizer().filter_results(self.query, results)
-        except Exception as error:
-            kept = results
-            await self.degrade("filter", _describe(error), "using every finding unfiltered")
-        return await self.synthesize(kept, "deep")
-
-    # --- planning and steps ----------------------------------------------------------
-
-    async def make_plan(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis, mode: str) -> None:
-        tracker = self.tracker
-        assert tracker is not None
-        context: dict[str, Any] = {
-            "mode": mode,
-            "complexity": analysis.complexity_level.value,
-            "available_tools": self.engine.tools.names(),
-            "lessons": self.lessons,
-            "conversation": self.conversation_text(),
-        }
-        if len(tracker.attempts) > 1:
-            context["previous_attempts"] = [
-                {
-                    "strategy": a.strategy.value,
-                    "quality": a.quality_score,
-                    "evaluation": a.evaluation.reasoning if a.evaluation else None,
-                }
-                for a in tracker.attempts[:-1]
-            ]
-            context["knowledge_gaps"] = tracker.insights.knowledge_gaps
-            context["completed_steps"] = (
-                [s.description for s in tracker.plan.get_completed_steps()] if tracker.plan else []
-            )
-        plan = await self.plan_with_fallback(context)
-        plan.complexity_analysis = analysis
-        refining = tracker.plan is not None
-        added = tracker.set_plan(plan, strategy)
-        await self.emit(
-            "plan.refined" if refining else "plan.created",
-            plan=self.plan_payload(),
-            added=[s.to_dict() for s in added],
-            mode=mode,
-            summary=plan.strategy_summary,
-            lessons_used=plan.lessons_used,
-            strategy=strategy.value,
-        )
-        await self.save_checkpoint()
-
-    async def plan_with_fallback(self, context: dict[str, Any]) -> ResearchPlan:
-        try:
-            return await Planner(self.ctx).generate_plan(self.query, context)
-        except Exception as error:
-            reason = _describe(error)
-            await self.degrade("planner", reason, "answering the question as a single step")
-            plan = direct_plan(self.query)
-            plan.lessons_used = list(self.lessons)
-            return plan
-
-    async def run_ready_steps(self, strategy: ExecutionStrategy) -> None:
-        """Run pending steps as their dependencies finish, at most max_parallel_steps at once."""
-        tracker = self.tracker
-        assert tracker is not None and tracker.plan is not None
-        plan = tracker.plan
-        limit = self.config.max_parallel_steps if self.config.parallel_execution else 1
-        running: dict[asyncio.Task[None], str] = {}
-        try:
-            while True:
-                started = set(running.values())
-                for step in plan.ready_steps():
-                    if len(running) >= limit:
-                        break
-                    if step.id in started:
-                        continue
-                    tracker.update_step_status(step.id, "in_progress")
-                    task = asyncio.create_task(self.run_step(step, strategy))
-                    running[task] = step.id
-                if not running:
-                    return
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    running.pop(task)
-                    task.result()
-        finally:
-            for task in running:
-                task.cancel()
-
-    async def run_step(self, step: PlanStep, strategy: ExecutionStrategy) -> None:
-        tracker = self.tracker
-        assert tracker is not None
-        await self.emit(
-            "step.started",
-            step_id=step.id,
-            description=step.description,
-            strategy=strategy.value,
-            depends_on=step.depends_on,
-        )
-        try:
-            result = await run_agent(
-                self.ctx.llm("agent"),
-                system=self.system_prompt(self.step_context(step, strategy)),
-                messages=[{"role": "user", "content": step.description}],
-                executor=self.executor,
-                max_rounds=self.config.max_tool_rounds,
-                strategy=strategy,
-                step_id=step.id,
-                max_tokens=self.config.max_tokens,
-                hints={
-                    "query": step.description,
-                    "strategy": strategy.value,
-                    "step": step.id,
-                    "original_query": self.query,
-                },
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            tracker.update_step_status(step.id, "failed", findings=[f"Error: {_describe(error)}"])
-            await self.emit(
-                "step.completed",
-                step_id=step.id,
-                status="failed",
-                error=_describe(error),
-                findings="",
-                tools_used=[],
-                strategy=strategy.value,
-            )
-            return
-        tracker.update_step_status(step.id, "completed", findings=[result.text], tools_used=result.tools_used)
-        await self.emit(
-            "step.completed",
-            step_id=step.id,
-            status="completed",
-            findings=summarize(result.text, 600),
-            tools_used=result.tools_used,
-            strategy=strategy.value,
-        )
-        await self.save_checkpoint()
-
-    def step_context(self, step: PlanStep, strategy: ExecutionStrategy) -> str:
-        tracker = self.tracker
-        assert tracker is not None and tracker.plan is not None
-        parts = [f"You are working on one part of a larger question: {self.query}"]
-        if strategy == ExecutionStrategy.DEEP_REASONING and len(tracker.attempts) > 1:
-            parts.append(tracker.context_for(strategy))
-        else:
-            needed = [tracker.plan.step(d) for d in step.depends_on]
-            earlier = [s for s in needed if s and s.status == "completed"]
-            if earlier:
-                parts.append("Findings from the steps this one builds on:")
-                parts += [f"- {s.description}: {summarize('; '.join(s.findings), 1500)}" for s in earlier]
-            if tracker.insights.knowledge_gaps:
-                parts.append("Address these gaps if they concern this part:")
-                parts += [f"- {gap}" for gap in tracker.insights.knowledge_gaps[:3]]
-        parts.append("Answer only this part, precisely; another step covers the rest.")
-        return "\n".join(parts)
-
-    def step_results(self) -> list[dict[str, Any]]:
-        assert self.tracker is not None and self.tracker.plan is not None
-        return [
-            {"step_id": s.id, "query": s.description, "result": "\n".join(s.findings)}
-            for s in self.tracker.plan.get_completed_steps()
-            if any(f.strip() for f in s.findings)
-        ]
-
-    async def evaluate_research(self) -> EvaluationResult | None:
-        assert self.tracker is not None and self.tracker.plan is not None
-        plan_text = "\n".join(f"- [{s.status}] {s.description}" for s in self.tracker.plan.steps)
-        try:
-            evaluation = await self.evaluator().evaluate(self.query, self.step_results(), plan_text)
-        except Exception as error:
-            await self.degrade("evaluator", _describe(error), "treating the research as complete")
-            return None
-        self.tracker.insights.add_from_evaluation(evaluation)
-        return evaluation
-
-    async def synthesize(self, results: list[dict[str, Any]], mode: str) -> str:
-        try:
-            return await self.synthesizer().synthesize(self.query, results, mode)
-        except Exception as error:
-            await self.degrade("synthesizer", _describe(error), "returning the findings without synthesis")
-            return "\n\n".join(f"**{r['query']}**\n\n{r['result']}" for r in results)
-
     async def check_quality(
         self, answer: str, strategy: ExecutionStrategy, analysis: ComplexityAnalysis
     ) -> EvaluationResult:
@@ -636,7 +395,7 @@ class _Run:
                 )
             except Exception as error:
                 await self.degrade(
-                    "evaluator", _describe(error), "accepting the answer without a quality check"
+                    "evaluator", describe_error(error), "accepting the answer without a quality check"
                 )
                 evaluation = EvaluationResult(True, threshold, "Quality check unavailable; answer accepted.")
         await self.emit(
@@ -680,8 +439,3 @@ class _Run:
     async def save_checkpoint(self) -> None:
         if self.checkpoint is not None and self.tracker is not None:
             await self.checkpoint(self.tracker.to_dict())
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error).strip()
-    return f"{type(error).__name__}: {text}"[:1000] if text else type(error).__name__

@@ -6,7 +6,6 @@ from typing import Any
 
 from reasoning.context import RunContext
 from reasoning.structured import PLAN
-from reasoning.tracker import find_cycle
 from reasoning.types import ResearchPlan, SubTask
 
 LIGHT_MAX_SUBTASKS = 2
@@ -16,10 +15,6 @@ _MODE_GUIDANCE = {
     "deep": "Deep mode: a thorough plan; independent subtasks run in parallel, so prefer "
     "independent subtasks and add dependencies only where a step truly needs another's result.",
 }
-
-
-class PlanError(ValueError):
-    """The plan cannot be executed as given (empty, or its dependencies form a cycle)."""
 
 
 class Planner:
@@ -56,7 +51,7 @@ class Planner:
 def build_plan(
     query: str, data: dict[str, Any], *, limit: int, min_subtasks: int, lessons: list[str]
 ) -> ResearchPlan:
-    """Turn the model's plan into a ResearchPlan; raise PlanError if it cannot run."""
+    """Turn the model's plan into a ResearchPlan (ids unique, unknown dependencies dropped)."""
     subtasks = []
     seen: set[str] = set()
     for item in data["subtasks"][:limit]:
@@ -73,19 +68,17 @@ def build_plan(
                 dependencies=[d for d in item["depends_on"] if d != step_id],
             )
         )
-    if len(subtasks) < max(1, min_subtasks):
-        raise PlanError(f"the plan has {len(subtasks)} subtasks; at least {max(1, min_subtasks)} needed")
     for subtask in subtasks:
         subtask.dependencies = [d for d in subtask.dependencies if d in seen]
-    cycle = find_cycle({s.id: s.dependencies for s in subtasks})
-    if cycle:
-        raise PlanError("the plan's dependencies form a cycle: " + " → ".join(cycle))
+    # Empty plans and dependency cycles are returned as they are: the plan gate's
+    # validation reports them and asks the planner again (reasoning/quality/gate.py).
     return ResearchPlan(
         original_query=query,
         subtasks=subtasks,
         estimated_complexity=data["estimated_complexity"],
         strategy_summary=data["strategy_summary"],
         lessons_used=list(lessons),
+        confidence=data.get("confidence", 0.7),
     )
 
 

@@ -197,6 +197,7 @@ def _plan_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
             data.get("estimated_complexity"), {"low": "low", "medium": "medium", "high": "high"}, "medium"
         ),
         "strategy_summary": to_text(data.get("strategy_summary") or data.get("summary")),
+        "confidence": to_score(data.get("confidence"), 0.7),
     }
 
 
@@ -262,8 +263,9 @@ PLAN = OutputKind(
             },
             "estimated_complexity": {"type": "string", "enum": ["low", "medium", "high"]},
             "strategy_summary": {"type": "string"},
+            "confidence": _score("confidence", "how sure you are this plan answers the question"),
         },
-        "required": ["subtasks"],
+        "required": ["subtasks", "confidence"],
     },
     from_dict=_plan_from_dict,
     from_markdown=_plan_from_markdown,

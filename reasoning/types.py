@@ -128,6 +128,7 @@ class ResearchPlan:
     complexity_analysis: ComplexityAnalysis | None = None
     strategy_summary: str = ""
     lessons_used: list[str] = field(default_factory=list)
+    confidence: float = 0.7
 
     @property
     def current_step(self) -> SubTask | None:

@@ -106,7 +106,7 @@ def full_run(
         issues=[{"severity": "low", "description": "minor"}],
         recommendation="approve",
     )
-    Reflection.objects.get_or_create(
+    Reflection.objects.update_or_create(
         run=run, defaults={"lessons": ["Split multi-part questions."], "confidence": 0.7}
     )
     return run

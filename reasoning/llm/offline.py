@@ -247,6 +247,11 @@ class OfflineClient(LLMClient):
             arguments = structured_answer(choice["name"], request.hints)
             call = ToolCall(id=f"offline_{next(self._ids)}", name=choice["name"], arguments=arguments)
             return self._response("", [call], request, "tool_use")
+        if request.hints.get("respond"):
+            results = [tuple(r) for r in request.hints.get("tool_results", [])]
+            question = request.hints.get("query", "")
+            text = answer_from_results(question, results) if results else answer_without_tools(question)
+            return self._response(text, [], request)
         if request.component == "synthesis":
             return self._response(synthesize(request.hints), [], request)
         if request.hints.get("json_mode"):
@@ -500,6 +505,7 @@ def _plan(hints: dict[str, Any]) -> dict[str, Any]:
         "subtasks": subtasks,
         "estimated_complexity": "low" if len(parts) == 1 else "medium",
         "strategy_summary": f"Answer each of the {len(parts)} part(s) separately, then combine.",
+        "confidence": 0.8,
     }
 
 
@@ -630,7 +636,10 @@ def _critique(hints: dict[str, Any]) -> dict[str, Any]:
 def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
     tools_used = hints.get("tools_used", [])
     escalations = hints.get("escalations", 0)
-    quality = hints.get("quality")
+    try:
+        quality = float(hints.get("quality"))
+    except (TypeError, ValueError):
+        quality = None
     lessons = []
     if escalations:
         lessons.append(
@@ -675,6 +684,7 @@ def _meta(hints: dict[str, Any]) -> dict[str, Any]:
         "should_think_deeper": False,
         "recommended_passes": 1,
         "feedback": "Heuristic review: the plan follows the question's parts.",
+        "clarifying_question": "",
     }
 
 

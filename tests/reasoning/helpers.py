@@ -63,9 +63,13 @@ def tool(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": name, "input": arguments}
 
 
+QUALITY_LAYERS_OFF = {"enable_critic": False, "enable_meta": False, "enable_reflection": False}
+
+
 def engine(llm: ScriptedClient, *, tools: ToolRegistry | None = None, **config: Any) -> AdaptiveReasoningLoop:
+    """An engine whose quality layers are off unless a test turns them on (so scripts stay short)."""
     registry = tools or ToolRegistry([builtin_provider()])
-    return AdaptiveReasoningLoop(llm, registry, ReasoningConfig(**config))
+    return AdaptiveReasoningLoop(llm, registry, ReasoningConfig(**{**QUALITY_LAYERS_OFF, **config}))
 
 
 class CountingTools(LocalToolProvider):

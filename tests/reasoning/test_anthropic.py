@@ -11,6 +11,7 @@ from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream
+from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 
 class Sleeps:
@@ -96,7 +97,9 @@ async def test_a_tool_use_round_through_the_engine():
         ),
     )
     sink = ListSink()
-    engine = AdaptiveReasoningLoop(client(wire), ToolRegistry([builtin_provider()]), ReasoningConfig())
+    engine = AdaptiveReasoningLoop(
+        client(wire), ToolRegistry([builtin_provider()]), ReasoningConfig(**QUALITY_LAYERS_OFF)
+    )
     result = await engine.run("What is 17*23?", sink=sink)
     assert result.answer == "17 × 23 = 391" and result.final_strategy == ExecutionStrategy.DIRECT
     tool_round = wire.bodies[2]["messages"]
@@ -187,7 +190,7 @@ async def test_engine_answers_through_the_fallback_when_analysis_is_overloaded()
         ),
     )
     sink = ListSink()
-    engine = AdaptiveReasoningLoop(client(wire, retries=1), None, ReasoningConfig())
+    engine = AdaptiveReasoningLoop(client(wire, retries=1), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
     result = await engine.run("Say hi", sink=sink)
     assert result.answer == "Hi!"
     assert sink.of("component.degraded")[0].payload["component"] == "complexity_analysis"

@@ -311,15 +311,25 @@ async def test_planner_failure_answers_the_question_as_one_step():
 async def test_unrunnable_plans_never_execute(bad_plan):
     llm = ScriptedClient(
         by_component={
-            "planning": [bad_plan],
+            "planning": [bad_plan, bad_plan],
             "agent": ["fallback answer"],
             "evaluation": [quality(True, 0.9)],
         }
     )
-    result, sink = await run(engine(llm), "Q", force_strategy=ExecutionStrategy.LIGHT_PLANNING)
+    result, sink = await run(
+        engine(llm, max_critique_rounds=1), "Q", force_strategy=ExecutionStrategy.LIGHT_PLANNING
+    )
+    quick = [e.payload for e in sink.of("critique.completed")]
+    assert [c["quick"] for c in quick] == [True, True], "validated twice, without a model call"
+    assert quick[0]["critique"]["recommendation"] == "reject"
+    assert (
+        "cycle" in quick[0]["critique"]["issues"][0]["description"]
+        or "no steps" in (quick[0]["critique"]["issues"][0]["description"])
+    )
+    revised = llm.requests_for("planning")[1].messages[0]["content"]
+    assert "Critique of the previous version" in revised
     degraded = sink.of("component.degraded")[0].payload
-    assert degraded["component"] == "planner"
-    assert ("cycle" in degraded["error"]) or ("0 subtasks" in degraded["error"])
+    assert degraded["component"] == "planner" and "no executable plan after 2 attempt(s)" in degraded["error"]
     assert [e.payload["step_id"] for e in sink.of("step.started")] == ["step_1"]
     assert llm.requests_for("agent")[0].messages[-1]["content"] == "Q"
     assert result.answer == "fallback answer"

@@ -10,6 +10,7 @@ from reasoning.llm.openai_client import OpenAIClient
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.fakewire import FakeWire, openai_error, openai_stream
+from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 
 async def _no_sleep(seconds: float) -> None:
@@ -26,7 +27,12 @@ def client(wire: FakeWire, retries: int = 2) -> OpenAIClient:
 
 
 def config() -> ReasoningConfig:
-    return ReasoningConfig.from_env({"OPENAI_MODEL": "llama3"}, provider="openai")
+    return ReasoningConfig(
+        **{
+            **ReasoningConfig.from_env({"OPENAI_MODEL": "llama3"}, provider="openai").__dict__,
+            **QUALITY_LAYERS_OFF,
+        }
+    )
 
 
 async def test_a_streamed_answer_with_usage():

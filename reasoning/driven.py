@@ -1,0 +1,90 @@
+"""The reasoning-driven loop (seed 003): reason, act, respond, then reason about the response.
+
+Instead of letting the model call tools directly, each iteration starts with structured
+reasoning (intent, needs, plan, proposed tools, whether the turn is complete). The proposed
+tools run; a response is written from the reasoning and the results; the next iteration
+reasons about that response. Reasoning ends the turn, or the iteration limit does. Every
+reasoning result is a `thought` event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reasoning.agent import AgentResult, ToolExecutor, ToolRecord
+from reasoning.context import RunContext
+from reasoning.llm.base import LLMRequest, ToolCall
+from reasoning.quality.outputs import THOUGHT
+from reasoning.types import ExecutionStrategy
+
+RESULT_CHARS = 4000
+
+
+def _results_text(records: list[ToolRecord]) -> str:
+    if not records:
+        return "(none yet)"
+    return "\n".join(f"- {r.name}({r.arguments}): {r.outcome.for_model()[:RESULT_CHARS]}" for r in records)
+
+
+async def run_reasoning_driven(
+    ctx: RunContext,
+    *,
+    query: str,
+    history: list[dict[str, Any]],
+    executor: ToolExecutor,
+    max_iterations: int,
+    strategy: ExecutionStrategy | None,
+    step_id: str | None = None,
+) -> AgentResult:
+    thinker = ctx.llm("agent")
+    tool_names = executor.registry.names()
+    records: list[ToolRecord] = []
+    draft = ""
+    text, about = query, "user"
+    for iteration in range(1, max_iterations + 1):
+        system, prompt = ctx.prompt(
+            "reasoning/thought.txt",
+            about="person" if about == "user" else "assistant (you)",
+            text=text,
+            query=query,
+            tools=", ".join(tool_names) or "(no tools)",
+            results=_results_text(records),
+        )
+        thought = await thinker.structured(
+            THOUGHT,
+            system=system,
+            prompt=prompt,
+            max_tokens=1200,
+            hints={"text": text, "about": about, "query": query, "tools": tool_names},
+        )
+        await ctx.emitter.emit("thought", iteration=iteration, about=about, step_id=step_id, **thought)
+        if draft and (thought["turn_complete"] or not thought["proposed_tools"]):
+            break
+        for index, proposed in enumerate(thought["proposed_tools"]):
+            call = ToolCall(f"reasoning_{iteration}_{index}", proposed["tool"], proposed["parameters"])
+            outcome = await executor.run(call, strategy=strategy, step_id=step_id)
+            records.append(ToolRecord(call.name, call.arguments, outcome))
+        system, prompt = ctx.prompt(
+            "reasoning/respond.txt",
+            query=query,
+            reasoning=thought["plan"] or thought["intent"],
+            results=_results_text(records),
+            draft=draft or "(none)",
+        )
+        response = await thinker.complete(
+            LLMRequest(
+                messages=[*history, {"role": "user", "content": prompt}],
+                system=system,
+                max_tokens=ctx.config.max_tokens,
+                hints={
+                    "respond": True,
+                    "query": query,
+                    "tool_results": [
+                        (r.name, r.arguments, r.outcome.for_model(), not r.outcome.success) for r in records
+                    ],
+                },
+            )
+        )
+        draft = response.text
+        text, about = draft, "assistant"
+    return AgentResult(draft, records, iteration)

@@ -1,0 +1,59 @@
+"""The quality layers in the web app: stored rows, lessons across runs, clarifying answers."""
+
+import pytest
+from django.urls import reverse
+
+from chat import services
+from chat.lessons import lessons_for
+from chat.models import Critique, Plan, Reflection
+from reasoning.llm.scripted import ScriptedClient
+from tests.conftest import ask
+from tests.reasoning.helpers import analysis, plan
+from tests.reasoning.test_quality import critique, meta
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_critiques_meta_confidence_and_reflection_are_stored_and_shown(alice_session, auditor, client_for):
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?")
+    assert Critique.objects.filter(run=run).exists()
+    assert run.events.filter(kind="meta.assessment").count() >= 3, "one evaluation and one live look per step"
+    assert run.events.filter(kind="confidence.assessed").exists()
+    reflection = Reflection.objects.get(run=run)
+    assert reflection.lessons and 0 <= reflection.confidence <= 1
+    page = client_for(auditor).get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
+    assert "decision: execute" in page and "meta (evaluation)" in page and reflection.lessons[0] in page
+    chat = (
+        client_for(alice_session.owner).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    )
+    for expected in ["Plan critique", "Confidence", "Meta-assessment", "Reflection:"]:
+        assert expected in chat, expected
+
+
+def test_a_lesson_from_one_run_reaches_a_later_similar_run(alice, bob):
+    first = ask(services.session_create(owner=alice), "What is 17*23 and what time is it in Tokyo?")
+    lessons = Reflection.objects.get(run=first).lessons
+    assert any("one plan step per part" in lesson for lesson in lessons)
+    second = ask(services.session_create(owner=bob), "What is 6*7 and what time is it in Paris?")
+    plans = Plan.objects.filter(run=second)
+    assert plans and any("one plan step per part" in lesson for lesson in plans.first().lessons_used)
+    shown = second.events.get(kind="plan.created").payload["lessons_used"]
+    assert shown == plans.first().lessons_used
+    unrelated = services.message_post(session=services.session_create(owner=bob), content="Describe penguins")
+    assert lessons_for(unrelated) == [], "lessons are ranked by similarity; unrelated runs get none"
+
+
+def test_a_low_confidence_run_stores_a_clarifying_question_as_its_answer(alice_session, monkeypatch):
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("medium")],
+            "planning": [plan("Guess")] * 3,
+            "critic": [critique(0.3, "high")] * 3,
+            "evaluation": [meta(0.4, "ambiguous", question="Which team's budget do you mean?")],
+            "reflection": [{"insights": [], "lessons": [], "improvements": [], "confidence": 0.5}],
+        }
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    run = ask(alice_session, "How did the budget change?")
+    assert run.answer_kind == "clarification" and run.final_quality is None
+    assert run.answers.get().content == "Which team's budget do you mean?"
