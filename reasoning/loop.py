@@ -295,7 +295,6 @@ class _Run(StrategiesMixin, QualityMixin):
         latency = (time.perf_counter() - self.started) * 1000
         self.finishing = True
         await self.emit("answer.final", PHASE_COMPLETE, answer=answer, answer_kind=kind)
-        await self.reflect(final, evaluation, escalations)
         quality = evaluation.confidence if evaluation else None
         await self.emit(
             "run.finished",
@@ -314,6 +313,9 @@ class _Run(StrategiesMixin, QualityMixin):
             degraded=self.degraded,
             answer_kind=kind,
         )
+        # Reflection comes after the run is finished: the person has the answer and may ask
+        # the next question while Nexus learns from this one.
+        await self.reflect(final, evaluation, escalations)
         return ReasoningResult(
             answer=answer,
             analysis=analysis,

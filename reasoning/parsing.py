@@ -210,6 +210,16 @@ def field_value(text: str, *labels: str) -> str | None:
     return None
 
 
+def fields_from(text: str, labels: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """The labelled values found in `text`, by key (labels that are absent are left out)."""
+    found = {}
+    for key, names in labels.items():
+        value = field_value(text, *names)
+        if value is not None:
+            found[key] = value
+    return found
+
+
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s+\S.*|(?:\*\*|__)?[A-Za-z][A-Za-z _/-]{1,40}(?:\*\*|__)?\s*[:：].*)$")
 _ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s")
 

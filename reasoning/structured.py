@@ -16,6 +16,7 @@ from typing import Any
 from reasoning.parsing import (
     extract_json_object,
     field_value,
+    fields_from,
     section_list,
     to_bool,
     to_choice,
@@ -112,19 +113,21 @@ def _analysis_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _analysis_from_markdown(text: str) -> dict[str, Any] | None:
-    data = {
-        "complexity_level": field_value(text, "Complexity Level", "Complexity"),
-        "recommended_strategy": field_value(text, "Recommended Strategy", "Strategy"),
-        "estimated_iterations": field_value(text, "Estimated Iterations"),
-        "confidence": field_value(text, "Confidence"),
-        "rationale": field_value(text, "Reasoning", "Rationale"),
-        "requires_research": field_value(text, "Requires Research"),
-        "requires_synthesis": field_value(text, "Requires Synthesis"),
-        "multi_part_query": field_value(text, "Multi-Part Query", "Multi Part Query"),
-        "tool_count_estimate": field_value(text, "Tool Count Estimate"),
-        "complexity_score": field_value(text, "Complexity Score"),
-    }
-    data = {k: v for k, v in data.items() if v is not None}
+    data = fields_from(
+        text,
+        {
+            "complexity_level": ("Complexity Level", "Complexity"),
+            "recommended_strategy": ("Recommended Strategy", "Strategy"),
+            "estimated_iterations": ("Estimated Iterations",),
+            "confidence": ("Confidence",),
+            "rationale": ("Reasoning", "Rationale"),
+            "requires_research": ("Requires Research",),
+            "requires_synthesis": ("Requires Synthesis",),
+            "multi_part_query": ("Multi-Part Query", "Multi Part Query"),
+            "tool_count_estimate": ("Tool Count Estimate",),
+            "complexity_score": ("Complexity Score",),
+        },
+    )
     return _analysis_from_dict(data)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from reasoning.parsing import (
     field_value,
+    fields_from,
     section_body,
     section_list,
     to_bool,
@@ -172,17 +173,8 @@ def _meta_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _fields(text: str, mapping: dict[str, tuple[str, ...]]) -> dict[str, Any]:
-    data = {}
-    for key, labels in mapping.items():
-        value = field_value(text, *labels)
-        if value is not None:
-            data[key] = value
-    return data
-
-
 def _meta_from_markdown(text: str) -> dict[str, Any] | None:
-    data = _fields(
+    data = fields_from(
         text,
         {
             "reasoning_quality": ("REASONING_QUALITY",),
@@ -236,7 +228,7 @@ def _live_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _live_from_markdown(text: str) -> dict[str, Any] | None:
-    data = _fields(
+    data = fields_from(
         text,
         {
             "should_continue": ("SHOULD_CONTINUE",),
@@ -404,7 +396,7 @@ def _thought_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _thought_from_markdown(text: str) -> dict[str, Any] | None:
-    data = _fields(
+    data = fields_from(
         text,
         {
             "intent": ("Intent",),

@@ -37,8 +37,8 @@ async def collect_events(
                 break
             html.append(frame)
             seen += [int(seq) for rid, seq in EVENT_ID.findall(frame) if int(rid) == run_id]
-            if "Complete: final strategy" in frame or "Failed:" in frame:
-                break
+            if 'data-kind="reflection.completed"' in frame or "Failed:" in frame:
+                break  # reflection is the last thing a run does, after it is complete
     assert run_id is not None
     return run_id, seen, "".join(html)
 

@@ -1,0 +1,321 @@
+"""The offline model's structured answers: analysis, plan, quality, critique, reflection, ...
+
+Each builder answers one forced tool call from the request's hints, with the same question
+reading the offline agent uses, so its judgements match what it can actually do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reasoning.llm.offline_text import (
+    LABEL_BLOCK,
+    RESEARCH_WORDS,
+    answer_without_tools,
+    covers,
+    is_refusal,
+    keywords,
+    part_kind,
+    plan_tool_call,
+    question_parts,
+    shorten,
+    strip_label,
+    tool_named,
+)
+
+
+def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        return {}
+    return builder(hints)
+
+
+def _analysis(hints: dict[str, Any]) -> dict[str, Any]:
+    query = hints.get("query", "")
+    parts = question_parts(query)
+    research = len(RESEARCH_WORDS.findall(query))
+    questions = query.count("?")
+    score = 0.1 + 0.15 * max(0, len(parts) - 1) + 0.2 * research + 0.05 * max(0, questions - 1)
+    score += min(0.2, len(query) / 5000)
+    score = round(min(1.0, score), 2)
+    level = "simple" if score < 0.3 else "complex" if score > 0.7 else "medium"
+    tools = [part_kind(p) for p in parts]
+    return {
+        "complexity_level": level,
+        "complexity_score": score,
+        "recommended_strategy": {"simple": "direct", "medium": "light_planning", "complex": "deep_reasoning"}[
+            level
+        ],
+        "estimated_iterations": min(5, max(1, len(parts))),
+        "confidence": 0.6,
+        "rationale": (
+            f"{len(parts)} part(s), {research} research word(s), {questions} question mark(s); "
+            f"heuristic score {score:.2f}."
+        ),
+        "requires_research": research > 0,
+        "requires_synthesis": len(parts) > 1,
+        "multi_part_query": len(parts) > 1,
+        "tool_count_estimate": sum(1 for kind in tools if kind in ("arithmetic", "time", "documents")),
+    }
+
+
+_TOOL_FOR_KIND = {"arithmetic": "calculator", "time": "clock", "documents": "search_documents"}
+
+
+def _plan(hints: dict[str, Any]) -> dict[str, Any]:
+    query = hints.get("query", "")
+    parts = question_parts(query) or [query.strip() or "Answer the message"]
+    if hints.get("mode") == "light":
+        parts = parts[:2] if len(parts) <= 2 else [parts[0], "; ".join(parts[1:])]
+    tools = hints.get("tools", [])
+    subtasks = []
+    for index, part in enumerate(parts, 1):
+        base = _TOOL_FOR_KIND.get(part_kind(part))
+        named = tool_named(tools, base) if base else None
+        subtasks.append(
+            {
+                "id": f"step_{index}",
+                "description": _as_question(part),
+                "priority": "high",
+                "tools": [named] if named else [],
+                "depends_on": [],
+            }
+        )
+    return {
+        "subtasks": subtasks,
+        "estimated_complexity": "low" if len(parts) == 1 else "medium",
+        "strategy_summary": f"Answer each of the {len(parts)} part(s) separately, then combine.",
+        "confidence": 0.8,
+    }
+
+
+def _as_question(part: str) -> str:
+    part = part.strip()
+    part = part[:1].upper() + part[1:]
+    return part if part.endswith(("?", ".")) else part + "?"
+
+
+def _quality(hints: dict[str, Any]) -> dict[str, Any]:
+    query = hints.get("query", "")
+    response = hints.get("response", "")
+    parts = question_parts(query)
+    if not parts:
+        return {
+            "is_sufficient": True,
+            "confidence": 0.7,
+            "reasoning": "There was no question to answer.",
+            "missing_aspects": [],
+        }
+    missing = [p for p in parts if not covers(p, response)]
+    unanswerable = [p for p in missing if part_kind(p) == "general" and is_refusal(strip_label(response))]
+    if missing and len(unanswerable) == len(missing):
+        return {
+            "is_sufficient": True,
+            "confidence": 0.65,
+            "reasoning": "The offline model cannot answer this part; a deeper strategy would not help, "
+            "and the answer says so honestly.",
+            "missing_aspects": [],
+        }
+    coverage = (len(parts) - len(missing)) / len(parts)
+    confidence = round(0.9 * coverage + (0.05 if coverage == 1 else 0), 2)
+    reasoning = f"The answer covers {len(parts) - len(missing)} of {len(parts)} part(s) of the question." + (
+        " Missing: " + "; ".join(missing) + "." if missing else ""
+    )
+    return {
+        "is_sufficient": not missing,
+        "confidence": confidence,
+        "reasoning": reasoning,
+        "missing_aspects": [_as_question(m) for m in missing],
+    }
+
+
+def _completeness(hints: dict[str, Any]) -> dict[str, Any]:
+    query = hints.get("query", "")
+    findings = "\n".join(str(r.get("result", "")) for r in hints.get("results", []))
+    parts = question_parts(query)
+    missing = [p for p in parts if not covers(p, findings)]
+    coverage = 1.0 if not parts else (len(parts) - len(missing)) / len(parts)
+    return {
+        "is_complete": not missing,
+        "confidence": round(coverage, 2),
+        "reasoning": f"Findings cover {coverage:.0%} of the question's parts.",
+        "missing_aspects": missing,
+        "additional_queries": [_as_question(m) for m in missing][:3],
+    }
+
+
+def _filter(hints: dict[str, Any]) -> dict[str, Any]:
+    wanted = set(keywords(hints.get("query", "")))
+    kept = []
+    for index, result in enumerate(hints.get("results", []), 1):
+        text = f"{result.get('query', '')} {result.get('result', '')}"
+        overlap = len(wanted & set(keywords(text)))
+        relevance = 10 if not wanted else round(10 * min(1.0, overlap / max(1, len(wanted)) + 0.3), 1)
+        kept.append({"id": index, "relevance": relevance, "key_information": shorten(strip_label(text), 120)})
+    return {"kept": kept}
+
+
+def synthesize(hints: dict[str, Any]) -> str:
+    results = hints.get("results", [])
+    blocks = []
+    for result in results:
+        finding = strip_label(str(result.get("result", "")))
+        if finding:
+            blocks.append(f"**{result.get('query', '').strip()}**\n\n{finding}")
+    if not blocks:
+        return answer_without_tools(hints.get("query", ""))
+    return "\n\n".join(blocks) + LABEL_BLOCK
+
+
+def _critique(hints: dict[str, Any]) -> dict[str, Any]:
+    steps = hints.get("steps", [])
+    tools = set(hints.get("tools", []))
+    issues = []
+    for step in steps:
+        for tool in step.get("tools", []):
+            if tools and tool not in tools:
+                issues.append(
+                    {
+                        "severity": "high",
+                        "category": "feasibility",
+                        "description": f"{step.get('id')} uses unknown tool {tool}",
+                        "suggestion": "use an available tool",
+                        "affected_steps": [step.get("id")],
+                    }
+                )
+    parts = question_parts(hints.get("query", ""))
+    covered = sum(
+        1 for p in parts if any(set(keywords(p)) & set(keywords(s.get("description", ""))) for s in steps)
+    )
+    completeness = 1.0 if not parts else covered / len(parts)
+    if completeness < 1:
+        issues.append(
+            {
+                "severity": "medium",
+                "category": "completeness",
+                "description": "some parts of the question have no step",
+                "suggestion": "add a step for each part",
+                "affected_steps": [],
+            }
+        )
+    overall = round(max(0.0, 0.95 * completeness - 0.2 * sum(i["severity"] == "high" for i in issues)), 2)
+    return {
+        "overall_score": overall,
+        "feasibility_score": 0.9,
+        "correctness_score": overall,
+        "efficiency_score": 0.9 if len(steps) <= max(1, len(parts)) + 1 else 0.6,
+        "safety_score": 1.0,
+        "issues": issues,
+        "strengths": ["one step per part of the question"] if completeness == 1 else [],
+        "suggestions": [i["suggestion"] for i in issues],
+        "recommendation": "approve" if overall >= 0.8 else "revise",
+        "rationale": f"The steps cover {completeness:.0%} of the question's parts.",
+    }
+
+
+def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
+    tools_used = hints.get("tools_used", [])
+    escalations = hints.get("escalations", 0)
+    try:
+        quality = float(hints.get("quality"))
+    except (TypeError, ValueError):
+        quality = None
+    lessons = []
+    if escalations:
+        lessons.append(
+            "Multi-part questions need one plan step per part; a direct answer covered only one part."
+        )
+    for tool in dict.fromkeys(tools_used):
+        lessons.append(
+            f"The {tool.split('__')[-1]} tool answered part of this question; use it for similar questions."
+        )
+    insights = [
+        {
+            "category": "success" if quality and quality >= 0.7 else "approach",
+            "description": f"Final quality {quality if quality is not None else 'n/a'} "
+            f"after {escalations} escalation(s).",
+            "evidence": [f"tools: {', '.join(tools_used) or 'none'}"],
+            "impact": "medium",
+        }
+    ]
+    return {
+        "insights": insights,
+        "lessons": lessons[:3],
+        "improvements": [
+            {
+                "area": "planning",
+                "suggestion": "split multi-part questions early",
+                "priority": "medium",
+                "expected_impact": "fewer escalations",
+            }
+        ]
+        if escalations
+        else [],
+        "confidence": 0.6,
+    }
+
+
+def _meta(hints: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "reasoning_quality": 0.75,
+        "confidence": 0.75,
+        "concerns": [],
+        "should_replan": False,
+        "should_think_deeper": False,
+        "recommended_passes": 1,
+        "feedback": "Heuristic review: the plan follows the question's parts.",
+        "clarifying_question": "",
+    }
+
+
+def _live(hints: dict[str, Any]) -> dict[str, Any]:
+    finding = hints.get("finding", "")
+    refused = is_refusal(finding)
+    return {
+        "should_continue": True,
+        "should_deepen": False,
+        "confidence_adjustment": -0.3 if refused else 0.1,
+        "feedback": "The step could not be answered offline." if refused else "The step produced a finding.",
+    }
+
+
+def _thought(hints: dict[str, Any]) -> dict[str, Any]:
+    text = hints.get("text", "")
+    about = hints.get("about", "user")
+    tools = hints.get("tools", [])
+    if about == "assistant":
+        parts = question_parts(hints.get("query", ""))
+        missing = [p for p in parts if not covers(p, text)]
+        call = plan_tool_call("; ".join(missing), tools) if missing else None
+        return {
+            "intent": "check my answer",
+            "needs": missing,
+            "plan": "answer the missing parts" if missing else "the answer is complete",
+            "proposed_tools": [{"tool": call[0], "parameters": call[1]}] if call else [],
+            "turn_complete": call is None,
+            "confidence": 0.8 if not missing else 0.5,
+        }
+    call = plan_tool_call(text, tools)
+    return {
+        "intent": "get an exact answer",
+        "needs": question_parts(text),
+        "plan": "use a tool" if call else "answer directly",
+        "proposed_tools": [{"tool": call[0], "parameters": call[1]}] if call else [],
+        "turn_complete": False,
+        "confidence": 0.7,
+    }
+
+
+_BUILDERS = {
+    "record_complexity_analysis": _analysis,
+    "record_plan": _plan,
+    "record_quality_assessment": _quality,
+    "record_completeness": _completeness,
+    "record_relevant_results": _filter,
+    "record_critique": _critique,
+    "record_reflection": _reflection,
+    "record_meta_evaluation": _meta,
+    "record_live_assessment": _live,
+    "record_thought": _thought,
+}

@@ -1,0 +1,307 @@
+"""The offline model's heuristics: reading questions into parts, and writing honest answers.
+
+Answers are extracted from tool results and documents, with their sources, and always carry
+the offline label; a question no tool can answer gets "I can't answer that offline".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reasoning.text import WORD, keywords
+from reasoning.tools.builtin import CalculatorError, calculate, format_number
+
+LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
+LABEL_BLOCK = f"\n\n---\n{LABEL}"
+MAX_PARTS = 5
+MAX_QUERY_CHARS = 4000
+
+_WH = (
+    r"what|when|where|who|whom|whose|why|how|which|is|are|was|were|do|does|did|can|could|"
+    r"should|would|will|tell|give|list|calculate|compute|find|show|explain|summari[sz]e|"
+    r"describe|name|convert"
+)
+_SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE)
+RESEARCH_WORDS = re.compile(
+    r"\b(research|investigate|analy[sz]e|analysis|compare|comparison|survey|evaluate|assess|"
+    r"recommend|synthesi[sz]e|trade-?offs?|pros and cons|in depth|comprehensive|strategy|"
+    r"landscape|trends?)\b",
+    re.IGNORECASE,
+)
+_TIME = re.compile(
+    r"\b(time|date|day|today|tonight|now|clock|o'clock|weekday|year is it|month is it)\b", re.IGNORECASE
+)
+_DOCS = re.compile(
+    r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|"
+    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure)\b|@\S+",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(
+    r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
+)
+_CAPABILITIES = re.compile(
+    r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
+)
+# A few common places, so "what time is it in Tokyo" works without an IANA name.
+CITY_ZONES = {
+    "tokyo": "Asia/Tokyo",
+    "japan": "Asia/Tokyo",
+    "london": "Europe/London",
+    "uk": "Europe/London",
+    "paris": "Europe/Paris",
+    "france": "Europe/Paris",
+    "berlin": "Europe/Berlin",
+    "germany": "Europe/Berlin",
+    "madrid": "Europe/Madrid",
+    "rome": "Europe/Rome",
+    "amsterdam": "Europe/Amsterdam",
+    "new york": "America/New_York",
+    "nyc": "America/New_York",
+    "boston": "America/New_York",
+    "chicago": "America/Chicago",
+    "denver": "America/Denver",
+    "los angeles": "America/Los_Angeles",
+    "san francisco": "America/Los_Angeles",
+    "seattle": "America/Los_Angeles",
+    "toronto": "America/Toronto",
+    "mexico city": "America/Mexico_City",
+    "sao paulo": "America/Sao_Paulo",
+    "sydney": "Australia/Sydney",
+    "melbourne": "Australia/Melbourne",
+    "auckland": "Pacific/Auckland",
+    "singapore": "Asia/Singapore",
+    "hong kong": "Asia/Hong_Kong",
+    "shanghai": "Asia/Shanghai",
+    "beijing": "Asia/Shanghai",
+    "seoul": "Asia/Seoul",
+    "mumbai": "Asia/Kolkata",
+    "delhi": "Asia/Kolkata",
+    "india": "Asia/Kolkata",
+    "dubai": "Asia/Dubai",
+    "moscow": "Europe/Moscow",
+    "istanbul": "Europe/Istanbul",
+    "cairo": "Africa/Cairo",
+    "johannesburg": "Africa/Johannesburg",
+    "lagos": "Africa/Lagos",
+    "utc": "UTC",
+    "gmt": "UTC",
+}
+_IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
+
+_NUMBER_WORDS = [
+    (r"\bmultiplied by\b|\btimes\b|\bx\b(?=\s*\d)", "*"),
+    (r"\bdivided by\b|\bover\b(?=\s*\d)", "/"),
+    (r"\bplus\b", "+"),
+    (r"\bminus\b", "-"),
+    (r"\bto the power of\b|\braised to\b", "**"),
+    (r"\bsquared\b", "**2"),
+    (r"\bcubed\b", "**3"),
+    (r"\bmod(?:ulo)?\b", "%"),
+]
+_FUNCTION_WORDS = re.compile(
+    r"\b(square root|sqrt|log|ln|sin|cos|tan|exp|factorial)\s*(?:of\s*)?\(?\s*"
+    r"(-?\d+(?:\.\d+)?)\s*\)?",
+    re.IGNORECASE,
+)
+_EXPRESSION = re.compile(
+    r"(?:[a-z]+\()?[-+(]*\s*\d+(?:\.\d+)?(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?\d+(?:\.\d+)?\)*)+\)*"
+    r"|(?:sqrt|log|ln|sin|cos|tan|exp|factorial)\(\s*-?\d+(?:\.\d+)?\s*\)",
+    re.IGNORECASE,
+)
+
+
+# --- reading questions ------------------------------------------------------------------------
+
+
+def question_parts(query: str) -> list[str]:
+    """The separate questions in a message ("What is 2+2 and what time is it?" has two)."""
+    text = " ".join((query or "")[:MAX_QUERY_CHARS].split())
+    chunks = [c for c in re.split(r"(?<=[?!])\s+|[;\n]+|(?<=\.)\s+(?=[A-Z])", text) if c.strip()]
+    parts: list[str] = []
+    for chunk in chunks:
+        for piece in _SPLIT_AND.split(chunk):
+            cleaned = piece.strip(" ,.;:!?")
+            if WORD.search(cleaned):
+                parts.append(cleaned)
+    return parts[:MAX_PARTS]
+
+
+def expression_in(text: str) -> str | None:
+    """An arithmetic expression in a question, with number words turned into operators."""
+    candidate = text.lower()
+    candidate = _FUNCTION_WORDS.sub(
+        lambda m: (
+            f"{'sqrt' if m.group(1).lower() in ('square root', 'sqrt') else m.group(1).lower()}({m.group(2)})"
+        ),
+        candidate,
+    )
+    for pattern, operator in _NUMBER_WORDS:
+        candidate = re.sub(pattern, operator, candidate)
+    found = [m.group().strip() for m in _EXPRESSION.finditer(candidate)]
+    for expression in sorted(found, key=len, reverse=True):
+        try:
+            calculate(expression)
+        except CalculatorError:
+            continue
+        return expression
+    return max(found, key=len) if found else None
+
+
+def zone_in(text: str) -> str | None:
+    iana = _IANA.search(text or "")
+    if iana:
+        return iana.group(1)
+    lowered = (text or "").lower()
+    for city in sorted(CITY_ZONES, key=len, reverse=True):
+        if re.search(rf"\b{re.escape(city)}\b", lowered):
+            return CITY_ZONES[city]
+    return None
+
+
+def part_kind(part: str) -> str:
+    if expression_in(part):
+        return "arithmetic"
+    if _TIME.search(part) and not _DOCS.search(part):
+        return "time"
+    if _GREETING.match(part):
+        return "greeting"
+    if _CAPABILITIES.search(part):
+        return "capabilities"
+    if _DOCS.search(part):
+        return "documents"
+    return "general"
+
+
+def strip_label(text: str) -> str:
+    return (text or "").replace(LABEL_BLOCK, "").replace(LABEL, "").strip().rstrip("-").strip()
+
+
+def covers(part: str, answer: str) -> bool:
+    """Does `answer` answer `part`? Exact for arithmetic and time; keyword overlap otherwise."""
+    kind = part_kind(part)
+    answer_text = strip_label(answer)
+    if kind == "arithmetic":
+        expression = expression_in(part)
+        try:
+            value = format_number(calculate(expression or ""))
+        except CalculatorError as exc:
+            return str(exc) in answer_text
+        return value in answer_text.replace(",", "")
+    if kind == "time":
+        return bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+    if kind in ("greeting", "capabilities"):
+        return bool(answer_text)
+    if is_refusal(answer_text):
+        return False
+    wanted = set(keywords(part))
+    if not wanted:
+        return bool(answer_text)
+    found = set(keywords(answer_text))
+    return len(wanted & found) / len(wanted) >= 0.5
+
+
+def is_refusal(text: str) -> bool:
+    return "can't answer that offline" in text or "didn't find a question" in text
+
+
+# --- writing answers ----------------------------------------------------------------------
+
+
+def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
+    """The passages of the mentioned documents that best match the question, with their titles."""
+    wanted = set(keywords(question))
+    scored = []
+    for title, content in documents:
+        for passage in (p.strip() for p in re.split(r"\n\s*\n", content) if p.strip()):
+            overlap = len(wanted & set(keywords(passage)))
+            scored.append((overlap, title, passage))
+    scored.sort(key=lambda item: -item[0])
+    best = [item for item in scored if item[0] > 0][:3] or scored[:1]
+    quoted = "\n\n".join(f"From **{title}**:\n\n> {passage[:800]}" for _, title, passage in best)
+    return quoted + LABEL_BLOCK
+
+
+def tool_named(tools: list[str], base: str) -> str | None:
+    for name in tools:
+        if name == base or name.endswith(f"__{base}") or name.endswith(f".{base}"):
+            return name
+    return None
+
+
+def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """The one tool call the offline model makes for the first part it can act on."""
+    for part in question_parts(question) or [question]:
+        kind = part_kind(part)
+        if kind == "arithmetic" and (name := tool_named(tools, "calculator")):
+            return name, {"expression": expression_in(part)}
+        if kind == "time" and (name := tool_named(tools, "clock")):
+            return name, {"timezone": zone_in(part) or "UTC"}
+        if kind in ("documents", "general") and (name := tool_named(tools, "search_documents")):
+            return name, {"query": part}
+    return None
+
+
+def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], str, bool]]) -> str:
+    lines = []
+    for name, arguments, text, is_error in results:
+        base = name.split("__")[-1]
+        if is_error or text.startswith("Error:"):
+            lines.append(f"The {base} tool could not help: {text.removeprefix('Error:').strip()}")
+        elif base == "calculator":
+            value = text.split("=")[-1].strip()
+            lines.append(
+                f"{arguments.get('expression', '').strip()} = **{value}** (computed with the calculator)."
+            )
+        elif base == "clock":
+            lines.append(f"It is {text} (from the clock).")
+        elif base == "search_documents":
+            lines.append(_document_answer(question, text))
+        else:
+            lines.append(f"{base} returned: {text[:1500]}")
+    return "\n\n".join(lines) + LABEL_BLOCK
+
+
+def _document_answer(question: str, text: str) -> str:
+    if not text.strip() or text.strip().lower().startswith("no document"):
+        return (
+            f"I found nothing in the team's documents about \"{question}\", and I can't answer "
+            "that offline; set ANTHROPIC_API_KEY to ask Claude."
+        )
+    return f"From the team's documents:\n\n{text.strip()[:3000]}"
+
+
+def answer_without_tools(question: str) -> str:
+    parts = question_parts(question)
+    if not parts:
+        return (
+            'I didn\'t find a question in your message. Ask me something, for example "What is 17*23?"'
+            + LABEL_BLOCK
+        )
+    first = parts[0]
+    kind = part_kind(first)
+    if kind == "greeting":
+        return (
+            "Hello! I'm Nexus, running on the offline model. I can do arithmetic, tell the time "
+            "and search your team's documents."
+        ) + LABEL_BLOCK
+    if kind == "capabilities":
+        return (
+            'Offline I can: calculate ("What is 17*23?"), tell the time anywhere ("What time is it '
+            "in Tokyo?\"), and find passages in your team's documents. With ANTHROPIC_API_KEY set, "
+            "Claude answers instead, with the same planning, tools and quality checks."
+        ) + LABEL_BLOCK
+    if kind == "arithmetic":
+        expression = expression_in(first) or ""
+        try:
+            return f"{expression} = **{format_number(calculate(expression))}**." + LABEL_BLOCK
+        except CalculatorError as exc:
+            return f"I can't compute {expression!r}: {exc}." + LABEL_BLOCK
+    return (
+        f'I can\'t answer that offline: "{shorten(first)}" needs a real language model. '
+        "Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
+    ) + LABEL_BLOCK
+
+
+def shorten(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
