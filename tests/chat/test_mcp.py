@@ -154,6 +154,38 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
+async def test_streamable_http_servers_are_reached_by_url(pool):
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, FAULTY, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        config = MCPServerConfig(
+            name="remote",
+            transport="http",
+            url=f"http://127.0.0.1:{port}/mcp",
+            headers=(("Authorization", "Bearer s3cret"),),
+        )
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        outcome = await call(registry, "remote__echo", text="over http")
+        assert outcome.success and outcome.content.startswith("over http")
+        assert "s3cret" not in repr(config)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 def test_a_run_goes_on_without_a_broken_server(alice_session):
     MCPServer.objects.create(name="broken", command="/nonexistent/server")
     run = ask(alice_session, "What is 6*7?")
