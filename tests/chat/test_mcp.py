@@ -156,13 +156,17 @@ async def test_resources_and_prompts_are_listed(pool):
 
 async def test_streamable_http_servers_are_reached_by_url(pool):
     import socket
-    import subprocess
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, FAULTY, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        FAULTY,
+        "--http",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         for _ in range(100):
@@ -183,7 +187,7 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
         assert "s3cret" not in repr(config)
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        await asyncio.wait_for(process.wait(), 10)
 
 
 def test_a_run_goes_on_without_a_broken_server(alice_session):
