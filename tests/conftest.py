@@ -14,11 +14,27 @@ from chat import services
 from chat.models import ChatSession, Critique, ReasoningRun, Reflection
 
 
+@pytest.fixture(scope="session")
+def tool_server_pool(django_db_setup, django_db_blocker):
+    """Stop the built-in MCP server processes before the test database is dropped."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    from chat.tools import POOL
+
+    POOL.close_sync()
+    # Database calls from async tests ran in asgiref's single worker thread: close that
+    # thread's connection too, so the test database can be dropped.
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
 @pytest.fixture(autouse=True)
 def builtin_tool_server(request):
     """The built-in MCP server row its migration creates (transactional tests flush it away)."""
     if "django_db_setup" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
         return
+    request.getfixturevalue("tool_server_pool")
     request.getfixturevalue("db" if "transactional_db" not in request.fixturenames else "transactional_db")
     from chat.models import MCPServer
 
