@@ -25,7 +25,17 @@ DEFAULT_MODELS = {
     "offline": ("nexus-offline", None),
 }
 
-COMPONENTS = ("agent", "analysis", "planning", "evaluation", "synthesis", "filter", "critic", "reflection")
+COMPONENTS = (
+    "agent",
+    "analysis",
+    "planning",
+    "evaluation",
+    "synthesis",
+    "filter",
+    "critic",
+    "meta",
+    "reflection",
+)
 
 
 @dataclass
@@ -105,6 +115,7 @@ class ReasoningConfig:
             "critic": self.planning_model,
             "evaluation": self.evaluation_model,
             "reflection": self.evaluation_model,
+            "meta": self.evaluation_model,
             "synthesis": self.synthesis_model,
             "filter": self.synthesis_model,
         }.get(component)

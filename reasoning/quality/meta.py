@@ -11,7 +11,7 @@ from reasoning.quality.outputs import LIVE, META
 class MetaAgent:
     def __init__(self, run: RunContext) -> None:
         self.run = run
-        self.llm = run.llm("evaluation")
+        self.llm = run.llm("meta")
 
     async def live_self_assessment(self, step: str, finding: str, confidence: float) -> dict[str, Any]:
         """After one reasoning step: continue? deepen? how much to trust it (-1 … 1)?"""

@@ -18,7 +18,10 @@ from reasoning.llm.base import LLMRequest, LLMResponse
 from reasoning.llm.scripted import ScriptedClient
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.helpers import analysis, complete, plan, quality, tool
+from tests.reasoning.helpers import analysis, complete, critique, meta, plan, quality, tool
+
+LIVE_OK = {"should_continue": True, "should_deepen": False, "confidence_adjustment": 0.1, "feedback": "fine"}
+REFLECTION = {"insights": [], "lessons": ["Keep steps independent."], "improvements": [], "confidence": 0.7}
 
 LATENCY = 0.05
 
@@ -32,10 +35,11 @@ class TimedClient(ScriptedClient):
 
     async def stream(self, request: LLMRequest):
         started = time.perf_counter()
-        async for item in super().stream(request):
-            if isinstance(item, LLMResponse):
-                self._state.intervals.append((started, time.perf_counter()))  # type: ignore[attr-defined]
-            yield item
+        try:
+            async for item in super().stream(request):
+                yield item
+        finally:
+            self._state.intervals.append((started, time.perf_counter()))  # type: ignore[attr-defined]
 
     @property
     def intervals(self) -> list[tuple[float, float]]:
@@ -55,11 +59,14 @@ def union(intervals: list[tuple[float, float]]) -> float:
 
 
 def scripts(strategy: str, steps: int = 4) -> dict[str, list[Any]]:
+    """Replies for every model call of a run, quality layers included."""
+    layers = {"critic": [critique(0.9)], "meta": [meta(0.9)] + [LIVE_OK] * steps, "reflection": [REFLECTION]}
     if strategy == "direct":
         return {
             "analysis": [analysis("simple")],
             "agent": [tool("calculator", expression="2+2"), "4"],
             "evaluation": [quality(True, 0.95)],
+            "reflection": [REFLECTION],
         }
     if strategy == "light":
         return {
@@ -68,18 +75,16 @@ def scripts(strategy: str, steps: int = 4) -> dict[str, list[Any]]:
             "agent": ["one", "two"],
             "synthesis": ["one and two"],
             "evaluation": [quality(True, 0.9)],
+            **layers,
         }
     parts = [f"Independent part {n}" for n in range(1, steps + 1)]
-    agent: list[Any] = []
-    for n in range(1, steps + 1):
-        agent += [tool("calculator", expression=f"{n}*{n}"), f"part {n} done"]
     return {
         "analysis": [analysis("complex")],
         "planning": [plan(*parts)],
-        "agent": agent,
         "evaluation": [complete(True), quality(True, 0.9)],
         "filter": [{"kept": [{"id": n, "relevance": 9} for n in range(1, steps + 1)]}],
         "synthesis": ["all parts"],
+        **layers,
     }
 
 
@@ -125,6 +130,7 @@ async def run_once(strategy: str, *, parallel: bool = True) -> tuple[float, floa
     result = await engine.run(f"benchmark {strategy}", sink=sink, force_strategy=force)
     wall = time.perf_counter() - started
     assert result.answer, "the run produced an answer"
+    assert not sink.of("component.degraded"), [e.payload for e in sink.of("component.degraded")]
     return wall, union(llm.intervals), sink
 
 

@@ -8,8 +8,7 @@ from chat.lessons import lessons_for
 from chat.models import Critique, Plan, Reflection
 from reasoning.llm.scripted import ScriptedClient
 from tests.conftest import ask
-from tests.reasoning.helpers import analysis, plan
-from tests.reasoning.test_quality import critique, meta
+from tests.reasoning.helpers import analysis, critique, meta, plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,7 +48,7 @@ def test_a_low_confidence_run_stores_a_clarifying_question_as_its_answer(alice_s
             "analysis": [analysis("medium")],
             "planning": [plan("Guess")] * 3,
             "critic": [critique(0.3, "high")] * 3,
-            "evaluation": [meta(0.4, "ambiguous", question="Which team's budget do you mean?")],
+            "meta": [meta(0.4, "ambiguous", question="Which team's budget do you mean?")],
             "reflection": [{"insights": [], "lessons": [], "improvements": [], "confidence": 0.5}],
         }
     )

@@ -59,6 +59,43 @@ def complete(ok: bool = True, confidence: float = 0.9, *queries: str) -> dict[st
     }
 
 
+def critique(score, *severities, recommendation=None):
+    return {
+        "overall_score": score,
+        "feasibility_score": score,
+        "correctness_score": score,
+        "efficiency_score": score,
+        "safety_score": 1.0,
+        "issues": [
+            {
+                "severity": s,
+                "category": "logic",
+                "description": f"{s} issue",
+                "suggestion": "fix it",
+                "affected_steps": [],
+            }
+            for s in severities
+        ],
+        "strengths": [],
+        "suggestions": [],
+        "recommendation": recommendation or ("approve" if score >= 0.8 else "revise"),
+        "rationale": "because",
+    }
+
+
+def meta(confidence, *concerns, replan=False, question=""):
+    return {
+        "reasoning_quality": confidence,
+        "confidence": confidence,
+        "concerns": list(concerns),
+        "should_replan": replan,
+        "should_think_deeper": False,
+        "recommended_passes": 1,
+        "feedback": "ok",
+        "clarifying_question": question,
+    }
+
+
 def tool(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": name, "input": arguments}
 

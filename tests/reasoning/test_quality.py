@@ -10,45 +10,7 @@ from reasoning.quality.confidence import calculate_confidence
 from reasoning.quality.critic import quick_validate
 from reasoning.quality.outputs import CRITIQUE, LIVE, META, REFLECTION, THOUGHT
 from reasoning.types import ResearchPlan, SubTask
-from tests.reasoning.helpers import analysis, engine, plan, quality, run
-
-
-def critique(score, *severities, recommendation=None):
-    return {
-        "overall_score": score,
-        "feasibility_score": score,
-        "correctness_score": score,
-        "efficiency_score": score,
-        "safety_score": 1.0,
-        "issues": [
-            {
-                "severity": s,
-                "category": "logic",
-                "description": f"{s} issue",
-                "suggestion": "fix it",
-                "affected_steps": [],
-            }
-            for s in severities
-        ],
-        "strengths": [],
-        "suggestions": [],
-        "recommendation": recommendation or ("approve" if score >= 0.8 else "revise"),
-        "rationale": "because",
-    }
-
-
-def meta(confidence, *concerns, replan=False, question=""):
-    return {
-        "reasoning_quality": confidence,
-        "confidence": confidence,
-        "concerns": list(concerns),
-        "should_replan": replan,
-        "should_think_deeper": False,
-        "recommended_passes": 1,
-        "feedback": "ok",
-        "clarifying_question": question,
-    }
-
+from tests.reasoning.helpers import analysis, critique, engine, meta, plan, quality, run
 
 # --- the scorer, pinned to exact numbers ---------------------------------------------------------
 
@@ -130,7 +92,8 @@ async def test_a_weak_plan_is_refined_and_critiqued_again():
         by_component={
             "planning": [plan("Vague step"), plan("Look up A", "Look up B")],
             "critic": [critique(0.5, "high"), critique(0.9)],
-            "evaluation": [meta(0.85), quality(True, 0.9)],
+            "meta": [meta(0.85)],
+            "evaluation": [quality(True, 0.9)],
             "agent": ["a", "b"],
             "synthesis": ["a and b"],
         }
@@ -154,7 +117,8 @@ async def test_a_cyclic_plan_never_executes_even_with_the_critic():
     llm = ScriptedClient(
         by_component={
             "planning": [cyclic, cyclic, cyclic],
-            "evaluation": [meta(0.9), quality(True, 0.9)],
+            "meta": [meta(0.9)],
+            "evaluation": [quality(True, 0.9)],
             "agent": ["direct"],
         }
     )
@@ -171,7 +135,7 @@ async def test_low_confidence_asks_one_clarifying_question():
             "analysis": [analysis("medium")],
             "planning": [plan("Guess what they mean")] * 3,
             "critic": [critique(0.3, "high")] * 3,
-            "evaluation": [meta(0.4, "ambiguous", question="Do you mean the 2024 or the 2025 budget?")],
+            "meta": [meta(0.4, "ambiguous", question="Do you mean the 2024 or the 2025 budget?")],
         }
     )
     result, sink = await run(engine(llm, **LAYERS_ON), "How did the budget change?")
@@ -188,7 +152,7 @@ async def test_very_low_confidence_replans_once_then_says_so_plainly():
             "analysis": [analysis("complex", confidence=0.1)],
             "planning": [plan("Try something")] * 6,
             "critic": [critique(0.2, "high")] * 3 + [critique(0.1, "critical")] * 3,
-            "evaluation": [meta(0.4), meta(0.1, "still nothing fits")],
+            "meta": [meta(0.4), meta(0.1, "still nothing fits")],
         }
     )
     result, sink = await run(engine(llm, **LAYERS_ON), "Q")
@@ -211,12 +175,8 @@ async def test_live_self_assessment_can_stop_and_deepen():
         by_component={
             "planning": [plan("First", ("Second", ["step_1"]))],
             "critic": [critique(0.9)],
-            "evaluation": [
-                meta(0.9),
-                live_stop,
-                {"is_complete": True, "confidence": 0.9, "reasoning": "ok"},
-                quality(True, 0.8),
-            ],
+            "meta": [meta(0.9), live_stop],
+            "evaluation": [{"is_complete": True, "confidence": 0.9, "reasoning": "ok"}, quality(True, 0.8)],
             "agent": ["first finding"],
             "filter": [{"kept": [{"id": 1, "relevance": 9}]}],
             "synthesis": ["done"],
@@ -233,13 +193,8 @@ async def test_live_self_assessment_can_stop_and_deepen():
         by_component={
             "planning": [plan("Only step")],
             "critic": [critique(0.9)],
-            "evaluation": [
-                meta(0.9),
-                deepen,
-                calm,
-                {"is_complete": True, "confidence": 0.9, "reasoning": "ok"},
-                quality(True, 0.8),
-            ],
+            "meta": [meta(0.9), deepen, calm],
+            "evaluation": [{"is_complete": True, "confidence": 0.9, "reasoning": "ok"}, quality(True, 0.8)],
             "agent": ["shallow", "deeper"],
             "filter": [{"kept": [{"id": 1, "relevance": 9}, {"id": 2, "relevance": 9}]}],
             "synthesis": ["done"],
