@@ -8,6 +8,7 @@ import threading
 import time
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 
@@ -23,8 +24,13 @@ logger = logging.getLogger(__name__)
 )
 def execute_run_task(run_id: int) -> str:
     from chat.engine import execute_run
+    from chat.services import run_fail
 
-    return asyncio.run(execute_run(run_id))
+    try:
+        return asyncio.run(execute_run(run_id))
+    except SoftTimeLimitExceeded:
+        run_fail(run_id, "The answer took longer than the time limit and was stopped.")
+        return "failed"
 
 
 @shared_task(name="chat.sweep_runs")

@@ -113,3 +113,18 @@ def test_history_holds_only_approved_turns(alice_session):
     history = services.conversation_history(third)
     assert [m["content"] for m in history if m["role"] == "user"] == ["What is 3+3?"]
     assert history[1]["content"] == second.answers.get().content
+
+
+def test_a_run_past_the_time_limit_fails_with_a_clear_message(alice_session, monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from chat.tasks import execute_run_task
+
+    async def too_slow(run_id, **kwargs):
+        raise SoftTimeLimitExceeded
+
+    monkeypatch.setattr("chat.engine.execute_run", too_slow)
+    run = services.message_post(session=alice_session, content="Take forever")
+    assert execute_run_task.run(run.pk) == "failed"
+    run.refresh_from_db()
+    assert run.status == "failed" and "time limit" in run.error
