@@ -148,3 +148,26 @@ def test_export_action_round_trips(auditor, alice_session, client_for):
     alice_session.delete()
     (restored,) = runs_import(json.loads(json.dumps(document)))
     assert runs_export(ReasoningRun.objects.filter(pk=restored.pk)) == document
+
+
+def test_every_change_page_renders_for_a_full_run(auditor, alice_session, client_for):
+    from chat.models import Attempt, ChatSession, Critique, LLMCall, Message, Plan, Reflection
+
+    run = full_run(alice_session)
+    client = client_for(auditor)
+    for model in (
+        ReasoningRun,
+        TraceEvent,
+        Attempt,
+        Plan,
+        ToolExecution,
+        LLMCall,
+        Critique,
+        Reflection,
+        ChatSession,
+        Message,
+    ):
+        obj = model.objects.filter(**({"pk": run.pk} if model is ReasoningRun else {})).first()
+        name = model._meta.model_name
+        response = client.get(reverse(f"admin:chat_{name}_change", args=[obj.pk]))
+        assert response.status_code == 200, name
