@@ -19,7 +19,7 @@ import psycopg
 import redis
 from websockets.asyncio.client import connect
 
-from tests.e2e.conftest import POSTGRES, REDIS, Site, base_env, manage
+from tests.e2e.conftest import POSTGRES, REDIS, Site
 
 QUESTION = "What is 17*23 and what time is it in Tokyo?"
 EVENT = re.compile(r'data-seq="(\d+)" data-kind="[^"]+" data-time="([\d.]+)"')
@@ -108,10 +108,7 @@ def concurrent_runs(site: Site, concurrency: int | None, db_url: str | None, cou
 
 
 def embedded(tmp: Path) -> list[str]:
-    env = base_env(tmp, OFFLINE_LATENCY_MS=LATENCY_MS)
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(env, "ensure_local_account")
-    site = Site(env, tmp)
+    site = Site.prepared(tmp, OFFLINE_LATENCY_MS=LATENCY_MS)
     site.start_web()
     try:
         lines = [describe("embedded", asyncio.run(event_latencies(site)))]
@@ -130,18 +127,17 @@ def team(tmp: Path) -> list[str]:
     name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
     admin.execute(f'create database "{name}"')
     db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
-    env = base_env(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, OFFLINE_LATENCY_MS=LATENCY_MS)
-    site = Site(env, tmp)
+    site = None
     try:
-        manage(env, "migrate", "--noinput", "-v", "0")
-        manage(env, "ensure_local_account")
+        site = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, OFFLINE_LATENCY_MS=LATENCY_MS)
         site.start_worker()
         site.start_web()
         lines = [describe("team", asyncio.run(event_latencies(site)))]
         lines.append(concurrent_runs(site, 2, db_url))
         return lines
     finally:
-        site.stop()
+        if site is not None:
+            site.stop()
         admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
         admin.execute(f'drop database if exists "{name}"')
 

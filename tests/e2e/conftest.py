@@ -101,6 +101,14 @@ def manage(env: dict[str, str], *args: str) -> str:
 class Site:
     """A running Nexus: its URL, environment, and processes."""
 
+    @classmethod
+    def prepared(cls, tmp: Path, **env: str) -> Site:
+        """A site whose database is migrated and whose local account exists (nothing started)."""
+        site = cls(base_env(tmp, **env), tmp)
+        manage(site.env, "migrate", "--noinput", "-v", "0")
+        manage(site.env, "ensure_local_account")
+        return site
+
     def __init__(self, env: dict[str, str], tmp: Path) -> None:
         self.env = env
         self.tmp = tmp
@@ -191,17 +199,6 @@ def base_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def embedded_site(tmp_path: Path) -> Iterator[Site]:
-    env = base_env(tmp_path)
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(env, "ensure_local_account")
-    site = Site(env, tmp_path)
-    site.start_web()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
 def postgres_database() -> Iterator[str]:
     try:
         import psycopg
@@ -231,7 +228,7 @@ def redis_url() -> str:
 
 @pytest.fixture
 def team_site(tmp_path: Path, postgres_database: str, redis_url: str) -> Iterator[Site]:
-    env = base_env(
+    site = Site.prepared(
         tmp_path,
         DATABASE_URL=postgres_database,
         REDIS_URL=redis_url,
@@ -239,9 +236,6 @@ def team_site(tmp_path: Path, postgres_database: str, redis_url: str) -> Iterato
         NEXUS_HEARTBEAT_SECONDS="1",
         NEXUS_RUN_TIME_LIMIT="60",
     )
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(env, "ensure_local_account")
-    site = Site(env, tmp_path)
     yield site
     site.stop()
 

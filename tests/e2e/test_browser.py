@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, Site, base_env, manage
+from tests.e2e.conftest import PASSWORD, Site
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,10 +28,7 @@ CHROMIUM_ARGS = [
 @pytest.fixture
 def slow_site(tmp_path: Path) -> Iterator[Site]:
     """An embedded site whose offline model takes a moment per call, so a run can be watched."""
-    env = base_env(tmp_path, OFFLINE_LATENCY_MS="250")
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(env, "ensure_local_account")
-    site = Site(env, tmp_path)
+    site = Site.prepared(tmp_path, OFFLINE_LATENCY_MS="250")
     site.start_web()
     yield site
     site.stop()
