@@ -1,0 +1,167 @@
+"""Admin for MCP tool servers (staff-configured, secrets write-only) and team documents."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from chat.models import Document, MCPServer
+from chat.tools import check_server
+
+
+def _parse_pairs(text: str, label: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=") if "=" in line else line.partition(":")
+        if not sep or not key.strip():
+            raise forms.ValidationError(f"{label}, line {number}: write NAME=value")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+class MCPServerForm(forms.ModelForm):
+    """Secrets are write-only: the form never shows them back; empty keeps what is stored."""
+
+    env_secret = forms.CharField(
+        label="Environment",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text="NAME=value per line (stdio). Stored values are never shown; leave empty to keep them.",
+    )
+    headers_secret = forms.CharField(
+        label="HTTP headers",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text="Header: value per line (HTTP). Never shown back; leave empty to keep them.",
+    )
+    clear_secrets = forms.BooleanField(required=False, label="Remove the stored environment and headers")
+
+    class Meta:
+        model = MCPServer
+        fields = [
+            "name",
+            "transport",
+            "enabled",
+            "command",
+            "args",
+            "cwd",
+            "url",
+            "call_timeout",
+            "tool_policies",
+        ]
+
+    def clean_tool_policies(self) -> dict[str, str]:
+        policies = self.cleaned_data.get("tool_policies") or {}
+        if not isinstance(policies, dict) or any(v not in ("cache", "no-cache") for v in policies.values()):
+            raise forms.ValidationError('Use {"tool name": "cache" or "no-cache"}.')
+        return policies
+
+    def clean_args(self) -> list[str]:
+        args = self.cleaned_data.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise forms.ValidationError('Use a JSON list of strings, e.g. ["-m", "my_server"].')
+        return args
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for field, label in (("env_secret", "Environment"), ("headers_secret", "HTTP headers")):
+            data[field] = _parse_pairs(data.get(field) or "", label)
+        transport = data.get("transport")
+        if not (self.instance and self.instance.builtin):
+            if transport == MCPServer.Transport.STDIO and not data.get("command"):
+                self.add_error("command", "A stdio server needs the command that starts it.")
+            if transport == MCPServer.Transport.HTTP and not data.get("url"):
+                self.add_error("url", "An HTTP server needs its URL.")
+        name = data.get("name") or ""
+        if name and not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", name):
+            self.add_error("name", "Lowercase letters and digits, words joined by single underscores.")
+        return data
+
+    def save(self, commit: bool = True) -> MCPServer:
+        server = super().save(commit=False)
+        if self.cleaned_data.get("clear_secrets"):
+            server.env, server.headers = {}, {}
+        if self.cleaned_data["env_secret"]:
+            server.env = self.cleaned_data["env_secret"]
+        if self.cleaned_data["headers_secret"]:
+            server.headers = self.cleaned_data["headers_secret"]
+        if commit:
+            server.save()
+        return server
+
+
+@admin.register(MCPServer)
+class MCPServerAdmin(admin.ModelAdmin):
+    form = MCPServerForm
+    list_display = ["name", "transport", "enabled", "status", "tool_count", "last_checked", "builtin"]
+    list_filter = ["enabled", "transport", "last_status"]
+    actions = ["check_connection"]
+    readonly_fields = ["builtin", "stored_secrets", "last_status", "last_error", "last_checked", "tool_count"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        secrets = ["env_secret", "headers_secret", "clear_secrets", "stored_secrets"]
+        if obj is not None and obj.builtin:
+            return [
+                (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
+                ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+            ]
+        return [
+            (None, {"fields": ["name", "transport", "enabled", "call_timeout", "tool_policies"]}),
+            ("stdio", {"fields": ["command", "args", "cwd"]}),
+            ("Streamable HTTP", {"fields": ["url"]}),
+            ("Secrets", {"fields": secrets}),
+            ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        fields = list(self.readonly_fields)
+        if obj is not None and obj.builtin:
+            fields.append("name")
+        return fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and not (obj is not None and obj.builtin)
+
+    @admin.display(description="status", ordering="last_status")
+    def status(self, obj: MCPServer) -> str:
+        if obj.last_status == MCPServer.Status.ERROR:
+            return format_html(
+                '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
+            )
+        if obj.last_status == MCPServer.Status.OK:
+            return format_html('<span style="color:#2b8a3e">✓ connected</span>')
+        return "not checked yet"
+
+    @admin.display(description="stored secrets")
+    def stored_secrets(self, obj: MCPServer) -> str:
+        names = [*(f"env {k}" for k in (obj.env or {})), *(f"header {k}" for k in (obj.headers or {}))]
+        return ", ".join(names) + " (values hidden)" if names else "none"
+
+    @admin.action(description="Check the connection now")
+    def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
+        for server in queryset:
+            error = async_to_sync(check_server)(server)
+            if error:
+                self.message_user(request, f"{server.name}: {error}", level=messages.ERROR)
+            else:
+                server.refresh_from_db()
+                self.message_user(request, f"{server.name}: connected, {server.tool_count} tools.")
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["title", "owner", "shared", "format", "updated_at"]
+    list_filter = ["shared", "format"]
+    list_select_related = ["owner"]
+    search_fields = ["title", "content", "owner__username"]
+    readonly_fields = ["created_at", "updated_at"]
