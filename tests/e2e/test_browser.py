@@ -127,3 +127,26 @@ def test_bad_input_errors_inline(page: Page):
     page.keyboard.press("Enter")
     expect(page.locator("#composer-error")).to_contain_text("the limit is 20,000")
     expect(page.locator(".turn")).to_have_count(0)
+
+
+def test_composer_completes_documents_and_commands(page: Page, slow_site: Site):
+    page.goto(slow_site.url + "/documents/")
+    page.fill("input[name=title]", "Release plan")
+    page.fill("textarea[name=content]", "We release on Fridays at noon.\n\nHotfixes can go out any day.")
+    page.click("form.upload button[type=submit]")
+    expect(page.locator(".flash")).to_contain_text("Saved “Release plan”")
+    page.click("text=← Back to chats")
+    box = page.locator("#composer-input")
+    box.fill("When do we ship? ")
+    box.press_sequentially("@Rel")
+    options = page.locator("#completions [role=option]")
+    expect(options.first).to_contain_text("Release plan")
+    box.press("Tab")
+    expect(box).to_have_value('When do we ship? @"Release plan" ')
+    box.press("Enter")
+    expect(page.locator(".answer .markdown").last).to_contain_text(
+        "We release on Fridays at noon.", timeout=20000
+    )
+    box.fill("")
+    box.press_sequentially("/comp")
+    expect(page.locator("#completions [role=option]").first).to_contain_text("/compare first second")
