@@ -61,7 +61,7 @@ class DjangoAnalysisCache:
 
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
-    """Execute a run to the end. Returns what happened: claimed, skipped or failed."""
+    """Execute a run to the end; returns "succeeded", "failed", or "skipped" (not ours to run)."""
     worker = worker or worker_name()
     await database_sync_to_async(close_old_connections)()
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
