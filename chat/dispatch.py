@@ -77,12 +77,6 @@ def _finished(future: Future[str]) -> None:
         logger.error("embedded run crashed", exc_info=future.exception())
 
 
-def wait_for_embedded_runs(timeout: float = 30.0) -> None:
-    """Block until embedded runs started in this process finish (used by tests and scripts)."""
-    for future in list(_running):
-        future.result(timeout=timeout)
-
-
 async def _sweep_forever() -> None:
     from channels.db import database_sync_to_async
 

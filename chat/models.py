@@ -42,10 +42,6 @@ class ChatSession(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    def touch(self) -> None:
-        self.updated_at = timezone.now()
-        self.save(update_fields=["updated_at"])
-
 
 class Message(models.Model):
     class Role(models.TextChoices):

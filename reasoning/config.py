@@ -25,18 +25,6 @@ DEFAULT_MODELS = {
     "offline": ("nexus-offline", None),
 }
 
-COMPONENTS = (
-    "agent",
-    "analysis",
-    "planning",
-    "evaluation",
-    "synthesis",
-    "filter",
-    "critic",
-    "meta",
-    "reflection",
-)
-
 
 @dataclass
 class ReasoningConfig:
@@ -283,5 +271,3 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "force_strategy": _parse_strategy,
     "execution_style": lambda raw: raw.strip().lower(),
 }
-
-ENV_VARIABLES = dict(_ENV_NAMES)

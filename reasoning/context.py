@@ -104,7 +104,7 @@ class ComponentLLM:
                 latency_ms=round((time.perf_counter() - started) * 1000, 1),
                 error=str(error),
                 error_kind=error.kind,
-                retries=getattr(error, "retries", 0),
+                retries=error.retries,
                 **Usage().to_dict(),
                 cost="0",
             )

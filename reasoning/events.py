@@ -55,8 +55,6 @@ STATUS_KINDS = frozenset(
     }
 )
 
-MODES = ("Analyzing", "Direct", "Light Reasoning", "Deep Reasoning", "Refining", "Complete")
-
 
 @dataclass(frozen=True)
 class Event:
@@ -97,10 +95,6 @@ class Emitter:
         self._next = start_sequence
         self._lock = asyncio.Lock()
         self.phase = "Phase 0: Complexity Analysis"
-
-    @property
-    def next_sequence(self) -> int:
-        return self._next
 
     async def emit(self, kind: str, phase: str | None = None, **payload: Any) -> Event:
         if kind not in KINDS:
@@ -147,14 +141,6 @@ class ListSink:
 
     def of(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
-
-
-def fan_out(*sinks: Sink) -> Sink:
-    async def sink(event: Event) -> None:
-        for each in sinks:
-            await each(event)
-
-    return sink
 
 
 class CallbackSink:

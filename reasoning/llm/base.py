@@ -118,6 +118,8 @@ class LLMError(Exception):
         self.status = status
         self.provider = provider
         self.retry_after = retry_after
+        # How many times the call was retried before this error was final.
+        self.retries = 0
 
     @property
     def retryable(self) -> bool:
@@ -208,7 +210,7 @@ class LLMClient(ABC):
                 return final
             except LLMError as error:
                 if not error.retryable or attempt >= self.retry.max_retries:
-                    error.retries = attempt  # type: ignore[attr-defined]
+                    error.retries = attempt
                     raise
                 await self.retry.sleep(self.retry.delay(attempt, error))
                 attempt += 1

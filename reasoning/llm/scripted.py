@@ -49,10 +49,6 @@ class ScriptedClient(LLMClient):
     def requests_for(self, component: str) -> list[LLMRequest]:
         return [r for r in self.history if r.component == component]
 
-    def add(self, *replies: Reply, component: str | None = None) -> None:
-        queue = self._state.queues[component] if component else self._state.queue
-        queue.extend(replies)
-
     def with_model(self, model: str) -> ScriptedClient:
         clone = type(self).__new__(type(self))
         clone.__dict__.update(self.__dict__)
