@@ -25,7 +25,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 PASSWORD = "e2e-password-123"
-POSTGRES = os.environ.get("NEXUS_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+# The server to create throw-away databases on (connecting to its maintenance database); the
+# database named in NEXUS_TEST_POSTGRES_URL is only the PostgreSQL pass's (see scripts/test.sh).
+POSTGRES = (
+    os.environ.get("NEXUS_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/nexus").rsplit("/", 1)[0]
+    + "/postgres"
+)
 REDIS = os.environ.get("NEXUS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 

@@ -59,6 +59,27 @@ def ask(page: Page, question: str) -> None:
     page.keyboard.press("Enter")
 
 
+def trace_ids(trace) -> list[str]:
+    return trace.locator("li[id]").evaluate_all("items => items.map(i => i.id)")
+
+
+def live_trace_settles_to_stored(page: Page, trace) -> list[str]:
+    """Events may still arrive after the answer (reflection); the live panel must end up with
+    exactly the events a fresh page load renders from the database, in the same order."""
+    fresh = page.context.new_page()
+    try:
+        for _ in range(40):
+            fresh.goto(page.url)
+            stored = trace_ids(fresh.locator("ol.trace").last)
+            live = trace_ids(trace)
+            if live == stored:
+                return live
+            page.wait_for_timeout(250)
+        raise AssertionError(f"the live trace never matched the stored one:\n{live}\n{stored}")
+    finally:
+        fresh.close()
+
+
 def test_ask_watch_expand_reload(page: Page):
     expect(page.locator("#status-line")).to_contain_text("Ready")
     ask(page, "What is 2+2?")
@@ -82,13 +103,13 @@ def test_ask_watch_expand_reload(page: Page):
     ]:
         expect(trace).to_contain_text(phase)
     expect(trace.locator(".ev-tool-called")).to_contain_text("calculator")
-    live_ids = trace.locator("li[id]").evaluate_all("items => items.map(i => i.id)")
+    live_ids = live_trace_settles_to_stored(page, trace)
     assert len(live_ids) == len(set(live_ids)) > 10
 
     page.reload()
     trace = page.locator("ol.trace").last
     expect(trace).to_be_visible(), "the open panel is remembered across the reload"
-    assert trace.locator("li[id]").evaluate_all("items => items.map(i => i.id)") == live_ids
+    assert trace_ids(trace) == live_ids
     page.keyboard.press("Control+Period")
     expect(trace).to_be_hidden()
     page.keyboard.press("Control+Period")
