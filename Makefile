@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint format worker team bench clean
+.PHONY: install run test lint audit format worker team bench clean
 
 install: $(STAMP)
 
@@ -34,6 +34,11 @@ test: install
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+
+# Security lint: bandit at medium severity and up over the application code; any finding fails.
+# A justified exception is marked inline: `# nosec BXXX` with the reason on the line above.
+audit: install
+	@$(BIN)/bandit -q -r chat nexus reasoning manage.py --severity-level medium
 
 format: install
 	$(BIN)/ruff format .

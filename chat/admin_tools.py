@@ -1,4 +1,12 @@
-"""Admin for MCP tool servers (staff-configured, secrets write-only) and team documents."""
+"""Admin for MCP tool servers and team documents.
+
+Tool servers: only superusers add servers or change how one is reached (transport, command,
+arguments, directory, URL, environment, headers), and stdio servers at all: whoever sets a
+command chooses what this process runs, and whoever sets a URL receives the stored headers.
+Staff with the change permission may enable or disable HTTP servers and the built-in one,
+set timeouts and cache policies, and check connections. Commands must also be on the
+operator's allow-list (NEXUS_MCP_ALLOWED_COMMANDS). Secrets are write-only and encrypted.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +16,20 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from chat.crypto import UnreadableSecrets
+from chat.inputs import refuse_nul
 from chat.models import Document, MCPServer
-from chat.tools import check_server
+from chat.tools import check_server, command_refusal, env_refusal
+
+# What decides which program runs or where secrets go: superusers only.
+CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
+SECRET_INPUTS = ["env_secret", "headers_secret", "clear_secrets"]
 
 
 def _parse_pairs(text: str, label: str) -> dict[str, str]:
@@ -64,12 +79,16 @@ class MCPServerForm(forms.ModelForm):
         policies = self.cleaned_data.get("tool_policies") or {}
         if not isinstance(policies, dict) or any(v not in ("cache", "no-cache") for v in policies.values()):
             raise forms.ValidationError('Use {"tool name": "cache" or "no-cache"}.')
+        for name in policies:
+            refuse_nul(name, what="A tool name")
         return policies
 
     def clean_args(self) -> list[str]:
         args = self.cleaned_data.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise forms.ValidationError('Use a JSON list of strings, e.g. ["-m", "my_server"].')
+        for arg in args:
+            refuse_nul(arg, what="An argument")
         return args
 
     def clean(self) -> dict[str, Any]:
@@ -80,12 +99,19 @@ class MCPServerForm(forms.ModelForm):
         if not (self.instance and self.instance.builtin):
             if transport == MCPServer.Transport.STDIO and not data.get("command"):
                 self.add_error("command", "A stdio server needs the command that starts it.")
+            elif transport == MCPServer.Transport.STDIO and {"command", "transport"} & set(self.changed_data):
+                self._refuse("command", command_refusal(data["command"]))
+            self._refuse("env_secret", env_refusal(data["env_secret"]))
             if transport == MCPServer.Transport.HTTP and not data.get("url"):
                 self.add_error("url", "An HTTP server needs its URL.")
         name = data.get("name") or ""
         if name and not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", name):
             self.add_error("name", "Lowercase letters and digits, words joined by single underscores.")
         return data
+
+    def _refuse(self, field: str, refusal: str | None) -> None:
+        if refusal:
+            self.add_error(field, f"{refusal[0].upper()}{refusal[1:]}.")
 
     def save(self, commit: bool = True) -> MCPServer:
         server = super().save(commit=False)
@@ -106,10 +132,11 @@ class MCPServerAdmin(admin.ModelAdmin):
     list_display = ["name", "transport", "enabled", "status", "tool_count", "last_checked", "builtin"]
     list_filter = ["enabled", "transport", "last_status"]
     actions = ["check_connection"]
+    # Staff without superuser rights edit only what cannot launch a program or move a secret.
     readonly_fields = ["builtin", "stored_secrets", "last_status", "last_error", "last_checked", "tool_count"]
 
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
-        secrets = ["env_secret", "headers_secret", "clear_secrets", "stored_secrets"]
+    def _fieldsets(self, obj: Any) -> list[Any]:
+        secrets = [*SECRET_INPUTS, "stored_secrets"]
         if obj is not None and obj.builtin:
             return [
                 (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
@@ -127,10 +154,40 @@ class MCPServerAdmin(admin.ModelAdmin):
         fields = list(self.readonly_fields)
         if obj is not None and obj.builtin:
             fields.append("name")
-        return fields
+        if not request.user.is_superuser:
+            fields += ["name", *CONNECTION_FIELDS]
+        return list(dict.fromkeys(fields))
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        fieldsets = self._fieldsets(obj)
+        if request.user.is_superuser:
+            return fieldsets
+        return [
+            (title, {**options, "fields": [f for f in options["fields"] if f not in SECRET_INPUTS]})
+            for title, options in fieldsets
+        ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and self._launches_a_program(obj) and not request.user.is_superuser:
+            return False
+        return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return super().has_delete_permission(request, obj) and not (obj is not None and obj.builtin)
+
+    def save_model(self, request: HttpRequest, obj: MCPServer, form: Any, change: bool) -> None:
+        # The form already hides these from staff; this holds even for a hand-made POST.
+        touched = set(form.changed_data) & {*CONNECTION_FIELDS, *SECRET_INPUTS, "name"}
+        if not request.user.is_superuser and (touched or self._launches_a_program(obj)):
+            raise PermissionDenied("Only superusers change how a tool server is reached.")
+        super().save_model(request, obj, form, change)
+
+    @staticmethod
+    def _launches_a_program(obj: MCPServer) -> bool:
+        return obj.transport == MCPServer.Transport.STDIO and not obj.builtin
 
     @admin.display(description="status", ordering="last_status")
     def status(self, obj: MCPServer) -> str:
@@ -139,15 +196,17 @@ class MCPServerAdmin(admin.ModelAdmin):
                 '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
             )
         if obj.last_status == MCPServer.Status.OK:
-            return format_html('<span style="color:#2b8a3e">✓ connected</span>')
+            return format_html('<span style="color:#2b8a3e">✓ {}</span>', "connected")
         return "not checked yet"
 
     @admin.display(description="stored secrets")
     def stored_secrets(self, obj: MCPServer) -> str:
+        if isinstance(obj.env, UnreadableSecrets) or isinstance(obj.headers, UnreadableSecrets):
+            return "stored, but NEXUS_SECRETS_KEY cannot decrypt them: enter them again"
         names = [*(f"env {k}" for k in (obj.env or {})), *(f"header {k}" for k in (obj.headers or {}))]
-        return ", ".join(names) + " (values hidden)" if names else "none"
+        return ", ".join(names) + " (values hidden, encrypted)" if names else "none"
 
-    @admin.action(description="Check the connection now")
+    @admin.action(description="Check the connection now", permissions=["change"])
     def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
         for server in queryset:
             error = async_to_sync(check_server)(server)
@@ -160,8 +219,18 @@ class MCPServerAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    """Documents belong to their owners: staff may look (and delete, with the permission), but
+    only a superuser edits one, since sharing a private document or rewriting a shared one
+    changes what every user's runs read."""
+
     list_display = ["title", "owner", "shared", "format", "updated_at"]
     list_filter = ["shared", "format"]
     list_select_related = ["owner"]
     search_fields = ["title", "content", "owner__username"]
     readonly_fields = ["created_at", "updated_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # uploaded by their owners on the Team documents page
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.is_superuser

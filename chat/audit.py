@@ -7,10 +7,10 @@ number and plan revision, so an export imported elsewhere exports to the same do
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import models, transaction
 from django.db.models import Prefetch
 
@@ -115,14 +115,25 @@ def runs_export(queryset: models.QuerySet[ReasoningRun]) -> dict[str, Any]:
 
 
 @transaction.atomic
-def runs_import(document: dict[str, Any]) -> list[ReasoningRun]:
-    """Recreate exported runs, each in a new session owned by the exported owner."""
+def runs_import(document: dict[str, Any], *, owners: Mapping[str, Any]) -> list[ReasoningRun]:
+    """Recreate exported runs, each in a new session, all or nothing.
+
+    The document names each run's owner, but a document can say anything: the caller maps
+    the names it accepts to accounts (`owners`), and a run for anyone else is refused. Runs
+    that were still queued or running are refused too, since a worker would pick them up and
+    execute them as their owner.
+    """
     if document.get("format") != FORMAT or document.get("version") != VERSION:
         raise ValueError(f"not a {FORMAT} v{VERSION} document")
-    users = get_user_model()
     created = []
     for data in document["runs"]:
-        owner = users.objects.get(**{users.USERNAME_FIELD: data["session"]["owner"]})
+        owner = owners.get(data["session"]["owner"])
+        if owner is None:
+            raise ValueError(
+                f"the document assigns runs to {data['session']['owner']!r}, who was not accepted"
+            )
+        if data.get("status") in ReasoningRun.ACTIVE:
+            raise ValueError(f"run status {data['status']!r}: only finished runs can be imported")
         session = ChatSession.objects.create(owner=owner, title=data["session"]["title"])
         user_message = Message.objects.create(session=session, **_load(Message, data["user_message"]))
         run = ReasoningRun.objects.create(

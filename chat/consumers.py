@@ -10,6 +10,7 @@ same way, and the client drops fragments it already has.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -18,6 +19,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
+from chat import sockets
 from chat.models import ChatSession, Preference, ReasoningRun, TraceEvent
 from chat.presenters import events_context, run_mode, turn_context
 from chat.sink import session_group
@@ -27,7 +29,10 @@ logger = logging.getLogger(__name__)
 PAGE = "chat/session.html"
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TOO_MANY = 4429
 MAX_CURSOR_RUNS = 200
+MAX_FRAME_CHARS = 64_000
+MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -40,6 +45,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not await self._owns_session(user.pk, self.session_id):
             await self.close(code=CLOSE_NOT_FOUND)
             return
+        self.slot = await sockets.socket_claim(user.pk, self.channel_name)
+        if self.slot is None:
+            await self.close(code=CLOSE_TOO_MANY)
+            return
+        self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
         self.group = session_group(self.session_id)
         self.sent: dict[int, int] = {}
@@ -47,13 +57,19 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "slot", None):
+            await sockets.stop(self.keeper)
+            await sockets.socket_release(self.slot, self.channel_name)
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        # Frames come from the browser: anything malformed, oversized or absurdly nested is ignored.
+        if text_data is None or len(text_data) > MAX_FRAME_CHARS:
+            return
         try:
-            message = json.loads(text_data or "{}")
-        except ValueError:
+            message = json.loads(text_data)
+        except (ValueError, RecursionError):
             return
         if not isinstance(message, dict) or message.get("type") != "sync":
             return
@@ -63,7 +79,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         for key, value in list(cursor.items())[:MAX_CURSOR_RUNS]:
             try:
                 run_id, seq = int(key), max(0, int(value))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not (0 < run_id <= MAX_ID and seq <= MAX_ID):
                 continue
             self.sent[run_id] = seq
             await self._send_events(run_id, upto=None)

@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from chat.inputs import refuse_nul
 from chat.models import Document
 from reasoning.text import keywords
 
@@ -46,7 +47,7 @@ def document_get_for_user(user: Any, document_id: int) -> Document | None:
 def document_create(
     *, owner: Any, title: str, content: str, shared: bool = False, format: str = Document.Format.MARKDOWN
 ) -> Document:
-    title = " ".join((title or "").split())[:200]
+    title = " ".join(refuse_nul(title or "", what="The title").split())[:200]
     if not title:
         raise ValidationError("A document needs a title.")
     if not (content or "").strip():

@@ -1,16 +1,21 @@
 """Procedural memory: lessons from earlier runs' reflections, for the planner of a new run.
 
 Lessons are ranked by how similar the run they came from (and the lesson itself) is to the
-new question. The scope is the team (every user's runs) by default, as the reflection agent
-is told to write general lessons without anyone's data; NEXUS_LESSONS_SCOPE=user keeps each
-user's lessons to themselves.
+new question. A user's planner learns from that user's own runs, plus the lessons staff
+reviewed and promoted to the team (TeamLesson, an admin action on reflections): with a real
+model an unreviewed lesson may carry someone's data or injected instructions.
+NEXUS_LESSONS_SCOPE=team shares every unreviewed lesson too (a team that trusts all its
+sources).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
 
-from chat.models import ReasoningRun, Reflection
+from chat.models import ReasoningRun, Reflection, TeamLesson
 from reasoning.text import keywords
 
 CANDIDATES = 200
@@ -28,12 +33,27 @@ def lessons_for(run: ReasoningRun) -> list[str]:
     reflections = Reflection.objects.exclude(run=run).select_related("run").order_by("-created_at")
     if settings.NEXUS_LESSONS_SCOPE == "user":
         reflections = reflections.filter(run__session__owner_id=run.session.owner_id)
+    sources = [(reflection.run.query, reflection.lessons or []) for reflection in reflections[:CANDIDATES]]
+    promoted = TeamLesson.objects.select_related("source_run").order_by("-promoted_at")[:CANDIDATES]
+    sources += [(lesson.source_run.query if lesson.source_run else "", [lesson.text]) for lesson in promoted]
     scored: dict[str, float] = {}
-    for reflection in reflections[:CANDIDATES]:
-        origin = set(keywords(reflection.run.query))
-        for lesson in reflection.lessons or []:
+    for origin_query, lessons in sources:
+        origin = set(keywords(origin_query))
+        for lesson in lessons:
             score = _similarity(question, origin | set(keywords(lesson)))
             if score > 0 and score > scored.get(lesson, 0):
                 scored[lesson] = score
     ranked = sorted(scored, key=lambda lesson: -scored[lesson])
     return ranked[:limit]
+
+
+def lessons_promote(*, reflections: Iterable[Reflection], by: Any) -> int:
+    """Make the reviewed reflections' lessons every user's (staff do this in the admin);
+    returns how many lessons were new to the team."""
+    added = 0
+    for reflection in reflections:
+        for text in reflection.lessons or []:
+            if not TeamLesson.objects.filter(text=text).exists():
+                TeamLesson.objects.create(text=text, source_run_id=reflection.run_id, promoted_by=by)
+                added += 1
+    return added

@@ -1,8 +1,10 @@
 """Message preprocessing (the seeds' CommandControlAgent): @resources and /commands.
 
 `@name` (or `@"a title with spaces"`) pulls a document the user may see, or an MCP resource,
-into the question as context. `/name args` expands an MCP prompt into what the engine is
-asked. Anything that cannot be resolved is reported to the user, never silently dropped.
+into the question as context. The user's own document wins; a title several other users share
+is ambiguous and the user is asked which one (`@"title"#id` names exactly one). `/name args`
+expands an MCP prompt into what the engine is asked. Anything that cannot be resolved is
+reported to the user, never silently dropped.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
 from chat.documents import documents_visible_to
-from chat.models import MCPServer
-from chat.tools import POOL, USER_META, config_for
+from chat.models import Document, MCPServer
+from chat.tools import provider_for
 from reasoning.tools.mcp import MCPToolProvider
 
-MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))')
+MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
 LISTING_TTL = 60
 CONTEXT_CHARS = 30_000
@@ -28,8 +30,9 @@ CONTEXT_CHARS = 30_000
 
 def _providers(user: Any) -> list[MCPToolProvider]:
     return [
-        MCPToolProvider(POOL, config_for(server), meta={USER_META: user.pk} if server.builtin else None)
+        provider
         for server in MCPServer.objects.filter(enabled=True)
+        if isinstance(provider := provider_for(server, user), MCPToolProvider)
     ]
 
 
@@ -78,15 +81,62 @@ def prompts(user: Any) -> list[dict[str, Any]]:
     return _listing(user, "prompts")
 
 
-def mentions_in(text: str) -> list[str]:
-    return [quoted or bare for quoted, bare in MENTION.findall(text)]
+def mentions_in(text: str) -> list[tuple[str, int | None]]:
+    """Each mention's name, with the document id when written `@"Title"#42`."""
+    return [
+        (quoted or bare, int(number) if number else None) for quoted, bare, number in MENTION.findall(text)
+    ]
 
 
-def _resolve_mention(user: Any, name: str) -> tuple[str, str] | None:
+def reference(document: Document) -> str:
+    """How to mention exactly this document, whoever else has one with the same title."""
+    return f'@"{document.title}"#{document.pk}'
+
+
+def document_for_mention(user: Any, title: str, document_id: int | None = None) -> Document | None:
+    """The document a mention means: by id when given, else the user's own document with that
+    title, else the one shared document with it. Several shared ones raise ValidationError
+    asking which: another user's document is never picked silently."""
+    visible = documents_visible_to(user)
+    if document_id is not None:
+        document = visible.filter(pk=document_id).first()
+        return document if document is not None and document.title.lower() == title.lower() else None
+    matches = list(visible.filter(title__iexact=title))
+    own = [d for d in matches if d.owner_id == user.pk]
+    candidates = own or matches
+    exact = [d for d in candidates if d.title == title]
+    if len(candidates) > 1 and len(exact) == 1:
+        return exact[0]
+    if len(candidates) > 1:
+        choices = " or ".join(f"{reference(d)} (shared by {d.owner.get_username()})" for d in candidates)
+        raise ValidationError(
+            f'Several documents are called "{title}"; say which one you mean: {choices}. '
+            "Picking it from the @ list writes the reference for you."
+        )
+    return candidates[0] if candidates else None
+
+
+def documents_to_offer(user: Any, word: str, limit: int = 10) -> list[Document]:
+    """Documents whose title contains `word`, each with `.mention`: the plain `@title` when
+    that resolves to it, else its exact reference."""
+    found = list(documents_visible_to(user).filter(title__icontains=word)[:limit])
+    for document in found:
+        name = f'"{document.title}"' if not re.fullmatch(r"[\w][\w.\-/]*", document.title) else document.title
+        try:
+            plain = document_for_mention(user, document.title) == document
+        except ValidationError:
+            plain = False
+        document.mention = f"@{name}" if plain else reference(document)
+    return found
+
+
+def _resolve_mention(user: Any, name: str, document_id: int | None) -> tuple[str, str] | None:
     """(label, content) for a mention the user may read, or None."""
-    document = documents_visible_to(user).filter(title__iexact=name).first()
+    document = document_for_mention(user, name, document_id)
     if document is not None:
         return document.title, document.content
+    if document_id is not None:
+        return None
     for resource in resources(user):
         if name in (resource["name"], resource["uri"]):
             provider = next(p for p in _providers(user) if p.name == resource["server"])
@@ -101,11 +151,12 @@ def enrich(user: Any, text: str) -> tuple[str, list[str]]:
     """The question with mentioned resources as context, and notes for the user."""
     notes: list[str] = []
     found: list[tuple[str, str]] = []
-    for name in dict.fromkeys(mentions_in(text)):
-        resolved = _resolve_mention(user, name)
+    for name, document_id in dict.fromkeys(mentions_in(text)):
+        resolved = _resolve_mention(user, name, document_id)
         if resolved is None:
+            written = f"@{name}" if document_id is None else f"@{name}#{document_id}"
             notes.append(
-                f"@{name} was not included: there is no document or resource by that name that you may see."
+                f"{written} was not included: there is no document or resource by that name that you may see."
             )
         else:
             found.append(resolved)
@@ -151,7 +202,13 @@ def _arguments(names: list[str], rest: str) -> dict[str, str]:
     if not names:
         return {}
     if "=" in rest:
-        pairs = dict(part.split("=", 1) for part in shlex.split(rest) if "=" in part)
+        try:
+            parts = shlex.split(rest)
+        except ValueError:
+            raise ValidationError(
+                'A quotation mark is not closed; write name="value" with both quotes.'
+            ) from None
+        pairs = dict(part.split("=", 1) for part in parts if "=" in part)
         missing = [n for n in names if n not in pairs]
         if missing:
             raise ValidationError(f"Missing {', '.join(missing)}; write {' '.join(f'{n}=…' for n in names)}.")

@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from chat.crypto import SealedJSONField
+
 
 class Strategy(models.TextChoices):
     DIRECT = "direct", "Direct"
@@ -361,6 +363,29 @@ class Reflection(models.Model):
         return f"Reflection on run {self.run_id}"
 
 
+class TeamLesson(models.Model):
+    """A reflection's lesson that staff reviewed and promoted to every user's planner.
+
+    Unreviewed lessons stay with the user whose run they came from: with a real model a
+    lesson can carry that user's data or instructions injected by a document or a tool.
+    """
+
+    text = models.TextField(help_text="Reword it to remove anything specific to one person's data.")
+    source_run = models.ForeignKey(
+        ReasoningRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="team_lessons"
+    )
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    promoted_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-promoted_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
 class TraceEvent(models.Model):
     class Level(models.TextChoices):
         STATUS = "status", "Status"
@@ -457,10 +482,10 @@ class MCPServer(models.Model):
     )
     command = models.CharField(max_length=500, blank=True)
     args = models.JSONField(default=list, blank=True)
-    env = models.JSONField(default=dict, blank=True, help_text="Secret: never shown back.")
+    env = SealedJSONField(default=dict, blank=True, help_text="Secret: encrypted, never shown back.")
     cwd = models.CharField(max_length=500, blank=True)
     url = models.URLField(max_length=500, blank=True)
-    headers = models.JSONField(default=dict, blank=True, help_text="Secret: never shown back.")
+    headers = SealedJSONField(default=dict, blank=True, help_text="Secret: encrypted, never shown back.")
     enabled = models.BooleanField(default=True)
     call_timeout = models.FloatField(default=30.0, help_text="Seconds a tool call may take.")
     tool_policies = models.JSONField(

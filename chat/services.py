@@ -19,6 +19,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
+from chat.inputs import refuse_nul
 from chat.models import ChatSession, Message, ReasoningRun
 
 logger = logging.getLogger(__name__)
@@ -87,11 +88,12 @@ def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
 
 
 def session_create(*, owner: Any, title: str = "") -> ChatSession:
-    return ChatSession.objects.create(owner=owner, title=_clean_title(title) or "New chat")
+    title = _clean_title(refuse_nul(title, what="The title"))
+    return ChatSession.objects.create(owner=owner, title=title or "New chat")
 
 
 def session_rename(*, session: ChatSession, title: str) -> ChatSession:
-    cleaned = _clean_title(title)
+    cleaned = _clean_title(refuse_nul(title, what="The title"))
     if not cleaned:
         raise ValidationError("A chat needs a title.")
     session.title = cleaned
@@ -113,7 +115,7 @@ def _clean_title(title: str) -> str:
 
 
 def message_validate(content: str) -> str:
-    text = (content or "").strip()
+    text = refuse_nul(content or "", what="The message").strip()
     if not text:
         raise ValidationError("Type a message first.")
     limit = settings.NEXUS_MAX_MESSAGE_CHARS

@@ -10,7 +10,13 @@ from django.conf import settings
 from django.contrib import messages as flash
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -22,6 +28,8 @@ from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
 
 PAGE = "chat/session.html"
+MAX_COMPLETION_QUERY = 200
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".text")
 
 
 def _preference(request: HttpRequest) -> Preference:
@@ -40,6 +48,25 @@ def _error(request: HttpRequest, message: str, session_id: int, status: int = 20
         return retarget(response, "#composer-error")
     flash.error(request, message)
     return redirect("chat:session", session_id=session_id)
+
+
+def client_address(request: HttpRequest) -> str:
+    """The address sign-in throttling counts. Behind the proxy (NEXUS_BEHIND_PROXY) it is the
+    last X-Forwarded-For entry, the one the proxy itself added; earlier entries come from the
+    client and could be anything. Without a proxy the header is ignored."""
+    if settings.NEXUS_BEHIND_PROXY:
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def login_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None
+) -> HttpResponse:
+    """What django-axes shows when sign-in is paused after too many wrong passwords."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
 
 
 @require_GET
@@ -224,6 +251,8 @@ def document_upload(request: HttpRequest) -> HttpResponse:
     title = request.POST.get("title", "")
     try:
         if upload is not None:
+            if not upload.name.lower().endswith(DOCUMENT_SUFFIXES):
+                raise ValidationError("Upload a Markdown (.md) or plain text (.txt) file.")
             if upload.size > settings.NEXUS_MAX_DOCUMENT_BYTES:
                 raise ValidationError(
                     f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes."
@@ -260,16 +289,22 @@ def document_delete(request: HttpRequest, document_id: int) -> HttpResponse:
 def completions(request: HttpRequest) -> HttpResponse:
     """What the composer offers after @ (documents, resources) or / (commands)."""
     text = request.GET.get("q", "")
+    if "\x00" in text or len(text) > MAX_COMPLETION_QUERY:
+        return HttpResponseBadRequest(
+            f"The completion query must be plain text of at most {MAX_COMPLETION_QUERY} characters.",
+            content_type="text/plain",
+        )
     prefix, word = text[:1], text[1:].strip('"').lower()
     items: list[dict[str, str]] = []
     if prefix == "@":
-        for document in documents.documents_visible_to(request.user).filter(title__icontains=word)[:10]:
-            name = f'"{document.title}"' if " " in document.title else document.title
+        for document in mentions.documents_to_offer(request.user, word):
             items.append(
                 {
-                    "insert": f"@{name} ",
+                    "insert": f"{document.mention} ",
                     "label": document.title,
-                    "detail": "shared document" if document.shared else "your document",
+                    "detail": "your document"
+                    if document.owner_id == request.user.pk
+                    else f"shared by {document.owner.get_username()}",
                 }
             )
         for resource in mentions.resources(request.user):

@@ -7,6 +7,7 @@ with a message a person can act on instead of a stack trace later.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -72,3 +73,56 @@ def env_secret_key(var_dir: Path) -> str:
     path.write_text(key)
     path.chmod(0o600)
     return key
+
+
+def env_fernet_keys(var_dir: Path, *, required: bool) -> list[str]:
+    """NEXUS_SECRETS_KEY: Fernet keys, comma-separated, newest first (older ones only decrypt).
+
+    Where it is required (a team deployment) a missing key stops start-up; elsewhere a key is
+    generated once and kept in var/, so the embedded mode needs no setup.
+    """
+    from cryptography.fernet import Fernet
+
+    keys = env_list("NEXUS_SECRETS_KEY", "")
+    if not keys:
+        if required:
+            raise ImproperlyConfigured(
+                "NEXUS_SECRETS_KEY must be set in a team deployment (DATABASE_URL set, DEBUG off); "
+                'create one with: python -c "from cryptography.fernet import Fernet; '
+                'print(Fernet.generate_key().decode())"'
+            )
+        path = var_dir / "secrets_key"
+        if not path.exists():
+            var_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(Fernet.generate_key().decode())
+            path.chmod(0o600)
+        keys = [path.read_text().strip()]
+    for number, key in enumerate(keys, 1):
+        try:
+            Fernet(key)
+        except (ValueError, TypeError):
+            raise ImproperlyConfigured(
+                f"NEXUS_SECRETS_KEY: key {number} is not a Fernet key (32 url-safe base64-encoded bytes)"
+            ) from None
+    return keys
+
+
+def env_commands(name: str) -> dict[str, str]:
+    """Executables the operator allows, comma-separated: each as written → its absolute path.
+
+    A bare name is looked up on PATH now, so a later PATH (say, one in a server's environment)
+    cannot swap in another program; a path must be absolute and exist.
+    """
+    allowed: dict[str, str] = {}
+    for entry in env_list(name, ""):
+        if "/" in entry:
+            if not os.path.isabs(entry):
+                raise ImproperlyConfigured(f"{name}: {entry!r} must be an absolute path or a bare name")
+            resolved = os.path.normpath(entry)
+        else:
+            resolved = shutil.which(entry) or ""
+        if not resolved or not os.access(resolved, os.X_OK):
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not an executable on this machine")
+        allowed[entry] = resolved
+        allowed[resolved] = resolved
+    return allowed

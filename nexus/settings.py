@@ -6,13 +6,23 @@ the server process and the offline model. Set DATABASE_URL and REDIS_URL for a t
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from nexus.env import env_bool, env_choice, env_int, env_list, env_secret_key, env_str
+from nexus.env import (
+    env_bool,
+    env_choice,
+    env_commands,
+    env_fernet_keys,
+    env_int,
+    env_list,
+    env_secret_key,
+    env_str,
+)
 from reasoning.config import ConfigError, ReasoningConfig
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -33,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "axes",
     "chat",
 ]
 
@@ -48,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "nexus.urls"
@@ -95,6 +108,8 @@ else:
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Keys that encrypt tool server secrets at rest (chat.crypto); required in a team deployment.
+NEXUS_SECRETS_KEYS = env_fernet_keys(VAR_DIR, required=bool(DATABASE_URL) and not DEBUG)
 
 # --- channels, jobs, cache ---------------------------------------------------------------
 
@@ -122,6 +137,9 @@ NEXUS_RUN_TIME_LIMIT = env_int("NEXUS_RUN_TIME_LIMIT", 900, minimum=10)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
+# Open websockets per user (every daphne process together); a dead process's slots expire.
+NEXUS_MAX_SOCKETS_PER_USER = env_int("NEXUS_MAX_SOCKETS_PER_USER", 20, minimum=1)
+NEXUS_SOCKET_TTL_SECONDS = env_int("NEXUS_SOCKET_TTL_SECONDS", 60, minimum=3)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
@@ -159,7 +177,8 @@ except ConfigError as exc:
 
 # Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
-NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "team")
+# Whose unreviewed reflections teach a user's planner: their own ("user"), or everyone's.
+NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user")
 # AGENT_MODE (DESIGN's name) picks the execution style too; EXECUTION_STYLE wins when both are set.
 AGENT_MODE = env_choice("AGENT_MODE", ("adaptive", "reasoning_driven"), "adaptive")
 if AGENT_MODE == "reasoning_driven" and not env_str("EXECUTION_STYLE"):
@@ -167,13 +186,33 @@ if AGENT_MODE == "reasoning_driven" and not env_str("EXECUTION_STYLE"):
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)
+# The executables a stdio tool server may be started with (absolute paths, or names looked up
+# on PATH at start-up). Only the operator decides this, never the database; the built-in
+# server is always allowed. Empty: no other stdio server can start.
+NEXUS_MCP_ALLOWED_COMMANDS = env_commands("NEXUS_MCP_ALLOWED_COMMANDS")
 
 # --- auth ----------------------------------------------------------------------------
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # django-axes first: it refuses sign-ins while a user name or address is locked out.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in throttling: after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords for one user name, or
+# from one address, sign-in is refused for NEXUS_LOGIN_LOCKOUT_MINUTES. Staff unlock someone
+# early by deleting their rows under "Access attempts" in the admin (or `manage.py
+# axes_reset_username NAME`).
+AXES_FAILURE_LIMIT = env_int("NEXUS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("NEXUS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "chat.views.login_locked_out"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -202,6 +241,9 @@ USE_TZ = True
 
 # NEXUS_HTTPS: the site is served over HTTPS (behind a TLS proxy). Defaults on when DEBUG is off.
 NEXUS_HTTPS = env_bool("NEXUS_HTTPS", not DEBUG)
+# NEXUS_BEHIND_PROXY: a reverse proxy is in front and is the only way in, so its
+# X-Forwarded-Proto / X-Forwarded-For headers are believed. Off, a client could send them itself.
+NEXUS_BEHIND_PROXY = env_bool("NEXUS_BEHIND_PROXY", False)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
@@ -214,14 +256,18 @@ if NEXUS_HTTPS:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+if NEXUS_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Sign-in throttling counts the client's address: behind the proxy, the one it forwarded.
+AXES_CLIENT_IP_CALLABLE = "chat.views.client_address"
 
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.NONCE],
     "style-src": [CSP.SELF],
     "img-src": [CSP.SELF, "data:"],
-    "connect-src": [CSP.SELF, "wss:"] if NEXUS_HTTPS else [CSP.SELF, "ws:", "wss:"],
+    # 'self' covers the site's own ws:// and wss:// (CSP level 3): sockets go nowhere else.
+    "connect-src": [CSP.SELF],
     "font-src": [CSP.SELF],
     "object-src": [CSP.NONE],
     "base-uri": [CSP.SELF],
@@ -241,5 +287,6 @@ LOGGING = {
     "loggers": {
         "httpx2": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
     },
 }

@@ -14,7 +14,7 @@ from reasoning.agent import AgentResult, run_agent, summarize
 from reasoning.context import describe_error
 from reasoning.driven import run_reasoning_driven
 from reasoning.tracker import PlanStep
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy
+from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, require
 
 
 class EarlyAnswer(Exception):
@@ -70,7 +70,7 @@ class StrategiesMixin:
         )
 
     async def execute_direct(self) -> str:
-        assert self.tracker is not None
+        require(self.tracker, "the run's tracker")
         context = ""
         if len(self.tracker.attempts) > 1:
             context = self.tracker.context_for(ExecutionStrategy.DIRECT)
@@ -96,12 +96,11 @@ class StrategiesMixin:
 
     async def execute_deep(self, analysis: ComplexityAnalysis) -> str:
         strategy = ExecutionStrategy.DEEP_REASONING
-        tracker = self.tracker
-        assert tracker is not None
+        tracker = require(self.tracker, "the run's tracker")
         await self.make_plan(strategy, analysis, "deep")
         total = self.config.max_iterations
         for iteration in range(1, total + 1):
-            assert tracker.plan is not None
+            require(tracker.plan, "the plan")
             ready = tracker.plan.ready_steps()
             if not ready or self.halted:
                 break
@@ -128,8 +127,8 @@ class StrategiesMixin:
         return await self.synthesize(kept, "deep")
 
     async def add_step(self, description: str, *, reason: str, after: PlanStep | None = None) -> bool:
-        tracker = self.tracker
-        assert tracker is not None and tracker.plan is not None
+        tracker = require(self.tracker, "the run's tracker")
+        require(tracker.plan, "the plan")
         known = {s.description.lower() for s in tracker.plan.steps}
         if description.lower() in known or len(tracker.plan.steps) >= 3 * self.config.max_subtasks:
             return False
@@ -146,8 +145,7 @@ class StrategiesMixin:
     # --- planning and steps ----------------------------------------------------------
 
     async def make_plan(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis, mode: str) -> None:
-        tracker = self.tracker
-        assert tracker is not None
+        tracker = require(self.tracker, "the run's tracker")
         context: dict[str, Any] = {
             "mode": mode,
             "complexity": analysis.complexity_level.value,
@@ -190,8 +188,8 @@ class StrategiesMixin:
 
     async def run_ready_steps(self, strategy: ExecutionStrategy) -> None:
         """Run pending steps as their dependencies finish, at most max_parallel_steps at once."""
-        tracker = self.tracker
-        assert tracker is not None and tracker.plan is not None
+        tracker = require(self.tracker, "the run's tracker")
+        require(tracker.plan, "the plan")
         plan = tracker.plan
         limit = self.config.max_parallel_steps if self.config.parallel_execution else 1
         running: dict[asyncio.Task[None], str] = {}
@@ -216,8 +214,7 @@ class StrategiesMixin:
                 task.cancel()
 
     async def run_step(self, step: PlanStep, strategy: ExecutionStrategy) -> None:
-        tracker = self.tracker
-        assert tracker is not None
+        tracker = require(self.tracker, "the run's tracker")
         await self.emit(
             "step.started",
             step_id=step.id,
@@ -265,8 +262,8 @@ class StrategiesMixin:
         await self.live_check(step, result.text, strategy)
 
     def step_context(self, step: PlanStep, strategy: ExecutionStrategy) -> str:
-        tracker = self.tracker
-        assert tracker is not None and tracker.plan is not None
+        tracker = require(self.tracker, "the run's tracker")
+        require(tracker.plan, "the plan")
         parts = [f"You are working on one part of a larger question: {self.query}"]
         if strategy == ExecutionStrategy.DEEP_REASONING and len(tracker.attempts) > 1:
             parts.append(tracker.context_for(strategy))
@@ -283,7 +280,7 @@ class StrategiesMixin:
         return "\n".join(parts)
 
     def step_results(self) -> list[dict[str, Any]]:
-        assert self.tracker is not None and self.tracker.plan is not None
+        require(require(self.tracker, "the run's tracker").plan, "the plan")
         return [
             {"step_id": s.id, "query": s.description, "result": "\n".join(s.findings)}
             for s in self.tracker.plan.get_completed_steps()
@@ -291,7 +288,7 @@ class StrategiesMixin:
         ]
 
     async def evaluate_research(self) -> EvaluationResult | None:
-        assert self.tracker is not None and self.tracker.plan is not None
+        require(require(self.tracker, "the run's tracker").plan, "the plan")
         plan_text = "\n".join(f"- [{s.status}] {s.description}" for s in self.tracker.plan.steps)
         try:
             evaluation = await self.evaluator().evaluate(self.query, self.step_results(), plan_text)

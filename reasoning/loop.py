@@ -29,7 +29,7 @@ from reasoning.quality.gate import QualityMixin
 from reasoning.synthesizer import Synthesizer
 from reasoning.tools.registry import ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy
+from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, require
 
 Checkpoint = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -163,7 +163,10 @@ class _Run(StrategiesMixin, QualityMixin):
         try:
             await self.engine.tools.ensure_loaded()
             for server, error in self.engine.tools.errors.items():
-                await self.degrade(f"tools:{server}", error, "the run goes on without this tool server")
+                detail = self.engine.tools.error_details.get(server)
+                await self.degrade(
+                    f"tools:{server}", error, "the run goes on without this tool server", detail=detail
+                )
             analysis = await self.analyze(force, tracker_state)
             return await self.adaptive(analysis, force)
         except asyncio.CancelledError:
@@ -206,8 +209,7 @@ class _Run(StrategiesMixin, QualityMixin):
     async def adaptive(
         self, analysis: ComplexityAnalysis, force: ExecutionStrategy | None
     ) -> ReasoningResult:
-        tracker = self.tracker
-        assert tracker is not None
+        tracker = require(self.tracker, "the run's tracker")
         initial = tracker.attempts[0].strategy if tracker.attempts else force or analysis.recommended_strategy
         strategy = self.resume_strategy() or initial
         escalations = sum(1 for a in tracker.attempts if a.status == "escalated")
@@ -250,8 +252,7 @@ class _Run(StrategiesMixin, QualityMixin):
             await self.save_checkpoint()
             if final:
                 return await self.finish(answer, analysis, initial, strategy, evaluation, escalations)
-            following = strategy.next()
-            assert following is not None
+            following = require(strategy.next(), "a strategy to escalate to")
             escalations += 1
             reason = evaluation.reasoning or "the answer was judged insufficient"
             await self.emit(
@@ -269,7 +270,7 @@ class _Run(StrategiesMixin, QualityMixin):
 
     def resume_strategy(self) -> ExecutionStrategy | None:
         """Where a resumed run picks up: the interrupted attempt's level, or the next one."""
-        assert self.tracker is not None
+        require(self.tracker, "the run's tracker")
         if not self.tracker.attempts:
             return None
         last = self.tracker.attempts[-1]
@@ -290,7 +291,7 @@ class _Run(StrategiesMixin, QualityMixin):
         escalations: int,
         kind: str = "answer",
     ) -> ReasoningResult:
-        assert self.tracker is not None
+        require(self.tracker, "the run's tracker")
         totals = self.ctx.totals
         latency = (time.perf_counter() - self.started) * 1000
         self.finishing = True
@@ -434,9 +435,11 @@ class _Run(StrategiesMixin, QualityMixin):
     def plan_payload(self) -> dict[str, Any] | None:
         return self.tracker.plan.to_dict() if self.tracker and self.tracker.plan else None
 
-    async def degrade(self, component: str, error: str, fallback: str) -> None:
+    async def degrade(self, component: str, error: str, fallback: str, *, detail: str | None = None) -> None:
+        """`error` is shown to the user; `detail` (if any) only to staff auditing the run."""
         self.degraded.append(component)
-        await self.emit("component.degraded", component=component, error=error, fallback=fallback)
+        extra = {"detail": detail} if detail and detail != error else {}
+        await self.emit("component.degraded", component=component, error=error, fallback=fallback, **extra)
 
     async def save_checkpoint(self) -> None:
         if self.checkpoint is not None and self.tracker is not None:

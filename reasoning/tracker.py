@@ -28,7 +28,7 @@ from reasoning.progress import (
     to_iso,
     utcnow,
 )
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, ResearchPlan
+from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, ResearchPlan, require
 
 __all__ = [
     "ExecutionAttempt",
@@ -189,7 +189,7 @@ class ResearchProgressTracker:
 
     def _refine_plan(self, new_plan: ResearchPlan) -> list[PlanStep]:
         """Keep completed steps, add new ones, skip pending steps the new plan dropped."""
-        assert self.plan is not None
+        require(self.plan, "the plan to refine")
         by_text = {_norm(s.description): s for s in self.plan.steps}
         wanted = {_norm(t.query) for t in new_plan.subtasks}
         for step in self.plan.steps:

@@ -171,3 +171,16 @@ class EvaluationResult:
             additional_queries=list(data.get("additional_queries", [])),
             missing_aspects=list(data.get("missing_aspects", [])),
         )
+
+
+class EngineStateError(RuntimeError):
+    """An engine step ran before the state it needs existed: a bug in the engine, not bad input.
+
+    A real exception rather than `assert`, which `python -O` removes."""
+
+
+def require[T](value: T | None, what: str) -> T:
+    """`value`, or EngineStateError naming `what` when it is missing."""
+    if value is None:
+        raise EngineStateError(f"{what} is missing")
+    return value

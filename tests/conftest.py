@@ -14,6 +14,12 @@ from chat import services
 from chat.models import ChatSession, Critique, ReasoningRun, Reflection
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Tests create and sign in many users; the production hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def tool_server_pool(django_db_setup, django_db_blocker):
     """Stop the built-in MCP server processes before the test database is dropped."""

@@ -24,5 +24,7 @@ for name in (
     os.environ.pop(name, None)
 os.environ["NEXUS_LLM_PROVIDER"] = "offline"
 os.environ["NEXUS_HTTPS"] = "false"
+# A fixed key, so the PostgreSQL pass (a team deployment as far as settings go) starts.
+os.environ["NEXUS_SECRETS_KEY"] = "ZXJ0e1CP3fbcN3p8Zs4c0VgCk6cd0WbQIgk9y3dcnJw="
 os.environ.setdefault("NEXUS_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"

@@ -25,10 +25,20 @@ from reasoning.tools.registry import ToolOutput, ToolProvider, ToolSpec
 T = TypeVar("T")
 SEPARATOR = "__"
 STDERR_TAIL = 2000
+MIN_SECRET_CHARS = 6
 
 
 class MCPUnavailable(Exception):
-    """The server could not be reached or started; the message says why."""
+    """The server could not be reached or started; the message says why (for staff: it may
+    quote the server's own output, with its secrets redacted). `public` is what anyone may see."""
+
+    def __init__(self, detail: str, *, server: str = "") -> None:
+        super().__init__(detail)
+        self.public = f"tool server {server} is unavailable" if server else "a tool server is unavailable"
+
+
+class MCPRequestError(Exception):
+    """A resource or prompt request the server refused; the message is the server's, redacted."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,9 @@ class MCPServerConfig:
     cwd: str | None = None
     url: str = ""
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # Values never to repeat from the server's output: its environment and header values for
+    # a configured server, the keys and passwords the built-in server inherits.
+    secret_values: tuple[str, ...] = field(default=(), repr=False)
     call_timeout: float = 30.0
     connect_timeout: float = 20.0
     tool_policies: tuple[tuple[str, str], ...] = ()
@@ -56,6 +69,22 @@ class MCPServerConfig:
 
     def policy(self, tool: str) -> str:
         return dict(self.tool_policies).get(tool, "cache")
+
+    def redact(self, text: str) -> str:
+        """`text` from the server with every secret it was given replaced by [redacted], and
+        NUL characters (which PostgreSQL cannot store) by U+FFFD."""
+        for secret in self._secrets():
+            text = text.replace(secret, "[redacted]")
+        return text.replace("\x00", "\ufffd")
+
+    def _secrets(self) -> list[str]:
+        # Whole values, and the long words in them (the token of "Bearer <token>"); values
+        # shorter than MIN_SECRET_CHARS would garble ordinary output and protect nothing.
+        found: set[str] = set()
+        for value in self.secret_values:
+            found.add(value)
+            found.update(word for word in value.split() if len(word) >= 8)
+        return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 
 def _text_of(content: list[Any]) -> str:
@@ -89,7 +118,10 @@ class MCPConnection:
             self._stderr.seek(0, os.SEEK_END)
             size = self._stderr.tell()
             self._stderr.seek(max(0, size - STDERR_TAIL))
-            return self._stderr.read().strip()
+            tail = self._stderr.read()
+            if size > STDERR_TAIL:  # the first line is cut, maybe in the middle of a secret
+                tail = tail.partition("\n")[2]
+            return tail.strip()
         return ""
 
     async def ensure(self) -> Any:
@@ -129,12 +161,12 @@ class MCPConnection:
         except BaseException as exc:
             self.error = self._describe_failure(exc)
             await self.close()
-            raise MCPUnavailable(self.error) from None
+            raise MCPUnavailable(self.error, server=self.config.name) from None
 
     def _transport(self) -> Any:
         if self.config.transport == "http":
             if not self.config.url:
-                raise MCPUnavailable(f"MCP server {self.config.name!r} has no URL")
+                raise MCPUnavailable(f"MCP server {self.config.name!r} has no URL", server=self.config.name)
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
@@ -143,7 +175,7 @@ class MCPConnection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         if not self.config.command:
-            raise MCPUnavailable(f"MCP server {self.config.name!r} has no command")
+            raise MCPUnavailable(f"MCP server {self.config.name!r} has no command", server=self.config.name)
         params = StdioServerParameters(
             command=self.config.command,
             args=list(self.config.args),
@@ -161,10 +193,10 @@ class MCPConnection:
             reason = "; ".join(_short(e) for e in exc.exceptions)
         else:
             reason = _short(exc)
-        tail = self.stderr_tail()
+        tail = self.config.redact(self.stderr_tail())
         if tail:
             reason += f" (server said: {tail.splitlines()[-1][:300]})"
-        return f"MCP server {self.config.name!r} is unavailable: {reason}"
+        return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
 
     async def call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> ToolOutput:
         from mcp import MCPError
@@ -175,7 +207,7 @@ class MCPConnection:
                 tool, arguments, read_timeout_seconds=self.config.call_timeout, meta=meta or None
             )
         except MCPError as exc:
-            text = str(exc)
+            text = self.config.redact(str(exc))
             if "timed out" in text:
                 return ToolOutput(
                     f"{tool} on {self.config.name} timed out after {self.config.call_timeout:g}s",
@@ -190,7 +222,7 @@ class MCPConnection:
         text = _text_of(result.content)
         if not text and result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
-        return ToolOutput(text, is_error=bool(result.is_error))
+        return ToolOutput(self.config.redact(text), is_error=bool(result.is_error))
 
     async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Any other client request (resources, prompts), reconnecting if needed."""
@@ -199,10 +231,10 @@ class MCPConnection:
         client = await self.ensure()
         try:
             return await getattr(client, method)(*args, **kwargs)
-        except MCPError:
+        except MCPError as exc:
             if self.client is None or (self._task is not None and self._task.done()):
                 await self.close()
-            raise
+            raise MCPRequestError(self.config.redact(str(exc))) from None
 
     async def close(self) -> None:
         if self._stop is not None:
@@ -327,7 +359,7 @@ class MCPToolProvider(ToolProvider):
 
     async def read_resource(self, uri: str) -> str:
         result = await self.pool.request(self.config, "read_resource", uri, meta=self.meta or None)
-        return "\n".join(getattr(c, "text", "") or "" for c in result.contents)
+        return self.config.redact("\n".join(getattr(c, "text", "") or "" for c in result.contents))
 
     async def list_prompts(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_prompts", meta=self.meta or None)
@@ -335,7 +367,9 @@ class MCPToolProvider(ToolProvider):
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[dict[str, str]]:
         result = await self.pool.request(self.config, "get_prompt", name, arguments, meta=self.meta or None)
-        return [{"role": m.role, "content": _text_of([m.content])} for m in result.messages]
+        return [
+            {"role": m.role, "content": self.config.redact(_text_of([m.content]))} for m in result.messages
+        ]
 
 
 def _short(exc: BaseException) -> str:

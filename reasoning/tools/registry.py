@@ -82,7 +82,10 @@ class ToolRegistry:
     timeout: float = 30.0
     max_result_chars: int = 20_000
     _specs: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
+    # Per broken provider: what anyone may see, and the detail for staff (tool servers redact
+    # their secrets from it, but it may still quote the server's own output).
     errors: dict[str, str] = field(default_factory=dict)
+    error_details: dict[str, str] = field(default_factory=dict)
     _loaded: bool = False
 
     def register_provider(self, provider: ToolProvider) -> None:
@@ -93,16 +96,18 @@ class ToolRegistry:
         """Ask every provider for its tools; a failing provider is recorded, not fatal."""
         specs: dict[str, tuple[ToolSpec, ToolProvider]] = {}
         errors: dict[str, str] = {}
+        details: dict[str, str] = {}
         results = await asyncio.gather(
             *(self._list(provider) for provider in self.providers), return_exceptions=True
         )
         for provider, result in zip(self.providers, results, strict=True):
             if isinstance(result, BaseException):
-                errors[provider.name] = _describe(result)
+                details[provider.name] = _describe(result)
+                errors[provider.name] = getattr(result, "public", None) or details[provider.name]
                 continue
             for spec in result:
                 specs.setdefault(spec.name, (spec, provider))
-        self._specs, self.errors, self._loaded = specs, errors, True
+        self._specs, self.errors, self.error_details, self._loaded = specs, errors, details, True
 
     async def _list(self, provider: ToolProvider) -> list[ToolSpec]:
         return await asyncio.wait_for(provider.list_tools(), timeout=self.timeout)

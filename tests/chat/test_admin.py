@@ -146,8 +146,19 @@ def test_export_action_round_trips(auditor, alice_session, client_for):
         and exported["reflection"]
     )
     alice_session.delete()
-    (restored,) = runs_import(json.loads(json.dumps(document)))
+    (restored,) = runs_import(json.loads(json.dumps(document)), owners={"alice": alice_session.owner})
     assert runs_export(ReasoningRun.objects.filter(pk=restored.pk)) == document
+
+
+def test_an_import_cannot_forge_owners_or_start_runs(auditor, alice, bob, alice_session):
+    document = runs_export(ReasoningRun.objects.filter(pk=full_run(alice_session).pk))
+    before = ReasoningRun.objects.count()
+    with pytest.raises(ValueError, match="'alice', who was not accepted"):
+        runs_import(document, owners={"bob": bob})
+    document["runs"][0]["status"] = "queued"
+    with pytest.raises(ValueError, match="only finished runs"):
+        runs_import(document, owners={"alice": alice})
+    assert ReasoningRun.objects.count() == before
 
 
 def test_every_change_page_renders_for_a_full_run(auditor, alice_session, client_for):

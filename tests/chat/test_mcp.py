@@ -91,7 +91,8 @@ async def test_a_server_whose_command_does_not_exist_is_reported_and_skipped(poo
     registry = ToolRegistry([MCPToolProvider(pool, missing), builtin_provider()])
     await registry.refresh()
     assert "calculator" in registry.names()
-    assert "ghost" in registry.errors and "cannot start '/nonexistent/mcp-server'" in registry.errors["ghost"]
+    assert registry.errors["ghost"] == "tool server ghost is unavailable", "all a user sees"
+    assert "cannot start '/nonexistent/mcp-server'" in registry.error_details["ghost"]
 
 
 async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(pool):
@@ -136,6 +137,12 @@ async def test_huge_and_hostile_results_are_truncated_and_inert(pool, alice_sess
     )
     html = render_to_string("chat/session.html#trace-event", {"item": events_context([event])[0]})
     assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
+
+
+async def test_a_nul_character_from_a_server_becomes_storable_text(pool):
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    outcome = await call(registry, "faulty__nul")
+    assert outcome.success and outcome.content == "before\ufffdafter"
 
 
 async def test_one_connection_per_server_shared_by_concurrent_runs(pool):
@@ -190,12 +197,16 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
         await asyncio.wait_for(process.wait(), 10)
 
 
-def test_a_run_goes_on_without_a_broken_server(alice_session):
+def test_a_run_goes_on_without_a_broken_server(alice_session, settings):
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/server": "/nonexistent/server"}
     MCPServer.objects.create(name="broken", command="/nonexistent/server")
     run = ask(alice_session, "What is 6*7?")
     assert run.status == "succeeded" and "42" in run.answers.get().content
     degraded = run.events.get(kind="component.degraded").payload
-    assert degraded["component"] == "tools:broken" and "cannot start" in degraded["error"]
+    assert (
+        degraded["component"] == "tools:broken" and degraded["error"] == "tool server broken is unavailable"
+    )
+    assert "cannot start" in degraded["detail"]
     broken = MCPServer.objects.get(name="broken")
     assert broken.last_status == "error" and "cannot start" in broken.last_error
     tool = ToolExecution.objects.get(run=run)

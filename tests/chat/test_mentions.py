@@ -99,7 +99,8 @@ def test_tool_server_secrets_are_write_only(auditor, client_for, caplog):
     server = MCPServer.objects.get(name="search_api")
     assert server.headers == {"Authorization": "Bearer sk-live-supersecret"}
     page = client.get(reverse("admin:chat_mcpserver_change", args=[server.pk])).content.decode()
-    assert "supersecret" not in page and "header Authorization (values hidden)" in page
+    assert "supersecret" not in page, page[page.index("supersecret") - 300 :][:600]
+    assert "header Authorization (values hidden, encrypted)" in page
     client.post(
         reverse("admin:chat_mcpserver_change", args=[server.pk]),
         {
@@ -120,7 +121,8 @@ def test_tool_server_secrets_are_write_only(auditor, client_for, caplog):
     assert "supersecret" not in repr(__import__("chat.tools", fromlist=["config_for"]).config_for(server))
 
 
-def test_the_status_column_shows_why_a_server_is_down(auditor, client_for):
+def test_the_status_column_shows_why_a_server_is_down(auditor, client_for, settings):
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/ghost-server": "/nonexistent/ghost-server"}
     server = MCPServer.objects.create(name="ghost", command="/nonexistent/ghost-server")
     client = client_for(auditor)
     response = client.post(
@@ -137,3 +139,41 @@ def test_staff_without_superuser_rights_cannot_configure_servers(make_user, clie
     staff = make_user("staffer", is_staff=True)
     assert client_for(staff).get(reverse("admin:chat_mcpserver_add")).status_code == 403
     assert client_for(make_user("plain")).get(reverse("admin:chat_mcpserver_add")).status_code == 302
+
+
+def test_your_own_document_wins_over_another_users_shared_one(
+    alice, bob, alice_session, client_for, dispatched
+):
+    documents.document_create(owner=bob, title="Release Process", content="BOB: push to prod", shared=True)
+    documents.document_create(owner=alice, title="Release Process", content="ALICE: tag, then deploy")
+    post(client_for(alice), alice_session, 'How do we ship? @"Release Process"')
+    query = ReasoningRun.objects.get().query
+    assert "ALICE: tag, then deploy" in query and "BOB" not in query
+
+
+def test_a_title_shared_by_several_users_is_asked_about_never_guessed(
+    make_user, alice, bob, alice_session, client_for, dispatched
+):
+    carol = make_user("carol")
+    from_bob = documents.document_create(owner=bob, title="Release Process", content="BOB", shared=True)
+    from_carol = documents.document_create(owner=carol, title="Release Process", content="CAROL", shared=True)
+    client = client_for(alice)
+    html = post(client, alice_session, 'How do we ship? @"Release Process"').content.decode()
+    assert (
+        "Several documents are called" in html and f"#{from_bob.pk}" in html and f"#{from_carol.pk}" in html
+    )
+    assert not Message.objects.exists() and not dispatched
+    items = client.get(reverse("chat:completions"), {"q": "@release"}).json()["items"]
+    inserts = {i["insert"] for i in items}
+    assert inserts == {f'@"Release Process"#{from_bob.pk} ', f'@"Release Process"#{from_carol.pk} '}
+    assert {i["detail"] for i in items} == {"shared by bob", "shared by carol"}
+    post(client, alice_session, f'How do we ship? @"Release Process"#{from_carol.pk}')
+    query = ReasoningRun.objects.get().query
+    assert "CAROL" in query and "BOB" not in query
+
+
+def test_a_reference_reaches_only_documents_you_may_see(alice, bob, alice_session, client_for, dispatched):
+    private = documents.document_create(owner=bob, title="Salaries", content="confidential numbers")
+    html = post(client_for(alice), alice_session, f'What is in @"Salaries"#{private.pk}?').content.decode()
+    assert f"@Salaries#{private.pk} was not included" in html
+    assert "confidential" not in ReasoningRun.objects.get().query

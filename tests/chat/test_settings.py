@@ -29,6 +29,15 @@ def test_defaults_start():
     assert "started" in result.stdout
 
 
+def test_the_embedded_mode_generates_its_secrets_key_once(tmp_path):
+    assert start(NEXUS_SECRETS_KEY="", NEXUS_VAR_DIR=str(tmp_path)).returncode == 0
+    key_file = tmp_path / "secrets_key"
+    key = key_file.read_text()
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert start(NEXUS_SECRETS_KEY="", NEXUS_VAR_DIR=str(tmp_path)).returncode == 0
+    assert key_file.read_text() == key
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -41,6 +50,13 @@ def test_defaults_start():
         ({"NEXUS_RUN_BACKEND": "celery"}, "needs REDIS_URL"),
         ({"DATABASE_URL": "not a url"}, "DATABASE_URL"),
         ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+        (
+            {"DATABASE_URL": "postgres://nexus@127.0.0.1:5432/nexus", "NEXUS_SECRETS_KEY": ""},
+            "NEXUS_SECRETS_KEY must be set in a team deployment",
+        ),
+        ({"NEXUS_SECRETS_KEY": "not-a-fernet-key"}, "NEXUS_SECRETS_KEY: key 1 is not a Fernet key"),
+        ({"NEXUS_MCP_ALLOWED_COMMANDS": "bin/server"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
+        ({"NEXUS_MCP_ALLOWED_COMMANDS": "no-such-program-here"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
     ],
 )
 def test_a_wrong_setting_stops_start_up_naming_it(env, expected):

@@ -42,6 +42,12 @@ def html() -> str:
     return '<script>alert("pwned")</script><img src=x onerror=alert(1)> plain text after'
 
 
+@server.tool()
+def nul() -> str:
+    """Answers with a NUL character, which PostgreSQL cannot store."""
+    return "before\x00after"
+
+
 @server.resource("faulty://notes", name="notes", description="Some notes")
 def notes() -> str:
     return "The faulty server's notes: deploys happen on Tuesdays."

@@ -1,0 +1,64 @@
+"""Every admin page renders: each changelist and each change page, with rows in every status."""
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from chat import documents, services
+from chat.models import Attempt, MCPServer, ReasoningRun
+from tests.conftest import full_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def rows_in_every_status(alice, bob):
+    run = full_run(services.session_create(owner=alice))
+    for status in ReasoningRun.Status.values:
+        if status == run.status:
+            continue
+        other = services.message_post(session=services.session_create(owner=bob), content=f"{status}?")
+        error = "boom" if status == ReasoningRun.Status.FAILED else ""
+        ReasoningRun.objects.filter(pk=other.pk).update(status=status, error=error)
+    for number, status in enumerate(Attempt.Status.values, start=10):
+        Attempt.objects.create(run=run, number=number, strategy="direct", status=status)
+    for status in MCPServer.Status.values:
+        MCPServer.objects.create(
+            name=f"server_{status}",
+            command="/usr/bin/true",
+            last_status=status,
+            last_error="went away" if status == MCPServer.Status.ERROR else "",
+        )
+    MCPServer.objects.create(name="remote", transport="http", url="https://mcp.example.com/mcp")
+    documents.document_create(owner=alice, title="Private", content="x")
+    documents.document_create(owner=bob, title="Shared", content="y", shared=True)
+    assert set(ReasoningRun.objects.values_list("status", flat=True)) == set(ReasoningRun.Status.values)
+    assert set(MCPServer.objects.values_list("last_status", flat=True)) == set(MCPServer.Status.values)
+
+
+def _every_page(client) -> list[str]:
+    failures = []
+    for model, model_admin in admin.site._registry.items():
+        opts = model._meta
+        changelist = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+        response = client.get(changelist)
+        if response.status_code != 200:
+            failures.append(f"{changelist}: {response.status_code}")
+            continue
+        for obj in model_admin.get_queryset(response.wsgi_request)[:40]:
+            url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+            status = client.get(url).status_code
+            if status != 200:
+                failures.append(f"{url}: {status}")
+    return failures
+
+
+def test_every_admin_page_renders_for_a_superuser(rows_in_every_status, auditor, client_for):
+    assert _every_page(client_for(auditor)) == []
+
+
+def test_every_admin_page_renders_for_staff_who_may_only_view(rows_in_every_status, make_user, client_for):
+    staff = make_user("viewer", is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    assert _every_page(client_for(staff)) == []

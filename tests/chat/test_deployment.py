@@ -1,0 +1,85 @@
+"""Deployment defaults: which proxy headers are believed, HTTPS on the team path, the
+container's user, the content security policy, `check --deploy`."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEAM = {
+    "DATABASE_URL": "postgres://nexus@127.0.0.1:5432/nexus",
+    "REDIS_URL": "redis://127.0.0.1:6379/0",
+    "DEBUG": "false",
+    "SECRET_KEY": "k" * 20 + "Q7#x9!vW2@mZ4$pL8%rT6^yB1&nC5*dF3(hJ0)",
+    "ALLOWED_HOSTS": "nexus.example.com",
+}
+
+
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL", "NEXUS_HTTPS"))
+    }
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "nexus.settings", **env},
+        timeout=120,
+    )
+
+
+def setting(name: str, **env: str) -> str:
+    script = f"import django; django.setup(); from django.conf import settings as s; print(repr(s.{name}))"
+    result = run("-c", script, **env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_forwarded_proto_is_believed_only_when_the_operator_says_a_proxy_is_in_front():
+    assert setting("SECURE_PROXY_SSL_HEADER", DEBUG="false") == "None"
+    assert setting("SECURE_PROXY_SSL_HEADER", DEBUG="false", NEXUS_BEHIND_PROXY="true") == (
+        "('HTTP_X_FORWARDED_PROTO', 'https')"
+    )
+
+
+@pytest.mark.django_db
+def test_a_spoofed_forwarded_proto_does_not_make_a_plain_request_secure(alice, client_for, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    response = client_for(alice).get("/", HTTP_X_FORWARDED_PROTO="https")
+    assert response.status_code == 301 and response["Location"].startswith("https://")
+
+
+def test_check_deploy_with_team_settings_warns_only_about_hsts_preload():
+    result = run("manage.py", "check", "--deploy", **TEAM, NEXUS_BEHIND_PROXY="true")
+    assert result.returncode == 0, result.stderr
+    assert re.findall(r"\((\w+\.\w\d+)\)", result.stdout + result.stderr) == ["security.W021"]
+
+
+def test_the_team_path_defaults_to_https_and_says_how_to_run_plain_http():
+    team = (ROOT / "scripts" / "team.sh").read_text()
+    assert (
+        'NEXUS_HTTPS="${NEXUS_HTTPS:-true}"' in team and "NEXUS_HTTPS=false NEXUS_BEHIND_PROXY=false" in team
+    )
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert "NEXUS_HTTPS: ${NEXUS_HTTPS:-true}" in compose and '"127.0.0.1:8000:8000"' in compose
+
+
+def test_the_container_runs_as_an_unprivileged_user_without_local_state():
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    cmd = next(n for n, line in enumerate(lines) if line.startswith("CMD "))
+    assert users and users[-1] not in ("root", "0")
+    assert next(n for n, line in enumerate(lines) if line.startswith("USER ")) < cmd
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {"var", ".venv", ".git"} <= set(ignored)
+
+
+@pytest.mark.django_db
+def test_sockets_may_connect_only_to_the_site_itself(alice, client_for):
+    policy = client_for(alice).get("/")["Content-Security-Policy"]
+    assert "connect-src 'self';" in policy + ";" and "ws:" not in policy and "wss:" not in policy

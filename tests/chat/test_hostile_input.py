@@ -1,0 +1,247 @@
+"""Bad input gets a clear answer and stores nothing: NUL bytes, broken quotes, hostile frames.
+
+The property tests post arbitrary text to every form and websocket handler and check that
+no request fails with a 5xx and that no half-written row is left behind. They run on SQLite
+and again on PostgreSQL (make test), where a NUL character used to raise DataError.
+"""
+
+import json
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chat import documents, services
+from chat.models import ChatSession, Document, MCPServer, Message, ReasoningRun
+from tests.chat.test_consumer import receive_all, socket
+from tests.conftest import ask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+HTMX = {"HTTP_HX_REQUEST": "true"}
+NUL = "before\x00after"
+EXAMPLES = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _row_counts() -> tuple[int, ...]:
+    return (
+        ChatSession.objects.count(),
+        Message.objects.count(),
+        ReasoningRun.objects.count(),
+        Document.objects.count(),
+    )
+
+
+def _assert_no_half_written_rows() -> None:
+    assert not Message.objects.filter(role=Message.Role.USER, started_run__isnull=True).exists()
+    for model, field in [
+        (Message, "content"),
+        (ReasoningRun, "query"),
+        (ChatSession, "title"),
+        (Document, "title"),
+        (Document, "content"),
+    ]:
+        # Checked in Python: SQLite's LIKE stops reading a pattern at a NUL.
+        values = model.objects.values_list(field, flat=True)
+        assert not any("\x00" in value for value in values), (model, field)
+
+
+def test_nul_bytes_are_refused_with_a_message_and_nothing_is_stored(
+    alice, alice_session, client_for, dispatched
+):
+    client = client_for(alice)
+    before = _row_counts()
+    response = client.post(reverse("chat:message-create", args=[alice_session.pk]), {"content": NUL}, **HTMX)
+    assert response.status_code == 200 and "NUL character" in response.content.decode()
+    response = client.post(reverse("chat:session-rename", args=[alice_session.pk]), {"title": NUL}, **HTMX)
+    assert "NUL character" in response.content.decode()
+    response = client.post(reverse("chat:document-upload"), {"title": NUL, "content": "fine"}, follow=True)
+    assert "NUL character" in response.content.decode()
+    upload = SimpleUploadedFile("notes.md", b"fine", content_type="text/markdown")
+    response = client.post(reverse("chat:document-upload"), {"title": NUL, "file": upload}, follow=True)
+    assert "NUL character" in response.content.decode()
+    response = client.post(
+        reverse("chat:message-create", args=[alice_session.pk]), {"content": '@"Re\x00lease"'}, **HTMX
+    )
+    assert "NUL character" in response.content.decode()
+    response = client.get(reverse("chat:completions"), {"q": "@re\x00"})
+    assert response.status_code == 400 and "plain text" in response.content.decode()
+    alice_session.refresh_from_db()
+    assert _row_counts() == before and alice_session.title == "Alice's chat" and not dispatched
+
+
+def test_an_unclosed_quote_in_command_arguments_is_explained(alice, alice_session, client_for, dispatched):
+    response = client_for(alice).post(
+        reverse("chat:message-create", args=[alice_session.pk]), {"content": '/summarize topic="abc'}, **HTMX
+    )
+    assert response.status_code == 200 and "quotation mark is not closed" in response.content.decode()
+    assert not Message.objects.exists() and not dispatched
+
+
+HOSTILE_FRAMES = [
+    '{"type": "sync", "cursor": {"99999999999999999999999999": 0}}',
+    '{"type": "sync", "cursor": {"1": 1e999}}',
+    '{"type": "sync", "cursor": {"1": Infinity}}',
+    '{"type": "sync", "cursor": {"1": NaN}}',
+    '{"type": "sync", "cursor": {"-5": 0}}',
+    '{"type": "sync", "cursor": {"1": 99999999999999999999999999}}',
+    "[" * 100_000 + "]" * 100_000,
+    '{"type": "sync", "cursor": ' + "[" * 50_000 + "]" * 50_000 + "}",
+    "x" * 200_000,
+]
+
+
+async def test_hostile_sync_frames_are_ignored_and_the_socket_keeps_working(alice, alice_session):
+    run = await database_sync_to_async(ask)(alice_session, "What is 2+2?")
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected
+    for frame in HOSTILE_FRAMES:
+        await communicator.send_to(text_data=frame)
+        assert await communicator.receive_nothing(timeout=0.2), frame[:60]
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    assert f'id="ev-{run.pk}-1"' in await receive_all(communicator)
+    await communicator.disconnect()  # re-raises anything the consumer raised
+
+
+# --- properties ------------------------------------------------------------------------------
+
+texts = st.text(max_size=300) | st.sampled_from(["\x00", "@\x00", '/summarize topic="', '@"', "/", "@"])
+
+
+@EXAMPLES
+@given(text=texts)
+def test_any_text_in_any_form_gives_no_server_error_and_no_half_written_rows(
+    alice, alice_session, client_for, dispatched, text
+):
+    client = client_for(alice)
+    ReasoningRun.objects.filter(status__in=ReasoningRun.ACTIVE).update(status=ReasoningRun.Status.CANCELLED)
+    posts = [
+        (reverse("chat:message-create", args=[alice_session.pk]), {"content": text}),
+        (reverse("chat:session-rename", args=[alice_session.pk]), {"title": text}),
+        (reverse("chat:document-upload"), {"title": text, "content": text}),
+        (
+            reverse("chat:document-upload"),
+            {"title": text, "file": SimpleUploadedFile("f.md", text.encode("utf-8", "replace"))},
+        ),
+        (
+            reverse("chat:document-upload"),
+            {"title": text, "file": SimpleUploadedFile(f"{text[:50]}.md", b"fine")},
+        ),
+        (reverse("chat:preferences"), {"trace_open": text}),
+        (reverse("chat:session-new"), {"title": text}),
+    ]
+    for url, data in posts:
+        before = _row_counts()
+        response = client.post(url, data, **HTMX)
+        assert response.status_code < 500, (url, text)
+        if "error" in response.content.decode() or response.status_code >= 400:
+            assert _row_counts() == before, (url, text)
+    for query in (text, f"@{text}", f"/{text}"):
+        assert client.get(reverse("chat:completions"), {"q": query}).status_code < 500
+    anonymous = client_for(alice)
+    anonymous.logout()
+    response = anonymous.post(reverse("login"), {"username": text, "password": text, "next": text})
+    assert response.status_code < 500
+    _assert_no_half_written_rows()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=20), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+frames = (
+    st.text(min_size=1, max_size=200)
+    | json_values.map(json.dumps)
+    | st.dictionaries(st.text(max_size=30) | st.integers().map(str), json_values, max_size=5).map(
+        lambda cursor: json.dumps({"type": "sync", "cursor": cursor})
+    )
+)
+
+
+@EXAMPLES
+@given(frames=st.lists(frames, min_size=1, max_size=5))
+def test_any_frame_on_the_socket_is_answered_or_ignored_never_a_crash(alice, alice_session, frames):
+    async def exchange() -> None:
+        communicator = await socket(alice_session.pk, alice)
+        connected, _ = await communicator.connect()
+        assert connected
+        for frame in frames:
+            await communicator.send_to(text_data=frame)
+        await communicator.receive_nothing(timeout=0.05)
+        await communicator.disconnect()
+
+    async_to_sync(exchange)()
+    assert services.session_list_for_user(alice).count() == 1
+    assert not documents.documents_visible_to(alice).exists()
+
+
+@pytest.mark.parametrize("origin", [None, b"null", b"http://127.0.0.1.evil.example", b"http://evil.example"])
+async def test_a_socket_without_the_sites_own_origin_is_refused(alice, alice_session, origin):
+    from channels.testing import WebsocketCommunicator
+
+    from nexus.asgi import application
+    from tests.chat.test_consumer import cookie_for
+
+    headers = [(b"host", b"127.0.0.1"), (b"cookie", await database_sync_to_async(cookie_for)(alice))]
+    if origin is not None:
+        headers.append((b"origin", origin))
+    communicator = WebsocketCommunicator(application, f"/ws/sessions/{alice_session.pk}/", headers=headers)
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+def test_only_markdown_and_text_files_are_accepted(alice, client_for):
+    client = client_for(alice)
+    for name, body in [
+        ("page.html", b"<script>alert(1)</script>"),
+        ("tool.exe", b"MZ\x90"),
+        ("a.svg", b"<svg/>"),
+    ]:
+        response = client.post(
+            reverse("chat:document-upload"), {"file": SimpleUploadedFile(name, body)}, follow=True
+        )
+        assert "Upload a Markdown (.md) or plain text (.txt) file." in response.content.decode(), name
+    assert not Document.objects.exists()
+    big = SimpleUploadedFile("big.md", b"x" * 3_000_000)
+    response = client.post(reverse("chat:document-upload"), {"file": big}, follow=True)
+    assert "at most" in response.content.decode() and not Document.objects.exists()
+
+
+TOOL_SERVER_FIELDS = {
+    "args": lambda text: json.dumps([text]),
+    "tool_policies": lambda text: json.dumps({text: "cache"}),
+    "cwd": lambda text: text,
+    "url": lambda text: f"https://mcp.example.com/{text}",
+    "env_secret": lambda text: f"TOKEN={text}",
+    "headers_secret": lambda text: f"X-Key: {text}",
+}
+
+
+@EXAMPLES
+@given(text=texts, field=st.sampled_from(sorted(TOOL_SERVER_FIELDS)))
+def test_any_text_in_the_tool_server_form_gives_no_server_error(auditor, client_for, text, field):
+    form = {
+        "name": "probe",
+        "transport": "http",
+        "enabled": "on",
+        "url": "https://mcp.example.com/mcp",
+        "call_timeout": "5",
+        "args": "[]",
+        "tool_policies": "{}",
+        "cwd": "",
+        "env_secret": "",
+        "headers_secret": "",
+    }
+    form[field] = TOOL_SERVER_FIELDS[field](text)
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    assert response.status_code < 500, (field, text)
+    MCPServer.objects.filter(name="probe").delete()

@@ -1,0 +1,89 @@
+"""Sign-in: wrong passwords are throttled per user name and per address; staff can unlock;
+the `next` parameter never sends anyone to another site."""
+
+import pytest
+from axes.models import AccessAttempt
+from django.test import Client
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+LOGIN = "/accounts/login/"
+
+
+def sign_in(client: Client, username: str, password: str, **extra):
+    return client.post(LOGIN, {"username": username, "password": password}, **extra)
+
+
+def test_wrong_passwords_pause_sign_in_even_with_the_right_one_after(alice, settings):
+    client = Client()
+    for _ in range(20):
+        assert sign_in(client, "alice", "wrong-guess").status_code in (200, 429)
+    response = sign_in(client, "alice", "alice-password-1")
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many failed sign-in attempts" in page and "ask an administrator to unlock" in page
+    assert "15 minutes" in page
+    assert client.get(reverse("chat:home")).status_code == 302, "not signed in"
+    other_address = Client(REMOTE_ADDR="10.9.8.7")
+    assert sign_in(other_address, "alice", "alice-password-1").status_code == 429, "locked per user name"
+
+
+def test_one_address_guessing_many_user_names_is_paused(alice, bob):
+    client = Client(REMOTE_ADDR="10.1.1.1")
+    for name in ["root", "admin", "carol", "dave", "erin"]:
+        sign_in(client, name, "guess")
+    assert sign_in(client, "bob", "bob-password-1").status_code == 429
+    assert sign_in(Client(REMOTE_ADDR="10.2.2.2"), "bob", "bob-password-1").status_code == 302
+
+
+def test_a_few_typos_then_the_right_password_signs_in(alice):
+    client = Client()
+    for _ in range(3):
+        sign_in(client, "alice", "typo")
+    assert sign_in(client, "alice", "alice-password-1").status_code == 302
+    assert not AccessAttempt.objects.filter(username="alice", failures_since_start__gt=0).exists()
+
+
+def test_staff_unlock_a_locked_out_user_in_the_admin(alice, auditor, client_for):
+    client = Client()
+    for _ in range(6):
+        sign_in(client, "alice", "wrong-guess")
+    assert sign_in(client, "alice", "alice-password-1").status_code == 429
+    admin = client_for(auditor)
+    changelist = reverse("admin:axes_accessattempt_changelist")
+    assert "alice" in admin.get(changelist).content.decode()
+    attempts = list(AccessAttempt.objects.values_list("pk", flat=True))
+    response = admin.post(
+        changelist, {"action": "delete_selected", "_selected_action": attempts, "post": "yes"}
+    )
+    assert response.status_code == 302 and not AccessAttempt.objects.exists()
+    assert sign_in(client, "alice", "alice-password-1").status_code == 302
+
+
+@pytest.mark.parametrize(
+    "target", ["https://evil.example/", "//evil.example/", "/\\evil.example", "javascript:alert(1)"]
+)
+def test_sign_in_never_redirects_to_another_site(alice, target):
+    response = Client().post(
+        f"{LOGIN}?next={target}", {"username": "alice", "password": "alice-password-1", "next": target}
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("chat:home")
+
+
+def test_forwarded_addresses_count_only_behind_the_proxy(alice, bob, settings):
+    spoofing = Client(REMOTE_ADDR="10.3.3.3")
+    for number in range(6):  # a client inventing a new X-Forwarded-For for every guess
+        sign_in(spoofing, f"user{number}", "guess", HTTP_X_FORWARDED_FOR=f"192.0.2.{number}")
+    assert sign_in(spoofing, "bob", "bob-password-1").status_code == 429, "no proxy: the header is ignored"
+    settings.NEXUS_BEHIND_PROXY = True
+    proxy = Client(REMOTE_ADDR="10.0.0.2")  # every request arrives from the proxy
+    for number in range(6):
+        sign_in(proxy, f"user{number}", "guess", HTTP_X_FORWARDED_FOR=f"192.0.2.{number}, 198.51.100.7")
+    assert sign_in(proxy, "bob", "bob-password-1", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 302, (
+        "other clients of the same proxy still sign in"
+    )
+    guesser = Client(REMOTE_ADDR="10.0.0.2")
+    assert (
+        sign_in(guesser, "bob", "bob-password-1", HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 429
+    ), "the guessing client is paused, whatever it put in front of the proxy's entry"
