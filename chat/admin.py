@@ -40,6 +40,12 @@ admin.site.site_title = "Nexus audit"
 admin.site.index_title = "Reasoning runs and their trail"
 
 
+def _staff_detail(payload: Any) -> str:
+    """The full reason behind a public error (a tool server's own words, secrets redacted)."""
+    detail = payload.get("detail") if isinstance(payload, dict) else None
+    return format_html('<div class="nexus-detail">detail: {}</div>', detail) if detail else ""
+
+
 class ReadOnlyMixin:
     """Audit rows: viewable by staff, never added or edited; deleted only by superusers."""
 
@@ -337,6 +343,7 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 e.kind,
                 e.level,
                 Truncator(json.dumps(e.payload, ensure_ascii=False)).chars(240),
+                _staff_detail(e.payload),
             )
             for e in events
         ]
@@ -346,7 +353,7 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             format_html_join(
                 "",
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
-                "<td>{}</td><td><code>{}</code></td></tr>",
+                "<td>{}</td><td><code>{}</code>{}</td></tr>",
                 rows,
             ),
         )

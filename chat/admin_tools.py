@@ -99,8 +99,10 @@ class MCPServerForm(forms.ModelForm):
         if not (self.instance and self.instance.builtin):
             if transport == MCPServer.Transport.STDIO and not data.get("command"):
                 self.add_error("command", "A stdio server needs the command that starts it.")
-            elif transport == MCPServer.Transport.STDIO and {"command", "transport"} & set(self.changed_data):
-                self._refuse("command", command_refusal(data["command"]))
+            elif transport == MCPServer.Transport.STDIO and {"command", "args", "transport"} & set(
+                self.changed_data
+            ):
+                self._refuse("command", command_refusal(data["command"], data.get("args") or []))
             self._refuse("env_secret", env_refusal(data["env_secret"]))
             if transport == MCPServer.Transport.HTTP and not data.get("url"):
                 self.add_error("url", "An HTTP server needs its URL.")

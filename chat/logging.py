@@ -1,31 +1,73 @@
-"""Keep secrets out of logs: known secret values are replaced before a record is written."""
+"""Keep secrets out of logs: known secret values are replaced before a record is written.
+
+Known secrets are the keys and passwords in this process's environment and every tool server
+secret this process has loaded (`secrets_register`). Records from the MCP SDK may quote what
+a server printed, so their exception details are reduced to the exception's type.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
-SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "SECRET_KEY", "NEXUS_ADMIN_PASSWORD")
+SECRET_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "SECRET_KEY",
+    "NEXUS_SECRETS_KEY",
+    "NEXUS_ADMIN_PASSWORD",
+)
+URL_VARIABLES = ("DATABASE_URL", "REDIS_URL")
+MIN_SECRET_CHARS = 6
 _KEY_PATTERN = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+")
+_registered: set[str] = set()
+_guard = threading.Lock()
 
 
-def _secrets() -> list[str]:
+def secrets_register(values: Iterable[str]) -> None:
+    """Remember secret values (a tool server's environment and headers) to redact from logs."""
+    with _guard:
+        _registered.update(v for v in values if len(v) >= MIN_SECRET_CHARS)
+
+
+def environment_secrets() -> list[str]:
+    """The secret values in this process's environment: keys, and the passwords in URLs."""
     values = [os.environ.get(name, "") for name in SECRET_VARIABLES]
-    return [v for v in values if len(v) >= 8]
+    for name in URL_VARIABLES:
+        try:
+            values.append(urlsplit(os.environ.get(name, "")).password or "")
+        except ValueError:
+            continue
+    values += [part for value in values for part in value.split(",")]  # NEXUS_SECRETS_KEY=new,old
+    return [v for v in values if len(v) >= MIN_SECRET_CHARS]
 
 
 def redact(text: str, extra: list[str] | None = None) -> str:
-    for secret in [*_secrets(), *(extra or [])]:
-        if secret and len(secret) >= 6:
+    with _guard:
+        registered = list(_registered)
+    secrets = sorted({*environment_secrets(), *registered, *(extra or [])}, key=len, reverse=True)
+    for secret in secrets:
+        if len(secret) >= MIN_SECRET_CHARS:
             text = text.replace(secret, "[redacted]")
     return _KEY_PATTERN.sub(r"\1…[redacted]", text)
 
 
 class RedactSecretsFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.split(".")[0] == "mcp" and record.exc_info and record.exc_info[0] is not None:
+            # The MCP SDK's exceptions quote what a server sent (a line of its output, say),
+            # which may hold a secret in a form no redaction recognises: keep only the type.
+            record.msg = f"{record.getMessage()} ({record.exc_info[0].__name__})"
+            record.args, record.exc_info, record.exc_text = None, None, None
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
         return True

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from chat.documents import documents_visible_to
 from chat.models import Document, MCPServer
 from chat.tools import provider_for
-from reasoning.tools.mcp import MCPToolProvider
+from reasoning.tools.mcp import MCPToolProvider, MCPUnavailable
 
 MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
@@ -139,12 +139,20 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> tuple[str
         return None
     for resource in resources(user):
         if name in (resource["name"], resource["uri"]):
-            provider = next(p for p in _providers(user) if p.name == resource["server"])
             try:
-                return resource["name"], async_to_sync(provider.read_resource)(resource["uri"])
-            except Exception:
+                read = _provider(user, resource["server"]).read_resource
+                return resource["name"], async_to_sync(read)(resource["uri"])
+            except Exception:  # unavailable or refused: reported as not included
                 return None
     return None
+
+
+def _provider(user: Any, server: str) -> MCPToolProvider:
+    """The enabled server a cached listing named; MCPUnavailable if it is gone since."""
+    for provider in _providers(user):
+        if provider.name == server:
+            return provider
+    raise MCPUnavailable(f"MCP server {server!r} is disabled or no longer configured", server=server)
 
 
 def enrich(user: Any, text: str) -> tuple[str, list[str]]:
@@ -188,10 +196,11 @@ def expand_command(user: Any, text: str) -> str | None:
         names = ", ".join(f"/{p['name']}" for p in available) or "none"
         raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
     arguments = _arguments(prompt["arguments"], rest)
-    provider = next(p for p in _providers(user) if p.name == prompt["server"])
     try:
-        messages = async_to_sync(provider.get_prompt)(name, arguments)
-    except Exception as exc:
+        messages = async_to_sync(_provider(user, prompt["server"]).get_prompt)(name, arguments)
+    except MCPUnavailable as exc:  # its details (the server's own output) are for staff only
+        raise ValidationError(f"/{name} failed: {exc.public}") from None
+    except Exception as exc:  # the server refused: its message, secrets redacted
         raise ValidationError(f"/{name} failed: {exc}") from None
     if len(messages) == 1:
         return messages[0]["content"]

@@ -188,7 +188,7 @@ class RunSink:
             argument_hash=p.get("argument_hash") or "",
             success=p["success"],
             result=p.get("result") or "",
-            error=p.get("error") or "",
+            error=p.get("detail") or p.get("error") or "",  # staff read these: the full story
             duration_ms=max(0.0, p.get("duration_ms") or 0.0),
             cached=p.get("cached", False),
             truncated=p.get("truncated", False),

@@ -11,8 +11,9 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import shlex
 import sys
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -21,7 +22,7 @@ from django.db import connection
 from django.utils import timezone
 
 from chat.crypto import UnreadableSecrets
-from chat.logging import SECRET_VARIABLES
+from chat.logging import environment_secrets, secrets_register
 from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.registry import ToolOutput, ToolProvider, ToolRegistry, ToolSpec
@@ -29,29 +30,55 @@ from reasoning.tools.registry import ToolOutput, ToolProvider, ToolRegistry, Too
 POOL = MCPConnectionPool()
 atexit.register(POOL.close_sync)
 USER_META = "nexus/user_id"
-# Environment variables that make an allowed program load other code; a server may not set them.
+# Environment variables that make an allowed program load or fetch other code (preloads,
+# interpreter options and paths, package registries and indexes, config directories,
+# proxies and CA bundles that let a download be swapped): no tool server may set them.
 FORBIDDEN_ENV = re.compile(
-    r"^(PATH|LD_\w*|DYLD_\w*|PYTHON\w*|NODE_OPTIONS|NODE_PATH|PERL5\w*|RUBYOPT|RUBYLIB|BASH_ENV|ENV"
-    r"|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|GIT_\w*)$",
+    r"^(PATH|HOME|SHELL|ENV|BASH_ENV|BASH_FUNC_.*|CDPATH|IFS|PS4|PROMPT_COMMAND|ZDOTDIR|TMPDIR"
+    r"|LD_\w*|DYLD_\w*|GCONV_PATH|GLIBC_TUNABLES|LOCPATH|NLSPATH|MALLOC_\w*|HOSTALIASES|RES_OPTIONS"
+    r"|PYTHON\w*|VIRTUAL_ENV|CONDA_\w*|PIP_\w*|PIPX_\w*|UV_\w*|POETRY_\w*"
+    r"|NODE_\w*|NPM_CONFIG_\w*|YARN_\w*|PNPM_\w*|COREPACK_\w*|BUN_\w*|DENO_\w*"
+    r"|PERL\w*|RUBY\w*|GEM_\w*|BUNDLE_\w*|PHP\w*|LUA_\w*|TCL\w*|R_\w*"
+    r"|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|JAVA_OPTS|CLASSPATH|DOTNET_\w*|CORECLR_\w*"
+    r"|COMPLUS_\w*|GO\w*|CARGO_\w*|RUSTC\w*|GIT_\w*|OPENSSL_\w*|SSL_CERT_\w*|\w*_CA_BUNDLE"
+    r"|\w*_PROXY|XDG_\w*)$",
     re.IGNORECASE,
 )
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def command_refusal(command: str) -> str | None:
-    """Why `command` may not be started as a stdio server, or None if the operator allowed it."""
-    if command not in settings.NEXUS_MCP_ALLOWED_COMMANDS:
-        allowed = sorted({Path(p).name for p in settings.NEXUS_MCP_ALLOWED_COMMANDS.values()})
+def allowed_program(command: str, args: Sequence[str]) -> str | None:
+    """The absolute path to start for `command args`, or None when no entry of the operator's
+    NEXUS_MCP_ALLOWED_COMMANDS covers them (the program, and the arguments it pins)."""
+    for written, (path, *pinned) in settings.NEXUS_MCP_ALLOWED_COMMANDS.items():
+        if command in (path, shlex.split(written)[0]) and list(args[: len(pinned)]) == pinned:
+            return path
+    return None
+
+
+def command_refusal(command: str, args: Sequence[str]) -> str | None:
+    """Why `command args` may not be started as a stdio server, or None if the operator allowed it."""
+    if allowed_program(command, args) is None:
+        allowed = "; ".join(settings.NEXUS_MCP_ALLOWED_COMMANDS) or "none"
         return (
-            f"{command!r} is not an allowed command; the operator lists the programs tool servers "
-            f"may run in NEXUS_MCP_ALLOWED_COMMANDS (now: {', '.join(allowed) or 'none'})"
+            f"{shlex.join([command, *args[:3]])}{' …' if len(args) > 3 else ''} is not an allowed "
+            "command; the operator lists the programs tool servers may run, with the arguments "
+            f"they must start with, in NEXUS_MCP_ALLOWED_COMMANDS (now: {allowed})"
         )
     return None
 
 
 def env_refusal(names: Any) -> str | None:
-    forbidden = sorted(name for name in names if FORBIDDEN_ENV.match(str(name)))
+    """Why a tool server may not be given these environment variables, or None."""
+    malformed = sorted(str(name) for name in names if not ENV_NAME.fullmatch(str(name)))
+    if malformed:
+        return f"not an environment variable name: {', '.join(malformed)}"
+    forbidden = sorted(str(name) for name in names if FORBIDDEN_ENV.match(str(name)))
     if forbidden:
-        return f"these environment variables may not be set for a tool server: {', '.join(forbidden)}"
+        return (
+            "these environment variables could make the program load other code, so a tool "
+            f"server may not set them: {', '.join(forbidden)}"
+        )
     return None
 
 
@@ -70,7 +97,7 @@ def _database_url() -> str:
 
 def _builtin_secrets() -> tuple[str, ...]:
     """What the built-in server knows and must never repeat: keys, passwords, credentials."""
-    values = [os.environ.get(name, "") for name in (*SECRET_VARIABLES, "DATABASE_URL", "REDIS_URL")]
+    values = [*environment_secrets(), os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")]
     values += [
         settings.SECRET_KEY,
         *settings.NEXUS_SECRETS_KEYS,
@@ -103,12 +130,12 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             call_timeout=server.call_timeout,
             tool_policies=policies,
         )
-    command = server.command
+    command, args = server.command, [str(a) for a in server.args or []]
     if server.transport == MCPServer.Transport.STDIO:
-        refusal = command_refusal(command) or env_refusal(server.env or {})
+        refusal = command_refusal(command, args) or env_refusal(server.env or {})
         if refusal:
             raise MCPUnavailable(f"MCP server {server.name!r} is unavailable: {refusal}", server=server.name)
-        command = settings.NEXUS_MCP_ALLOWED_COMMANDS[command]
+        command = allowed_program(command, args) or ""
     if isinstance(server.env, UnreadableSecrets) or isinstance(server.headers, UnreadableSecrets):
         raise MCPUnavailable(
             f"MCP server {server.name!r} is unavailable: its stored secrets cannot be decrypted with "
@@ -117,16 +144,18 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         )
     env = tuple(sorted((str(k), str(v)) for k, v in (server.env or {}).items()))
     headers = tuple(sorted((str(k), str(v)) for k, v in (server.headers or {}).items()))
+    secret_values = tuple(value for _, value in (*env, *headers))
+    secrets_register(secret_values)
     return MCPServerConfig(
         name=server.name,
         transport=server.transport,
         command=command,
-        args=tuple(str(a) for a in server.args or []),
+        args=tuple(args),
         env=env,
         cwd=server.cwd or None,
         url=server.url,
         headers=headers,
-        secret_values=tuple(value for _, value in (*env, *headers)),
+        secret_values=secret_values,
         call_timeout=server.call_timeout,
         tool_policies=policies,
     )

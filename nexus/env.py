@@ -7,6 +7,7 @@ with a message a person can act on instead of a stack trace later.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -107,22 +108,28 @@ def env_fernet_keys(var_dir: Path, *, required: bool) -> list[str]:
     return keys
 
 
-def env_commands(name: str) -> dict[str, str]:
-    """Executables the operator allows, comma-separated: each as written → its absolute path.
+def env_commands(name: str) -> dict[str, tuple[str, ...]]:
+    """Programs the operator allows tool servers to run, comma-separated: each entry as written
+    → the command line it allows, its program resolved to an absolute path.
 
-    A bare name is looked up on PATH now, so a later PATH (say, one in a server's environment)
-    cannot swap in another program; a path must be absolute and exist.
+    An entry is a program (`/opt/mcp/github-server`, `uvx`) optionally followed by the
+    arguments every server started with it must begin with (`uvx mcp-server-fetch`), so an
+    allowed package runner or interpreter can be pinned to one package or script. A bare name
+    is looked up on PATH now, so a later PATH cannot swap in another program.
     """
-    allowed: dict[str, str] = {}
+    allowed: dict[str, tuple[str, ...]] = {}
     for entry in env_list(name, ""):
-        if "/" in entry:
-            if not os.path.isabs(entry):
-                raise ImproperlyConfigured(f"{name}: {entry!r} must be an absolute path or a bare name")
-            resolved = os.path.normpath(entry)
+        try:
+            program, *pinned = shlex.split(entry)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not a command line ({exc})") from None
+        if "/" in program:
+            if not os.path.isabs(program):
+                raise ImproperlyConfigured(f"{name}: {program!r} must be an absolute path or a bare name")
+            resolved = os.path.normpath(program)
         else:
-            resolved = shutil.which(entry) or ""
-        if not resolved or not os.access(resolved, os.X_OK):
-            raise ImproperlyConfigured(f"{name}: {entry!r} is not an executable on this machine")
-        allowed[entry] = resolved
-        allowed[resolved] = resolved
+            resolved = shutil.which(program) or ""
+        if not resolved or not os.path.isfile(resolved) or not os.access(resolved, os.X_OK):
+            raise ImproperlyConfigured(f"{name}: {program!r} is not an executable on this machine")
+        allowed[entry] = (resolved, *pinned)
     return allowed

@@ -94,6 +94,7 @@ class ToolExecutor:
             summary=summarize(outcome.content if outcome.success else f"Error: {outcome.error}"),
             result=outcome.content[:STORED_RESULT_CHARS],
             error=outcome.error,
+            **({"detail": outcome.detail} if outcome.detail else {}),
         )
         return outcome
 

@@ -52,6 +52,9 @@ class ToolOutcome:
     duration_ms: float = 0.0
     truncated: bool = False
     cached: bool = False
+    # What went wrong in full, for staff auditing the run, when `error` (what the user and the
+    # model see) is only the public part: a tool server's own words may quote its secrets.
+    detail: str | None = None
 
     def for_model(self) -> str:
         return self.content if self.success else f"Error: {self.error}"
@@ -151,12 +154,16 @@ class ToolRegistry:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a tool's failure is data for the model, not a crash
-            return self._outcome(False, "", _describe(exc), started)
+            detail = _describe(exc)
+            public = getattr(exc, "public", None)
+            return self._outcome(False, "", public or detail, started, detail=detail if public else None)
         if output.is_error:
             return self._outcome(False, "", output.text or "the tool reported an error", started)
         return self._outcome(True, output.text, None, started)
 
-    def _outcome(self, success: bool, content: str, error: str | None, started: float) -> ToolOutcome:
+    def _outcome(
+        self, success: bool, content: str, error: str | None, started: float, *, detail: str | None = None
+    ) -> ToolOutcome:
         truncated = False
         if len(content) > self.max_result_chars:
             dropped = len(content) - self.max_result_chars
@@ -164,7 +171,10 @@ class ToolRegistry:
             truncated = True
         if error and len(error) > 2000:
             error = error[:2000] + " [...]"
-        return ToolOutcome(success, content, error, (time.perf_counter() - started) * 1000, truncated)
+        if detail and len(detail) > 2000:
+            detail = detail[:2000] + " [...]"
+        elapsed = (time.perf_counter() - started) * 1000
+        return ToolOutcome(success, content, error, elapsed, truncated, detail=detail)
 
     async def close(self) -> None:
         for provider in self.providers:

@@ -198,7 +198,7 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
 
 
 def test_a_run_goes_on_without_a_broken_server(alice_session, settings):
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/server": "/nonexistent/server"}
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/server": ("/nonexistent/server",)}
     MCPServer.objects.create(name="broken", command="/nonexistent/server")
     run = ask(alice_session, "What is 6*7?")
     assert run.status == "succeeded" and "42" in run.answers.get().content

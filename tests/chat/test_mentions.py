@@ -122,7 +122,7 @@ def test_tool_server_secrets_are_write_only(auditor, client_for, caplog):
 
 
 def test_the_status_column_shows_why_a_server_is_down(auditor, client_for, settings):
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/ghost-server": "/nonexistent/ghost-server"}
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/ghost-server": ("/nonexistent/ghost-server",)}
     server = MCPServer.objects.create(name="ghost", command="/nonexistent/ghost-server")
     client = client_for(auditor)
     response = client.post(

@@ -57,6 +57,8 @@ def test_the_embedded_mode_generates_its_secrets_key_once(tmp_path):
         ({"NEXUS_SECRETS_KEY": "not-a-fernet-key"}, "NEXUS_SECRETS_KEY: key 1 is not a Fernet key"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "bin/server"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "no-such-program-here"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
+        ({"NEXUS_MCP_ALLOWED_COMMANDS": "sh 'unclosed"}, "NEXUS_MCP_ALLOWED_COMMANDS: \"sh 'unclosed\""),
+        ({"NEXUS_MCP_ALLOWED_COMMANDS": "/tmp"}, "NEXUS_MCP_ALLOWED_COMMANDS: '/tmp' is not an executable"),
     ],
 )
 def test_a_wrong_setting_stops_start_up_naming_it(env, expected):
@@ -64,6 +66,18 @@ def test_a_wrong_setting_stops_start_up_naming_it(env, expected):
     assert result.returncode != 0
     assert expected in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("django.core.exceptions.ImproperlyConfigured")
+
+
+def test_allowed_commands_resolve_programs_and_keep_the_arguments_they_pin(monkeypatch):
+    import shutil
+
+    from nexus.env import env_commands
+
+    monkeypatch.setenv("NEXUS_MCP_ALLOWED_COMMANDS", f"{sys.executable} /srv/mcp/server.py, sh")
+    assert env_commands("NEXUS_MCP_ALLOWED_COMMANDS") == {
+        f"{sys.executable} /srv/mcp/server.py": (sys.executable, "/srv/mcp/server.py"),
+        "sh": (shutil.which("sh"),),
+    }
 
 
 def test_production_security_when_debug_is_off():

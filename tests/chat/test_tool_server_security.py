@@ -2,6 +2,7 @@
 server's secrets may (never) end up."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,7 +26,7 @@ SECRET = "sk-leaky-supersecret-4242"
 
 @pytest.fixture
 def python_allowed(settings):
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {PYTHON: PYTHON}
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {PYTHON: (PYTHON,)}
 
 
 @pytest.fixture
@@ -139,6 +140,57 @@ def test_an_allowed_command_starts_but_may_not_be_steered_by_its_environment(
     assert "connected" in check(client, MCPServer.objects.get(name="faulty")).content.decode()
 
 
+def test_an_operator_can_pin_an_interpreter_to_one_script(auditor, client_for, settings, tmp_path):
+    marker = tmp_path / "pwned"
+    faulty = str(SERVERS / "faulty.py")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"python3 {faulty}": (PYTHON, faulty)}
+    client = client_for(auditor)
+    code = server_form(name="coder", command="python3", args=json.dumps(["-c", f"open('{marker}', 'w')"]))
+    response = client.post(reverse("admin:chat_mcpserver_add"), code)
+    assert "is not an allowed command" in response.content.decode()
+    assert not MCPServer.objects.filter(name="coder").exists()
+    pinned = server_form(name="pinned", command="python3", args=json.dumps([faulty]))
+    assert client.post(reverse("admin:chat_mcpserver_add"), pinned).status_code == 302
+    server = MCPServer.objects.get(name="pinned")
+    assert "connected" in check(client, server).content.decode()
+    MCPServer.objects.filter(pk=server.pk).update(args=["-c", f"open('{marker}', 'w')"])
+    assert "not an allowed command" in check(client, MCPServer.objects.get(pk=server.pk)).content.decode()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "LD_PRELOAD=/tmp/evil.so",
+        "PYTHONPATH=/tmp",
+        "NODE_OPTIONS=--require /tmp/evil.js",
+        "npm_config_registry=https://registry.attacker.example",
+        "UV_INDEX_URL=https://pypi.attacker.example/simple",
+        "PIP_INDEX_URL=https://pypi.attacker.example/simple",
+        "HOME=/tmp/attacker",
+        "GCONV_PATH=/tmp",
+        "OPENSSL_CONF=/tmp/engine.cnf",
+        "HTTPS_PROXY=http://attacker.example:3128",
+        "REQUESTS_CA_BUNDLE=/tmp/attacker-ca.pem",
+        "BASH_FUNC_ls%%=() { id; }",
+        "NOT A NAME=1",
+    ],
+)
+def test_no_server_environment_may_make_an_allowed_program_run_other_code(
+    auditor, client_for, python_allowed, variable
+):
+    refused = re.compile(r"may not set them: \S|not an environment variable name: \S", re.IGNORECASE)
+    form = server_form(name="steered", command=PYTHON, args=json.dumps([str(SERVERS / "faulty.py")]))
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), {**form, "env_secret": variable})
+    assert refused.search(response.content.decode())
+    assert not MCPServer.objects.filter(name="steered").exists()
+    tampered = MCPServer.objects.create(
+        name="steered", command=PYTHON, args=[str(SERVERS / "faulty.py")], env=dict([variable.split("=", 1)])
+    )
+    assert refused.search(check(client_for(auditor), tampered).content.decode())
+    assert MCPServer.objects.get(pk=tampered.pk).last_status == "error"
+
+
 def test_a_servers_secret_never_reaches_users_and_staff_see_it_redacted(
     alice, auditor, alice_session, client_for, python_allowed
 ):
@@ -160,8 +212,77 @@ def test_a_servers_secret_never_reaches_users_and_staff_see_it_redacted(
     servers_page = staff.get(reverse("admin:chat_mcpserver_changelist")).content.decode()
     leaky = MCPServer.objects.get(name="leaky")
     assert "[redacted]" in leaky.last_error and "[redacted]" in servers_page
+    assert "cannot authenticate with [redacted]" in run_page and "cannot authenticate with [redacted]" in export
     for text in (user_page, run_page, export, servers_page, leaky.last_error, json.dumps(degraded)):
         assert SECRET not in text and "supersecret" not in text
+
+
+def test_a_server_that_breaks_mid_run_is_only_unavailable_to_users_and_the_model(
+    alice, auditor, alice_session, client_for, python_allowed, monkeypatch, tmp_path
+):
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    MCPServer.objects.create(
+        name="leaky",
+        command=PYTHON,
+        args=[str(SERVERS / "leaky.py"), "--first-start", str(tmp_path / "started")],
+        env={"LEAKY_TOKEN": SECRET},
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [tool("leaky__crash", attempt=1), tool("leaky__crash", attempt=2), "It is down."],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    run = ask(alice_session, "Crash the leaky server twice")
+    results = [e.payload for e in TraceEvent.objects.filter(run=run, kind="tool.result").order_by("sequence")]
+    assert len(results) == 2 and results[1]["error"] == "tool server leaky is unavailable"
+    assert "cannot authenticate with [redacted]" in results[1]["detail"]
+    told = json.dumps([request.messages for request in script.requests_for("agent")])
+    assert "tool server leaky is unavailable" in told and "cannot authenticate" not in told
+    user_page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "tool server leaky is unavailable" in user_page and "cannot authenticate" not in user_page
+    staff = client_for(auditor)
+    run_page = staff.get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
+    assert "cannot authenticate with [redacted]" in run_page
+    export = staff.post(
+        reverse("admin:chat_reasoningrun_changelist"), {"action": "export_json", "_selected_action": [run.pk]}
+    ).content.decode()
+    assert "cannot authenticate with [redacted]" in export
+    for text in (user_page, run_page, export, told, json.dumps(results)):
+        assert SECRET not in text and "supersecret" not in text
+
+
+def test_a_command_or_mention_of_a_broken_or_disabled_server_says_only_that_it_is_unavailable(
+    alice, alice_session, client_for, python_allowed, tmp_path, dispatched
+):
+    from asgiref.sync import async_to_sync
+
+    from chat import mentions, tools
+
+    server = MCPServer.objects.create(
+        name="leaky",
+        command=PYTHON,
+        args=[str(SERVERS / "leaky.py"), "--first-start", str(tmp_path / "started")],
+        env={"LEAKY_TOKEN": SECRET},
+    )
+    client = client_for(alice)
+    assert "leak" in {p["name"] for p in mentions.prompts(alice)}, "listed while it worked (and cached)"
+    assert "leaky_notes" in {r["name"] for r in mentions.resources(alice)}
+    async_to_sync(tools.POOL.call)(tools.config_for(server), "crash", {})
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    html = client.post(url, {"content": "/leak deploys"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "/leak failed: tool server leaky is unavailable" in html
+    assert "cannot authenticate" not in html and SECRET not in html
+    MCPServer.objects.filter(pk=server.pk).update(enabled=False)
+    html = client.post(url, {"content": "/leak deploys"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "/leak failed: tool server leaky is unavailable" in html
+    response = client.post(url, {"content": "What is in @leaky_notes?"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "@leaky_notes was not included" in response.content.decode()
 
 
 def test_secrets_are_encrypted_at_rest_and_survive_key_rotation(settings):
