@@ -285,6 +285,38 @@ def test_a_command_or_mention_of_a_broken_or_disabled_server_says_only_that_it_i
     assert response.status_code == 200 and "@leaky_notes was not included" in response.content.decode()
 
 
+def test_what_a_server_prints_never_puts_its_secret_in_the_logs(alice, python_allowed):
+    import io
+    import logging
+
+    from chat import tools
+    from chat.logging import RedactSecretsFilter
+
+    (console,) = [
+        h for h in logging.getLogger().handlers if any(isinstance(f, RedactSecretsFilter) for f in h.filters)
+    ]
+    written = io.StringIO()
+    stream = console.setStream(written)
+    try:
+        MCPServer.objects.create(
+            name="leaky",
+            command=PYTHON,
+            args=[str(SERVERS / "leaky.py"), "--stdout"],
+            env={"LEAKY_TOKEN": SECRET},
+        )
+        registry = tools.registry_for(alice)
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(registry.ensure_loaded)()
+        logging.getLogger("chat").warning("the server said %s", f"LEAKY_TOKEN={SECRET}")
+    finally:
+        console.setStream(stream)
+    log = written.getvalue()
+    assert "Failed to parse JSONRPC message from server" in log, "the SDK did log the bad line"
+    assert "LEAKY_TOKEN=[redacted]" in log
+    assert "leaky-supersecret" not in log and "sk-leaky" not in log, log
+
+
 def test_secrets_are_encrypted_at_rest_and_survive_key_rotation(settings):
     server = MCPServer.objects.create(
         name="remote", transport="http", url="https://mcp.example.com/mcp", headers={"Authorization": SECRET}
