@@ -50,25 +50,6 @@ def _error(request: HttpRequest, message: str, session_id: int, status: int = 20
     return redirect("chat:session", session_id=session_id)
 
 
-def client_address(request: HttpRequest) -> str:
-    """The address sign-in throttling counts. Behind the proxy (NEXUS_BEHIND_PROXY) it is the
-    last X-Forwarded-For entry, the one the proxy itself added; earlier entries come from the
-    client and could be anything. Without a proxy the header is ignored."""
-    if settings.NEXUS_BEHIND_PROXY:
-        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")[-1].strip()
-        if forwarded:
-            return forwarded
-    return request.META.get("REMOTE_ADDR", "")
-
-
-def login_locked_out(
-    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None
-) -> HttpResponse:
-    """What django-axes shows when sign-in is paused after too many wrong passwords."""
-    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
-
-
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     latest = services.session_list_for_user(request.user).first()

@@ -211,8 +211,9 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env_int("NEXUS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("NEXUS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "chat.views.login_locked_out"
+# A success forgets only that user name's failures from that address (see chat.signin).
+AXES_RESET_ON_SUCCESS = False
+AXES_LOCKOUT_CALLABLE = "chat.signin.login_locked_out"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -259,7 +260,7 @@ if NEXUS_HTTPS:
 if NEXUS_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Sign-in throttling counts the client's address: behind the proxy, the one it forwarded.
-AXES_CLIENT_IP_CALLABLE = "chat.views.client_address"
+AXES_CLIENT_IP_CALLABLE = "chat.signin.client_address"
 
 SECURE_CSP = {
     "default-src": [CSP.SELF],

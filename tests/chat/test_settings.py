@@ -57,7 +57,7 @@ def test_the_embedded_mode_generates_its_secrets_key_once(tmp_path):
         ({"NEXUS_SECRETS_KEY": "not-a-fernet-key"}, "NEXUS_SECRETS_KEY: key 1 is not a Fernet key"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "bin/server"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "no-such-program-here"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
-        ({"NEXUS_MCP_ALLOWED_COMMANDS": "sh 'unclosed"}, "NEXUS_MCP_ALLOWED_COMMANDS: \"sh 'unclosed\""),
+        ({"NEXUS_MCP_ALLOWED_COMMANDS": "sh 'unclosed"}, 'NEXUS_MCP_ALLOWED_COMMANDS: "sh \'unclosed"'),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "/tmp"}, "NEXUS_MCP_ALLOWED_COMMANDS: '/tmp' is not an executable"),
     ],
 )

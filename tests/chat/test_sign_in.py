@@ -27,6 +27,8 @@ def test_wrong_passwords_pause_sign_in_even_with_the_right_one_after(alice, sett
     assert client.get(reverse("chat:home")).status_code == 302, "not signed in"
     other_address = Client(REMOTE_ADDR="10.9.8.7")
     assert sign_in(other_address, "alice", "alice-password-1").status_code == 429, "locked per user name"
+    admin_login = other_address.post("/admin/login/", {"username": "alice", "password": "alice-password-1"})
+    assert admin_login.status_code == 429, "the admin's sign-in page is the same door"
 
 
 def test_one_address_guessing_many_user_names_is_paused(alice, bob):
@@ -43,6 +45,17 @@ def test_a_few_typos_then_the_right_password_signs_in(alice):
         sign_in(client, "alice", "typo")
     assert sign_in(client, "alice", "alice-password-1").status_code == 302
     assert not AccessAttempt.objects.filter(username="alice", failures_since_start__gt=0).exists()
+
+
+def test_signing_in_to_your_own_account_does_not_reset_the_count_against_someone_else(alice, make_user):
+    make_user("mallory")
+    attacker = Client(REMOTE_ADDR="10.6.6.6")
+    for _ in range(5):  # four guesses at alice, then a sign-in as themselves, again and again
+        for _ in range(4):
+            sign_in(attacker, "alice", "guess")
+        assert sign_in(attacker, "mallory", "mallory-password-1").status_code in (302, 429)
+        attacker.post("/accounts/logout/")
+    assert sign_in(Client(REMOTE_ADDR="10.7.7.7"), "alice", "alice-password-1").status_code == 429
 
 
 def test_staff_unlock_a_locked_out_user_in_the_admin(alice, auditor, client_for):

@@ -212,7 +212,9 @@ def test_a_servers_secret_never_reaches_users_and_staff_see_it_redacted(
     servers_page = staff.get(reverse("admin:chat_mcpserver_changelist")).content.decode()
     leaky = MCPServer.objects.get(name="leaky")
     assert "[redacted]" in leaky.last_error and "[redacted]" in servers_page
-    assert "cannot authenticate with [redacted]" in run_page and "cannot authenticate with [redacted]" in export
+    assert (
+        "cannot authenticate with [redacted]" in run_page and "cannot authenticate with [redacted]" in export
+    )
     for text in (user_page, run_page, export, servers_page, leaky.last_error, json.dumps(degraded)):
         assert SECRET not in text and "supersecret" not in text
 

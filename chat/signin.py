@@ -1,0 +1,47 @@
+"""Sign-in throttling (django-axes): which address counts, what a paused sign-in shows, and
+what a successful sign-in forgets.
+
+Axes can reset the failures "of the user" on success, but it matches its lockout parameters
+one by one, so one success would also wipe every failure from the same address, for any user
+name: an attacker with an account of their own could guess someone else's password without
+end, signing in as themselves between guesses. Here a success forgets only that user name's
+failures from that address (the person's own typos).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from axes.models import AccessAttempt
+from django.conf import settings
+from django.contrib.auth.signals import user_logged_in
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+
+def client_address(request: HttpRequest) -> str:
+    """The address sign-in throttling counts. Behind the proxy (NEXUS_BEHIND_PROXY) it is the
+    last X-Forwarded-For entry, the one the proxy itself added; earlier entries come from the
+    client and could be anything. Without a proxy the header is ignored."""
+    if settings.NEXUS_BEHIND_PROXY:
+        forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")[-1].strip()
+        if forwarded:
+            return forwarded
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def login_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict | None = None
+) -> HttpResponse:
+    """What django-axes shows when sign-in is paused after too many wrong passwords."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
+
+
+@receiver(user_logged_in, dispatch_uid="nexus-forget-own-typos")
+def forget_own_typos(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    if request is not None:
+        AccessAttempt.objects.filter(
+            username=user.get_username(), ip_address=client_address(request)
+        ).delete()
