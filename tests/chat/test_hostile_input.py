@@ -70,9 +70,18 @@ def test_nul_bytes_are_refused_with_a_message_and_nothing_is_stored(
     )
     assert "NUL character" in response.content.decode()
     response = client.get(reverse("chat:completions"), {"q": "@re\x00"})
-    assert response.status_code == 400 and "plain text" in response.content.decode()
+    assert response.status_code == 400 and "NUL character" in response.content.decode()
     alice_session.refresh_from_db()
     assert _row_counts() == before and alice_session.title == "Alice's chat" and not dispatched
+
+
+def test_a_nul_in_an_admin_search_or_filter_is_a_clear_400(auditor, client_for):
+    client = client_for(auditor)
+    client.raise_request_exception = False
+    for query in ({"q": NUL}, {"status": NUL}, {"status__exact": "\x00"}, {NUL: "1"}):
+        response = client.get(reverse("admin:chat_reasoningrun_changelist"), query)
+        assert response.status_code == 400, query
+        assert "NUL character" in response.content.decode()
 
 
 def test_an_unclosed_quote_in_command_arguments_is_explained(alice, alice_session, client_for, dispatched):
@@ -148,6 +157,7 @@ def test_any_text_in_any_form_gives_no_server_error_and_no_half_written_rows(
     anonymous.logout()
     response = anonymous.post(reverse("login"), {"username": text, "password": text, "next": text})
     assert response.status_code < 500
+    assert anonymous.get(reverse("login"), {"next": text}).status_code < 500
     _assert_no_half_written_rows()
 
 
@@ -214,6 +224,42 @@ def test_only_markdown_and_text_files_are_accepted(alice, client_for):
     big = SimpleUploadedFile("big.md", b"x" * 3_000_000)
     response = client.post(reverse("chat:document-upload"), {"file": big}, follow=True)
     assert "at most" in response.content.decode() and not Document.objects.exists()
+
+
+def _admin_queries() -> list[tuple[str, str]]:
+    """Every admin changelist with each parameter a person can type or click: search,
+    ordering, page, and every list filter."""
+    from django.contrib import admin
+
+    queries = []
+    for model, model_admin in admin.site._registry.items():
+        url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+        names = ["q", "o", "p"]
+        for entry in model_admin.list_filter:
+            field = entry if isinstance(entry, str) else entry[0] if isinstance(entry, tuple) else None
+            names += [field, f"{field}__exact", f"{field}__id__exact"] if field else [entry.parameter_name]
+        queries += [(url, name) for name in names]
+    return queries
+
+
+@EXAMPLES
+@given(text=texts, pick=st.integers(min_value=0))
+def test_any_text_in_an_admin_search_filter_or_form_gives_no_server_error(
+    auditor, alice_session, client_for, text, pick
+):
+    from chat.models import TeamLesson
+
+    client = client_for(auditor)
+    client.raise_request_exception = False
+    queries = _admin_queries()
+    url, name = queries[pick % len(queries)]
+    assert client.get(url, {name: text}).status_code < 500, (url, name, text)
+    lesson = TeamLesson.objects.create(text="Split multi-part questions.")
+    change = reverse("admin:chat_teamlesson_change", args=[lesson.pk])
+    assert client.post(change, {"text": text}).status_code < 500
+    lesson.refresh_from_db()
+    assert "\x00" not in lesson.text and lesson.text.strip()
+    lesson.delete()
 
 
 TOOL_SERVER_FIELDS = {
