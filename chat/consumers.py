@@ -76,14 +76,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
         cursor = message.get("cursor") or {}
         if not isinstance(cursor, dict):
             return
+        wanted: dict[int, int] = {}
         for key, value in list(cursor.items())[:MAX_CURSOR_RUNS]:
             try:
                 run_id, seq = int(key), max(0, int(value))
             except (TypeError, ValueError, OverflowError):
                 continue
-            if not (0 < run_id <= MAX_ID and seq <= MAX_ID):
-                continue
-            self.sent[run_id] = seq
+            if 0 < run_id <= MAX_ID and seq <= MAX_ID:
+                wanted[run_id] = seq
+        # Only this session's runs: one query, and nothing remembered for ids that are not.
+        for run_id in await self._runs_of_session(list(wanted)):
+            self.sent[run_id] = wanted[run_id]
             await self._send_events(run_id, upto=None)
 
     # --- group messages ----------------------------------------------------------------
@@ -165,6 +168,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
             {"message": run.user_message, "run": run, "answer": answer}, trace_open=bool(trace_open)
         )
         return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
+
+    @database_sync_to_async
+    def _runs_of_session(self, run_ids: list[int]) -> list[int]:
+        if not run_ids:
+            return []
+        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids)
+        return sorted(runs.values_list("pk", flat=True))
 
     @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:

@@ -63,6 +63,36 @@ def test_posts_need_a_csrf_token(alice, alice_session):
     assert response.status_code == 403 and not alice_session.messages.exists()
 
 
+def _every_chat_url(alice_session) -> list[str]:
+    """Every URL of the app, with ids of alice's own objects filled in."""
+    from chat import documents
+    from chat.urls import urlpatterns
+
+    run = services.message_post(session=alice_session, content="Hi")
+    document = documents.document_create(owner=alice_session.owner, title="Notes", content="x")
+    ids = {"session_id": alice_session.pk, "run_id": run.pk, "document_id": document.pk}
+    return [
+        reverse(f"chat:{p.name}", kwargs={k: ids[k] for k in p.pattern.converters}) for p in urlpatterns
+    ]
+
+
+def test_every_url_needs_login_and_every_post_a_csrf_token(alice, alice_session):
+    urls = _every_chat_url(alice_session)
+    before = (alice_session.messages.count(), alice_session.title, alice.documents.count())
+    anonymous = Client()
+    for url in urls:
+        for method in (anonymous.get, anonymous.post):
+            response = method(url, {"content": "hi", "title": "x", "trace_open": "true"})
+            assert response.status_code == 302 and response["Location"].startswith(reverse("login")), url
+    forged = Client(enforce_csrf_checks=True)
+    forged.force_login(alice)
+    for url in urls:
+        response = forged.post(url, {"content": "hi", "title": "x", "trace_open": "true"})
+        assert response.status_code in (403, 405), url
+    alice_session.refresh_from_db()
+    assert (alice_session.messages.count(), alice_session.title, alice.documents.count()) == before
+
+
 def test_admin_is_for_staff_only(alice, client_for):
     response = client_for(alice).get("/admin/chat/reasoningrun/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
