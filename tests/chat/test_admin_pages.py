@@ -1,12 +1,14 @@
 """Every admin page renders: each changelist and each change page, with rows in every status."""
 
 import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
+from django.test import Client
 from django.urls import reverse
 
 from chat import documents, services
-from chat.models import Attempt, MCPServer, ReasoningRun
+from chat.models import Attempt, MCPServer, ReasoningRun, TeamLesson
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,6 +35,18 @@ def rows_in_every_status(alice, bob):
     MCPServer.objects.create(name="remote", transport="http", url="https://mcp.example.com/mcp")
     documents.document_create(owner=alice, title="Private", content="x")
     documents.document_create(owner=bob, title="Shared", content="y", shared=True)
+    TeamLesson.objects.create(text="Split multi-part questions.", source_run=run, promoted_by=alice)
+    TeamLesson.objects.create(text="A lesson whose run was deleted.")
+    signing_in = Client(REMOTE_ADDR="10.4.4.4")
+    signing_in.post("/accounts/login/", {"username": "alice", "password": "wrong"})  # a failure
+    signing_in.post("/accounts/login/", {"username": "bob", "password": "bob-password-1"})  # a success
+    Group.objects.create(name="auditors").permissions.set(
+        Permission.objects.filter(codename__startswith="view_")
+    )
+    AccessFailureLog.objects.create(
+        username="alice", ip_address="10.4.4.4", user_agent="test", locked_out=True
+    )
+    assert AccessAttempt.objects.exists() and AccessLog.objects.exists()
     assert set(ReasoningRun.objects.values_list("status", flat=True)) == set(ReasoningRun.Status.values)
     assert set(MCPServer.objects.values_list("last_status", flat=True)) == set(MCPServer.Status.values)
 
@@ -46,7 +60,10 @@ def _every_page(client) -> list[str]:
         if response.status_code != 200:
             failures.append(f"{changelist}: {response.status_code}")
             continue
-        for obj in model_admin.get_queryset(response.wsgi_request)[:40]:
+        objects = model_admin.get_queryset(response.wsgi_request)[:40]
+        if not objects:
+            failures.append(f"{changelist}: no rows to render")
+        for obj in objects:
             url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
             status = client.get(url).status_code
             if status != 200:
@@ -61,4 +78,12 @@ def test_every_admin_page_renders_for_a_superuser(rows_in_every_status, auditor,
 def test_every_admin_page_renders_for_staff_who_may_only_view(rows_in_every_status, make_user, client_for):
     staff = make_user("viewer", is_staff=True)
     staff.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    assert _every_page(client_for(staff)) == []
+
+
+def test_every_admin_page_renders_for_staff_who_may_view_and_change(
+    rows_in_every_status, make_user, client_for
+):
+    staff = make_user("editor", is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__regex=r"^(view|change)_"))
     assert _every_page(client_for(staff)) == []
