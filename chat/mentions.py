@@ -103,12 +103,15 @@ def document_for_mention(user: Any, title: str, document_id: int | None = None) 
         return document if document is not None and document.title.lower() == title.lower() else None
     matches = list(visible.filter(title__iexact=title))
     own = [d for d in matches if d.owner_id == user.pk]
+    exact = [d for d in own if d.title == title]
+    if len(own) > 1 and len(exact) == 1:
+        return exact[0]  # letter case settles it between your own documents, never others'
     candidates = own or matches
-    exact = [d for d in candidates if d.title == title]
-    if len(candidates) > 1 and len(exact) == 1:
-        return exact[0]
     if len(candidates) > 1:
-        choices = " or ".join(f"{reference(d)} (shared by {d.owner.get_username()})" for d in candidates)
+        choices = " or ".join(
+            f"{reference(d)} ({'yours' if d.owner_id == user.pk else f'shared by {d.owner.get_username()}'})"
+            for d in candidates
+        )
         raise ValidationError(
             f'Several documents are called "{title}"; say which one you mean: {choices}. '
             "Picking it from the @ list writes the reference for you."

@@ -172,6 +172,17 @@ def test_a_title_shared_by_several_users_is_asked_about_never_guessed(
     assert "CAROL" in query and "BOB" not in query
 
 
+def test_matching_letter_case_never_picks_between_other_users_documents(
+    make_user, alice, bob, alice_session, client_for, dispatched
+):
+    carol = make_user("carol")
+    documents.document_create(owner=bob, title="Release Process", content="BOB", shared=True)
+    documents.document_create(owner=carol, title="release process", content="CAROL", shared=True)
+    html = post(client_for(alice), alice_session, 'Ship it: @"Release Process"').content.decode()
+    assert "Several documents are called" in html and "shared by bob" in html and "shared by carol" in html
+    assert not Message.objects.exists() and not dispatched
+
+
 def test_a_reference_reaches_only_documents_you_may_see(alice, bob, alice_session, client_for, dispatched):
     private = documents.document_create(owner=bob, title="Salaries", content="confidential numbers")
     html = post(client_for(alice), alice_session, f'What is in @"Salaries"#{private.pk}?').content.decode()
