@@ -249,6 +249,8 @@ NEXUS_BEHIND_PROXY = env_bool("NEXUS_BEHIND_PROXY", False)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+# Scripts take the CSRF token from the page (hx-headers, the forms), never from the cookie.
+CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

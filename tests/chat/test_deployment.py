@@ -83,3 +83,19 @@ def test_the_container_runs_as_an_unprivileged_user_without_local_state():
 def test_sockets_may_connect_only_to_the_site_itself(alice, client_for):
     policy = client_for(alice).get("/")["Content-Security-Policy"]
     assert "connect-src 'self';" in policy + ";" and "ws:" not in policy and "wss:" not in policy
+
+
+@pytest.mark.django_db
+def test_cookies_are_out_of_scripts_reach_and_stay_on_the_site(alice):
+    from django.test import Client
+
+    client = Client()
+    client.get("/accounts/login/")
+    response = client.post("/accounts/login/", {"username": "alice", "password": "alice-password-1"})
+    session = response.cookies["sessionid"]
+    csrf = client.cookies["csrftoken"]
+    assert session["httponly"] and session["samesite"] == "Lax"
+    assert csrf["httponly"] and csrf["samesite"] == "Lax", "scripts take the token from the page"
+    page = client.get("/")
+    assert page["X-Frame-Options"] == "DENY" and page["X-Content-Type-Options"] == "nosniff"
+    assert page["Referrer-Policy"] == "same-origin"
