@@ -1,6 +1,10 @@
 """Encrypt tool server secrets (env, headers) that were stored in plain text, and scrub the
-values that leaked into status messages and trace events through a server's stderr."""
+values that leaked into status messages and trace events through a server's stderr; team
+lessons (reflections' lessons that staff reviewed and promoted to every user's planner)."""
 
+import django.db.models.deletion
+import django.utils.timezone
+from django.conf import settings
 from django.db import migrations, models
 
 import chat.crypto
@@ -34,7 +38,9 @@ def encrypt(apps, schema_editor):
         server.save(update_fields=["sealed_env", "sealed_headers", "last_error"])
         if not (server.env or server.headers):
             continue
-        for event in TraceEvent.objects.filter(kind="component.degraded", payload__component=f"tools:{server.name}"):
+        for event in TraceEvent.objects.filter(
+            kind="component.degraded", payload__component=f"tools:{server.name}"
+        ):
             event.payload = _scrub_payload(server, event.payload)
             event.save(update_fields=["payload"])
         for tool in ToolExecution.objects.filter(server=server.name):
@@ -51,7 +57,10 @@ def decrypt(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0003_builtin_mcp_server")]
+    dependencies = [
+        ("chat", "0003_builtin_mcp_server"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
 
     operations = [
         migrations.AddField("mcpserver", "sealed_env", models.TextField(blank=True, default="")),
@@ -74,5 +83,44 @@ class Migration(migrations.Migration):
             chat.crypto.SealedJSONField(
                 blank=True, default=dict, help_text="Secret: encrypted, never shown back."
             ),
+        ),
+        migrations.CreateModel(
+            name="TeamLesson",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "text",
+                    models.TextField(help_text="Reword it to remove anything specific to one person's data."),
+                ),
+                ("promoted_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "promoted_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "source_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="team_lessons",
+                        to="chat.reasoningrun",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["-promoted_at", "-id"],
+            },
         ),
     ]
