@@ -106,10 +106,27 @@ class MCPServerForm(forms.ModelForm):
             self._refuse("env_secret", env_refusal(data["env_secret"]))
             if transport == MCPServer.Transport.HTTP and not data.get("url"):
                 self.add_error("url", "An HTTP server needs its URL.")
+        self._require_secrets_when_moved(data)
         name = data.get("name") or ""
         if name and not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", name):
             self.add_error("name", "Lowercase letters and digits, words joined by single underscores.")
         return data
+
+    def _require_secrets_when_moved(self, data: dict[str, Any]) -> None:
+        """Secrets are write-only, so they must not follow a server to a new URL or program
+        (whoever points it at their own would receive them): changing how a server is
+        reached needs its secrets entered again, or removed."""
+        server = self.instance
+        moved = [f for f in CONNECTION_FIELDS if f in data and (data[f] or "") != (getattr(server, f) or "")]
+        if server.pk is None or data.get("clear_secrets") or not moved:
+            return
+        for field, stored in (("env_secret", server.env), ("headers_secret", server.headers)):
+            if stored and not data.get(field):
+                self.add_error(
+                    field,
+                    "You changed how this server is reached: enter its secrets again (stored ones "
+                    "never follow it to another program or URL), or tick the box to remove them.",
+                )
 
     def _refuse(self, field: str, refusal: str | None) -> None:
         if refusal:

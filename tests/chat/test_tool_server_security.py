@@ -259,8 +259,18 @@ def test_a_server_that_breaks_mid_run_is_only_unavailable_to_users_and_the_model
         assert SECRET not in text and "supersecret" not in text
 
 
+@pytest.fixture
+def fresh_listings():
+    """The composer's cached listings of resources and prompts, emptied before and after."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def test_a_command_or_mention_of_a_broken_or_disabled_server_says_only_that_it_is_unavailable(
-    alice, alice_session, client_for, python_allowed, tmp_path, dispatched
+    alice, alice_session, client_for, python_allowed, tmp_path, dispatched, fresh_listings
 ):
     from asgiref.sync import async_to_sync
 
@@ -317,6 +327,30 @@ def test_what_a_server_prints_never_puts_its_secret_in_the_logs(alice, python_al
     assert "Failed to parse JSONRPC message from server" in log, "the SDK did log the bad line"
     assert "LEAKY_TOKEN=[redacted]" in log
     assert "leaky-supersecret" not in log and "sk-leaky" not in log, log
+
+
+def test_moving_a_server_elsewhere_never_takes_its_stored_secret_along(auditor, client_for):
+    remote = MCPServer.objects.create(
+        name="remote", transport="http", url="https://mcp.example.com/mcp", headers={"Authorization": SECRET}
+    )
+    client = client_for(auditor)
+    url = reverse("admin:chat_mcpserver_change", args=[remote.pk])
+    moved = server_form(
+        name="remote", transport="http", url="https://attacker.example/mcp", command="", args="[]"
+    )
+    response = client.post(url, moved)
+    assert response.status_code == 200 and "enter its secrets again" in response.content.decode()
+    remote.refresh_from_db()
+    assert remote.url == "https://mcp.example.com/mcp" and remote.headers == {"Authorization": SECRET}
+    assert client.post(url, {**moved, "headers_secret": "Authorization: Bearer new"}).status_code == 302
+    remote.refresh_from_db()
+    assert remote.url == "https://attacker.example/mcp" and remote.headers == {"Authorization": "Bearer new"}
+    kept = server_form(
+        name="remote", transport="http", url=remote.url, command="", args="[]", call_timeout="9"
+    )
+    assert client.post(url, kept).status_code == 302, "other changes keep the secrets"
+    remote.refresh_from_db()
+    assert remote.call_timeout == 9 and remote.headers == {"Authorization": "Bearer new"}
 
 
 def test_secrets_are_encrypted_at_rest_and_survive_key_rotation(settings):
