@@ -23,7 +23,6 @@ def refuse_nul(text: str, *, what: str) -> str:
     return text
 
 
-
 @sync_and_async_middleware
 def refuse_nul_in_address(get_response: Any) -> Any:
     """Middleware: a query string with a NUL character is a 400 that says so, for every page

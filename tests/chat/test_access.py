@@ -71,9 +71,7 @@ def _every_chat_url(alice_session) -> list[str]:
     run = services.message_post(session=alice_session, content="Hi")
     document = documents.document_create(owner=alice_session.owner, title="Notes", content="x")
     ids = {"session_id": alice_session.pk, "run_id": run.pk, "document_id": document.pk}
-    return [
-        reverse(f"chat:{p.name}", kwargs={k: ids[k] for k in p.pattern.converters}) for p in urlpatterns
-    ]
+    return [reverse(f"chat:{p.name}", kwargs={k: ids[k] for k in p.pattern.converters}) for p in urlpatterns]
 
 
 def test_every_url_needs_login_and_every_post_a_csrf_token(alice, alice_session):
