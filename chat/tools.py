@@ -115,6 +115,9 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             {
                 "DJANGO_SETTINGS_MODULE": "nexus.settings",
                 "DATABASE_URL": _database_url(),
+                # The same keys, even when this process generated them into var/ itself.
+                "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
+                "SECRET_KEY": settings.SECRET_KEY,
                 "NEXUS_VAR_DIR": str(settings.VAR_DIR),
                 "PYTHONUNBUFFERED": "1",
             }

@@ -424,3 +424,18 @@ def test_the_built_in_server_redacts_its_keys_but_not_ordinary_words(alice_sessi
     found = async_to_sync(search)()
     assert found.success and "We work offline. The key is [redacted]." in found.content
     assert settings.SECRET_KEY not in found.content
+
+
+def test_the_built_in_server_starts_when_the_key_was_generated_not_given(alice, monkeypatch):
+    """The embedded mode generates NEXUS_SECRETS_KEY into var/; the built-in server, started with
+    DATABASE_URL pointing at the same database, must get it too."""
+    from asgiref.sync import async_to_sync
+
+    from chat import tools
+
+    monkeypatch.delenv("NEXUS_SECRETS_KEY")
+    monkeypatch.setenv("DEBUG", "false")
+    registry = tools.registry_for(alice)
+    async_to_sync(registry.ensure_loaded)()
+    assert "nexus" not in registry.errors, registry.error_details.get("nexus")
+    assert "nexus__calculator" in registry.names()
