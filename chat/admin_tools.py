@@ -18,9 +18,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
@@ -185,6 +187,11 @@ class MCPServerAdmin(admin.ModelAdmin):
             (title, {**options, "fields": [f for f in options["fields"] if f not in SECRET_INPUTS]})
             for title, options in fieldsets
         ]
+
+    @method_decorator(sensitive_post_parameters(*SECRET_INPUTS))
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        """Error reports (a DEBUG page, an admin mail) never show the secrets typed here."""
+        return super().changeform_view(request, *args, **kwargs)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return request.user.is_superuser

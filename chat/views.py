@@ -121,11 +121,12 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     return _redirect(request, reverse("chat:home"))
 
 
-def _rate_limited(request: HttpRequest) -> bool:
+def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
+    """Whether the user did `what` (messages, uploads) more than the limit allows this minute."""
     limit = settings.NEXUS_RATE_LIMIT_PER_MINUTE
     if not limit:
         return False
-    key = f"nexus:rate:{request.user.pk}"
+    key = f"nexus:rate:{what}:{request.user.pk}"
     cache.add(key, 0, 60)
     try:
         count = cache.incr(key)
@@ -227,6 +228,9 @@ def document_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def document_upload(request: HttpRequest) -> HttpResponse:
+    if _rate_limited(request, "uploads"):
+        flash.error(request, "You are uploading too quickly; wait a minute and try again.")
+        return redirect("chat:documents")
     upload = request.FILES.get("file")
     content = request.POST.get("content", "")
     title = request.POST.get("title", "")

@@ -131,6 +131,21 @@ def test_rate_limit(alice, alice_session, client_for, dispatched):
     assert Message.objects.count() == 2
 
 
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_uploads_have_the_same_rate_limit(alice, client_for):
+    from django.core.cache import cache
+
+    from chat.models import Document
+
+    cache.clear()
+    client = client_for(alice)
+    for number in range(2):
+        client.post(reverse("chat:document-upload"), {"title": f"Notes {number}", "content": "x" * 1000})
+    response = client.post(reverse("chat:document-upload"), {"title": "More", "content": "x"}, follow=True)
+    assert "too quickly" in response.content.decode() and Document.objects.count() == 2
+    cache.clear()
+
+
 @override_settings(NEXUS_RUN_BACKEND="celery", CELERY_BROKER_URL="redis://127.0.0.1:1/0")
 def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, alice_session, client_for):
     from nexus.celery import app

@@ -118,6 +118,10 @@ def test_tool_server_secrets_are_write_only(auditor, client_for, caplog):
     server.refresh_from_db()
     assert server.call_timeout == 20 and server.headers == {"Authorization": "Bearer sk-live-supersecret"}
     assert "supersecret" not in caplog.text
+    from django.views.debug import SafeExceptionReporterFilter
+
+    reported = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert "supersecret" not in str(reported), "error reports (DEBUG pages, mails) hide what was typed"
     assert "supersecret" not in repr(__import__("chat.tools", fromlist=["config_for"]).config_for(server))
 
 
