@@ -19,6 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
+from urllib.parse import quote, quote_plus
 
 from reasoning.tools.registry import ToolOutput, ToolProvider, ToolSpec
 
@@ -78,12 +79,21 @@ class MCPServerConfig:
         return text.replace("\x00", "\ufffd")
 
     def _secrets(self) -> list[str]:
-        # Whole values, and the long words in them (the token of "Bearer <token>"); values
-        # shorter than MIN_SECRET_CHARS would garble ordinary output and protect nothing.
+        # Whole values, and the long words in them (the token of "Bearer <token>"), as written
+        # and as JSON or a URL would quote them; values shorter than MIN_SECRET_CHARS would
+        # garble ordinary output and protect nothing.
         found: set[str] = set()
         for value in self.secret_values:
-            found.add(value)
-            found.update(word for word in value.split() if len(word) >= 8)
+            for secret in (value, *(word for word in value.split() if len(word) >= 8)):
+                found.update(
+                    (
+                        secret,
+                        json.dumps(secret)[1:-1],
+                        json.dumps(secret, ensure_ascii=False)[1:-1],
+                        quote(secret, safe=""),
+                        quote_plus(secret),
+                    )
+                )
         return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from reasoning.tools.builtin import CalculatorError, calculate, calculator, clock
 from reasoning.tools.local import LocalToolProvider, builtin_provider
-from reasoning.tools.registry import ToolProvider, ToolRegistry
+from reasoning.tools.registry import ToolProvider, ToolRegistry, ToolSpec
 
 
 @pytest.mark.parametrize(
@@ -97,3 +97,39 @@ async def test_timeouts_and_huge_results():
     assert not slow_outcome.success and "timed out after 0.05s" in slow_outcome.error
     big = await registry.execute("big", {})
     assert big.truncated and len(big.content) < 200 and "truncated 999900 characters" in big.content
+
+
+def test_a_server_secret_is_redacted_in_the_forms_output_quotes_it_in():
+    import json
+    from urllib.parse import quote
+
+    from reasoning.tools.mcp import MCPServerConfig
+
+    secret = 'p@ss/wörd+"1"'
+    config = MCPServerConfig(name="s", secret_values=(secret, "Bearer tok-0123456789", "short"))
+    said = f"raw {secret} json {json.dumps({'k': secret})} url ?key={quote(secret, safe='')} bearer tok-0123456789"
+    cleaned = config.redact(said)
+    assert "p@ss" not in cleaned and "p%40ss" not in cleaned and "tok-0123456789" not in cleaned
+    assert cleaned.count("[redacted]") == 4 and "short" not in config._secrets()
+    assert config.redact("the word short stays") == "the word short stays"
+
+
+async def test_an_unavailable_server_tells_users_less_than_staff():
+    from reasoning.tools.mcp import MCPUnavailable
+
+    class Broken(ToolProvider):
+        name = "broken"
+
+        async def list_tools(self):
+            return [ToolSpec("broken__go", "go", {"type": "object"}, server="broken", tool="go")]
+
+        async def call_tool(self, spec, arguments):
+            raise MCPUnavailable(
+                "MCP server 'broken' is unavailable (server said: token=[redacted])", server="broken"
+            )
+
+    registry = ToolRegistry([Broken()])
+    await registry.ensure_loaded()
+    outcome = await registry.execute("broken__go", {})
+    assert outcome.error == "tool server broken is unavailable" and "server said" in outcome.detail
+    assert "server said" not in outcome.for_model()
