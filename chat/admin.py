@@ -13,13 +13,11 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from chat.audit import runs_export
-from chat.lessons import lessons_promote
 from chat.models import (
     Attempt,
     ChatSession,
@@ -30,7 +28,6 @@ from chat.models import (
     PlanStep,
     ReasoningRun,
     Reflection,
-    TeamLesson,
     ToolExecution,
     TraceEvent,
 )
@@ -436,60 +433,6 @@ class CritiqueAdmin(RunChildAdmin):
     list_filter = ["recommendation", "quick"]
 
 
-def _run_link(run: ReasoningRun | None) -> str:
-    if run is None:
-        return "–"
-    url = reverse("admin:chat_reasoningrun_change", args=[run.pk])
-    return format_html('<a href="{}">run {}</a>: {}', url, run.pk, Truncator(run.query).chars(80))
-
-
-@admin.register(Reflection)
-class ReflectionAdmin(RunChildAdmin):
-    list_display = ["run_id", "confidence", "lesson_count", "created_at"]
-    readonly_fields = ["source", "lessons", "insights", "improvements", "confidence", "created_at"]
-    exclude = ["run"]
-    actions = ["promote_lessons"]
-
-    @admin.display(description="lessons")
-    def lesson_count(self, obj: Reflection) -> int:
-        return len(obj.lessons)
-
-    @admin.display(description="source run")
-    def source(self, obj: Reflection) -> str:
-        return _run_link(obj.run)
-
-    def has_promote_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("chat.add_teamlesson")
-
-    @admin.action(
-        description="Promote their lessons to the team (after reading them)", permissions=["promote"]
-    )
-    def promote_lessons(self, request: HttpRequest, queryset: QuerySet[Reflection]) -> None:
-        added = lessons_promote(reflections=queryset, by=request.user)
-        self.message_user(
-            request,
-            f"{added} lesson(s) now reach every user's planner; edit or remove them under Team lessons.",
-        )
-
-
-@admin.register(TeamLesson)
-class TeamLessonAdmin(admin.ModelAdmin):
-    """Reviewed lessons every user's planner receives; staff reword or delete them here."""
-
-    list_display = ["text", "source", "promoted_by", "promoted_at"]
-    list_select_related = ["source_run", "promoted_by"]
-    search_fields = ["text"]
-    fields = ["text", "source", "promoted_by", "promoted_at"]
-    readonly_fields = ["source", "promoted_by", "promoted_at"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # lessons are promoted from a run's reflection, so their source is known
-
-    @admin.display(description="source run")
-    def source(self, obj: TeamLesson) -> str:
-        return _run_link(obj.source_run)
-
-
 class PlanStepInline(ReadOnlyInline, admin.TabularInline):
     model = PlanStep
     fields = [
@@ -535,5 +478,5 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return Truncator(obj.content).chars(100)
 
 
-# Tool servers and documents are configured in their own module.
-from chat import admin_tools  # noqa: E402, F401
+# Lessons, tool servers and documents, and accounts are configured in their own modules.
+from chat import admin_accounts, admin_lessons, admin_tools  # noqa: E402, F401

@@ -439,3 +439,24 @@ def test_the_built_in_server_starts_when_the_key_was_generated_not_given(alice, 
     async_to_sync(registry.ensure_loaded)()
     assert "nexus" not in registry.errors, registry.error_details.get("nexus")
     assert "nexus__calculator" in registry.names()
+
+
+def test_staff_who_manage_accounts_cannot_make_or_take_over_a_superuser(make_user, auditor, client_for):
+    """Else "only superusers configure tool servers" would be one form away for them."""
+    manager = make_user("manager", is_staff=True)
+    manager.user_permissions.set(Permission.objects.filter(codename__in=["view_user", "change_user"]))
+    client = client_for(manager)
+    own = reverse("admin:auth_user_change", args=[manager.pk])
+    form = {"username": "manager", "is_active": "on", "is_staff": "on", "is_superuser": "on"}
+    client.post(own, {**form, "date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"})
+    manager.refresh_from_db()
+    assert not manager.is_superuser
+    grant = {**form, "user_permissions": [Permission.objects.get(codename="add_mcpserver").pk]}
+    client.post(own, grant)
+    assert not manager.user_permissions.filter(codename="add_mcpserver").exists()
+    assert client.get(reverse("admin:auth_user_change", args=[auditor.pk])).status_code in (200, 403)
+    password = reverse("admin:auth_user_password_change", args=[auditor.pk])
+    response = client.post(password, {"password1": "taken-over-123!", "password2": "taken-over-123!"})
+    assert response.status_code == 403
+    auditor.refresh_from_db()
+    assert auditor.check_password("auditor-password-1")
