@@ -191,6 +191,19 @@ def test_no_server_environment_may_make_an_allowed_program_run_other_code(
     assert MCPServer.objects.get(pk=tampered.pk).last_status == "error"
 
 
+def test_the_credentials_servers_usually_take_are_accepted():
+    from chat.tools import env_refusal
+
+    usual = [
+        "GOOGLE_API_KEY",
+        "GITHUB_PERSONAL_ACCESS_TOKEN",
+        "BRAVE_API_KEY",
+        "SLACK_BOT_TOKEN",
+        "LOG_LEVEL",
+    ]
+    assert env_refusal(usual) is None
+
+
 def test_a_servers_secret_never_reaches_users_and_staff_see_it_redacted(
     alice, auditor, alice_session, client_for, python_allowed
 ):

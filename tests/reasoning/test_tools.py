@@ -107,7 +107,8 @@ def test_a_server_secret_is_redacted_in_the_forms_output_quotes_it_in():
 
     secret = 'p@ss/wörd+"1"'
     config = MCPServerConfig(name="s", secret_values=(secret, "Bearer tok-0123456789", "short"))
-    said = f"raw {secret} json {json.dumps({'k': secret})} url ?key={quote(secret, safe='')} bearer tok-0123456789"
+    url = quote(secret, safe="")
+    said = f"raw {secret} json {json.dumps({'k': secret})} url ?key={url} bearer tok-0123456789"
     cleaned = config.redact(said)
     assert "p@ss" not in cleaned and "p%40ss" not in cleaned and "tok-0123456789" not in cleaned
     assert cleaned.count("[redacted]") == 4 and "short" not in config._secrets()
