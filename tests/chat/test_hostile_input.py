@@ -130,6 +130,7 @@ def test_any_text_in_any_form_gives_no_server_error_and_no_half_written_rows(
 ):
     client = client_for(alice)
     ReasoningRun.objects.filter(status__in=ReasoningRun.ACTIVE).update(status=ReasoningRun.Status.CANCELLED)
+    Document.objects.filter(title="Doomed").delete()
     posts = [
         (reverse("chat:message-create", args=[alice_session.pk]), {"content": text}),
         (reverse("chat:session-rename", args=[alice_session.pk]), {"title": text}),
@@ -153,6 +154,13 @@ def test_any_text_in_any_form_gives_no_server_error_and_no_half_written_rows(
             assert _row_counts() == before, (url, text)
     for query in (text, f"@{text}", f"/{text}"):
         assert client.get(reverse("chat:completions"), {"q": query}).status_code < 500
+    waiting = ReasoningRun.objects.filter(session=alice_session).last()
+    if waiting is not None:  # retrying a run that no longer waits: a message, whatever is posted
+        retry = reverse("chat:run-retry", args=[alice_session.pk, waiting.pk])
+        assert client.post(retry, {"run": text}, **HTMX).status_code < 500
+    doomed = documents.document_create(owner=alice, title="Doomed", content="x")
+    response = client.post(reverse("chat:document-delete", args=[doomed.pk]), {"confirm": text})
+    assert response.status_code == 302 and not Document.objects.filter(pk=doomed.pk).exists()
     anonymous = client_for(alice)
     anonymous.logout()
     response = anonymous.post(reverse("login"), {"username": text, "password": text, "next": text})
