@@ -101,6 +101,9 @@ def tool(name: str, **arguments: Any) -> dict[str, Any]:
 
 
 QUALITY_LAYERS_OFF = {"enable_critic": False, "enable_meta": False, "enable_reflection": False}
+# The local router is never sure, so the analysis model is always asked (and nothing starts
+# speculatively): for tests about the analyzer itself.
+ALWAYS_ANALYSE = {"router_min_confidence": 1.0, "speculative_direct": False}
 
 
 def engine(llm: ScriptedClient, *, tools: ToolRegistry | None = None, **config: Any) -> AdaptiveReasoningLoop:
