@@ -84,9 +84,6 @@ class ReasoningConfig:
     critique_approval_threshold: float = 0.8
     enable_meta: bool = True
     enable_reflection: bool = True
-    # Reflect only when there is something to learn: an escalation, a failure, or a final
-    # quality below this
-    reflect_below_quality: float = 0.7
     max_lessons: int = 3
     execution_style: str = "adaptive"
     # Debugging
@@ -129,7 +126,6 @@ class ReasoningConfig:
             "min_quality_deep",
             "critique_approval_threshold",
             "router_min_confidence",
-            "reflect_below_quality",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -270,7 +266,6 @@ _ENV_NAMES = {
     "max_lessons": "MAX_LESSONS",
     "router_min_confidence": "ROUTER_MIN_CONFIDENCE",
     "speculative_direct": "SPECULATIVE_DIRECT",
-    "reflect_below_quality": "REFLECT_BELOW_QUALITY",
     "stream_batch_ms": "STREAM_BATCH_MS",
     "execution_style": "EXECUTION_STYLE",
     "force_strategy": "FORCE_REASONING_STRATEGY",
@@ -284,7 +279,7 @@ _INT += ("analysis_cache_ttl", "max_tool_rounds", "max_tool_result_chars", "max_
 _INT += ("llm_max_retries", "max_critique_rounds", "max_lessons", "stream_batch_ms")
 _FLOAT = ("min_confidence", "simple_threshold", "complex_threshold", "min_quality_direct")
 _FLOAT += ("min_quality_light", "min_quality_deep", "tool_timeout", "tool_failure_window")
-_FLOAT += ("llm_timeout", "critique_approval_threshold", "router_min_confidence", "reflect_below_quality")
+_FLOAT += ("llm_timeout", "critique_approval_threshold", "router_min_confidence")
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(_BOOL, _parse_bool),

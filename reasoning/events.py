@@ -21,8 +21,12 @@ Streaming answers (payloads; see reasoning/drafts.py):
   not streamed, e.g. a plan step's finding used as is) and `deeper_would_help`.
 - `answer.final` carries `draft` (the approved draft's id, or null) and the whole `answer`,
   which may differ from the draft's streamed text (the offline model's notice is added once).
-- `run.finished` carries `llm_calls`, `cancelled_calls`, `calls_by_component`, `routed_by`
-  (`router`, `analysis`, `cache`, `forced`, `resumed` or `fallback`) and `reflected`.
+- `analysis.completed` carries `routed_by` (`router`: decided locally with no model call;
+  `analysis`, `cache`, `forced`, `resumed`, `fallback`) and `router` (the local router's
+  reading: `level`, `confidence`, `probabilities`, `asks`; null when it was not consulted).
+- `strategy.selected` carries `speculative_start` (the attempt continues the speculative draft).
+- `run.finished` carries `llm_calls`, `cancelled_calls`, `calls_by_component`, `routed_by` and
+  `reflects` (the reflection trigger, when a reflection follows; null otherwise).
 - `reflection.completed` carries `reflection` and `trigger` (`escalation`, `low_quality`,
   `failure` or `feedback`; with feedback also `feedback`).
 """

@@ -112,7 +112,10 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
         "confidence": confidence,
         "reasoning": reasoning,
         "missing_aspects": [_as_question(m) for m in missing],
-        "deeper_would_help": bool(missing),
+        # A plan answers the parts one by one, so a direct answer that missed a part gains from
+        # one; once the parts were planned, the offline model's tools give the same answers
+        # however deep the strategy.
+        "deeper_would_help": bool(missing) and len(parts) > 1 and hints.get("strategy") == "direct",
     }
 
 

@@ -30,11 +30,16 @@ _SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{
 _TIME = re.compile(
     r"\b(time|date|day|today|tonight|now|clock|o'clock|weekday|year is it|month is it)\b", re.IGNORECASE
 )
+# Questions about the team's own work, which its documents may answer (the offline model
+# searches them only for these: it has no general knowledge to search for).
 _DOCS = re.compile(
-    r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|"
-    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure)\b|@\S+",
+    r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|we|us|"
+    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure|employees?|staff|vacation|"
+    r"holidays?|payroll|expenses?|office|on-?call|standup|offsite|vpn|staging|deploy\w*|releases?|"
+    r"incidents?|colleagues?|manager|who should i ask|where do i find)\b|@\S+",
     re.IGNORECASE,
 )
+_HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
 )
@@ -195,7 +200,8 @@ def covers(part: str, answer: str) -> bool:
     wanted = set(keywords(part))
     if not wanted:
         return bool(answer_text)
-    found = set(keywords(answer_text))
+    # A heading that repeats the question answers nothing: judge the text under it.
+    found = set(keywords(_HEADING.sub("", answer_text)))
     return len(wanted & found) / len(wanted) >= 0.5
 
 
@@ -237,7 +243,7 @@ def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]
             return name, {"expression": expression_in(part)}
         if kind == "time" and (name := tool_named(tools, "clock")):
             return name, {"timezone": zone_in(part) or "UTC"}
-        if kind in ("documents", "general") and (name := tool_named(tools, "search_documents")):
+        if kind == "documents" and (name := tool_named(tools, "search_documents")):
             return name, {"query": part}
     return None
 

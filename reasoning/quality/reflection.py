@@ -1,7 +1,8 @@
 """The reflection agent: after a run, what worked, what did not, and what to do next time.
 
 A run reflects only when there is something to learn: it escalated, something failed, the
-final quality was low, or (later, from the host) the person gave feedback. The summary it
+answer it had to keep fell short of its threshold with parts missing, or (later, from the
+host) the person gave feedback. The summary it
 reflects on is built from what the run recorded, so lessons can only cite what happened.
 """
 
@@ -37,7 +38,9 @@ def reflection_trigger(
         return "failure"
     if kind != "answer":
         return "low_quality"
-    if evaluation is not None and evaluation.confidence < ctx.config.reflect_below_quality:
+    # An answer kept below its threshold with parts missing; an honest "this cannot be known"
+    # (nothing missing that more work could add) teaches nothing.
+    if evaluation is not None and not evaluation.is_complete and evaluation.missing_aspects:
         return "low_quality"
     return None
 

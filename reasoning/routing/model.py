@@ -67,7 +67,8 @@ def fit(
 ) -> LinearModel:
     """Gradient descent on the regularised cross-entropy (the bias is not regularised)."""
     width = len(features) + 1
-    rows = [[*vector, 1.0] for vector in vectors]
+    # Features are mostly zero: keep each row's non-zero entries (the bias is always there).
+    rows = [[(i, x) for i, x in enumerate([*vector, 1.0]) if x] for vector in vectors]
     weights = {level: [0.0] * width for level in LEVELS}
     velocity = {level: [0.0] * width for level in LEVELS}
     balance = class_weights or {level: 1.0 for level in LEVELS}
@@ -75,18 +76,16 @@ def fit(
     for _ in range(iterations):
         grad = {level: [0.0] * width for level in LEVELS}
         for row, label in zip(rows, labels, strict=True):
-            scores = {level: sum(w * x for w, x in zip(weights[level], row, strict=True)) for level in LEVELS}
+            scores = {level: sum(weights[level][i] * x for i, x in row) for level in LEVELS}
             top = max(scores.values())
             exp = {level: math.exp(s - top) for level, s in scores.items()}
             norm = sum(exp.values())
             factor = balance[label] / total
             for level in LEVELS:
                 error = (exp[level] / norm - (1.0 if level == label else 0.0)) * factor
-                if error:
-                    g = grad[level]
-                    for index, x in enumerate(row):
-                        if x:
-                            g[index] += error * x
+                g = grad[level]
+                for index, x in row:
+                    g[index] += error * x
         for level in LEVELS:
             w, v, g = weights[level], velocity[level], grad[level]
             for index in range(width):

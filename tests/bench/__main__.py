@@ -3,11 +3,12 @@
 import asyncio
 import sys
 
-from tests.bench import engine, web
+from tests.bench import adaptivity, engine, web
 
 
 def main() -> int:
     print("\n".join(asyncio.run(engine.main())), flush=True)
+    print("\n".join(asyncio.run(adaptivity.main())), flush=True)
     print("\n".join(web.main()), flush=True)
     return 0
 

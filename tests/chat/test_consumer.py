@@ -106,3 +106,21 @@ async def test_catch_up_never_leaks_another_sessions_run(alice, bob, alice_sessi
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(bob_run.pk): 0}}))
     assert await receive_all(communicator, 0.3) == ""
     await communicator.disconnect()
+
+
+async def test_draft_batches_reach_the_socket_without_breaking_the_page(alice, alice_session):
+    from channels.layers import get_channel_layer
+
+    from chat.sink import session_group
+
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    await get_channel_layer().group_send(
+        session_group(alice_session.pk),
+        {"type": "answer.delta", "run": 1, "seq": 9, "draft": "d1", "offset": 0, "text": "Par"},
+    )
+    assert await receive_all(communicator, 0.3) == "", "not rendered yet: the approved answer replaces it"
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
+    assert await execute_run(run.pk) == "succeeded"
+    assert "<strong>4</strong>" in await receive_all(communicator), "the socket keeps working"
+    await communicator.disconnect()

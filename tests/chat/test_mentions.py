@@ -195,3 +195,27 @@ def test_a_reference_reaches_only_documents_you_may_see(alice, bob, alice_sessio
     html = post(client_for(alice), alice_session, f'What is in @"Salaries"#{private.pk}?').content.decode()
     assert f"@Salaries#{private.pk} was not included" in html
     assert "confidential" not in attached(ReasoningRun.objects.get())
+
+
+def test_a_question_about_a_mentioned_document_is_answered_from_it_once(
+    alice, alice_session, client_for, dispatched
+):
+    """The issue's case: the prompt wrapper once became plan steps and headings, and the
+    document was repeated three times with quality 0.00."""
+    from tests.conftest import run_now
+
+    documents.document_create(
+        owner=alice,
+        title="Release process",
+        content="We release on Tuesdays.\n\nRollback: redeploy the previous tag and tell #ops.",
+    )
+    post(client_for(alice), alice_session, 'What does @"Release process" say about rollback?')
+    run = ReasoningRun.objects.get()
+    run_now(run.pk)
+    run.refresh_from_db()
+    answer = run.answers.get().content
+    assert answer.count("Rollback: redeploy the previous tag and tell #ops.") == 1
+    assert run.final_strategy == "direct" and not run.escalation_count and run.final_quality >= 0.6
+    everything = " ".join(str(event.payload) for event in run.events.all())
+    for wrapper in ("<query>", "</query>", "The person mentioned these documents", "Their content is below"):
+        assert wrapper not in everything and wrapper not in answer

@@ -24,13 +24,18 @@ def analysis(level: str = "simple", score: float | None = None, **extra: Any) ->
     }
 
 
-def quality(ok: bool, confidence: float, *missing: str, reasoning: str = "") -> dict[str, Any]:
-    return {
+def quality(
+    ok: bool, confidence: float, *missing: str, reasoning: str = "", deeper: bool | None = None
+) -> dict[str, Any]:
+    """A quality verdict; `deeper` says whether a deeper strategy would help (unsaid: the seed's
+    rule, escalate when below the threshold)."""
+    verdict = {
         "is_sufficient": ok,
         "confidence": confidence,
         "reasoning": reasoning or ("good" if ok else "weak"),
         "missing_aspects": list(missing),
     }
+    return verdict if deeper is None else {**verdict, "deeper_would_help": deeper}
 
 
 def plan(*steps: str | tuple[str, list[str]], **extra: Any) -> dict[str, Any]:

@@ -17,13 +17,49 @@ from reasoning.drafts import DraftStream
 from reasoning.evaluator import Evaluator
 from reasoning.modes.adaptive.answering import Answerer
 from reasoning.modes.adaptive.gate import PlanGate
+from reasoning.routing.features import split_asks
 from reasoning.synthesizer import Synthesizer
 from reasoning.text import markdown_inline
 from reasoning.tracker import PlanStep
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, require
+from reasoning.types import (
+    ComplexityAnalysis,
+    EvaluationResult,
+    ExecutionStrategy,
+    ResearchPlan,
+    SubTask,
+    require,
+)
 
 # Filtering a handful of findings rarely drops anything the synthesizer would not ignore.
 FILTER_MIN_FINDINGS = 4
+MAX_LIGHT_PARTS = 3
+
+
+def combine(results: list[dict[str, Any]]) -> str:
+    """Findings under their steps as headings (Markdown-safe: a step may contain `2**16`)."""
+    return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result'].strip()}" for r in results)
+
+
+def question_parts(question: str) -> list[str]:
+    """The separate asks a question spells out, when there are two or three of them."""
+    parts = [part for part in split_asks(question) if len(part.split()) >= 2]
+    return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
+
+
+def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchPlan:
+    """A light plan of one step per part (each step also sees the whole question)."""
+    steps = [part[:1].upper() + part[1:] for part in parts]
+    return ResearchPlan(
+        original_query=question,
+        subtasks=[
+            SubTask(id=f"step_{index}", query=step if step.endswith(("?", ".")) else f"{step}?", priority=1)
+            for index, step in enumerate(steps, 1)
+        ],
+        estimated_complexity="medium",
+        strategy_summary="One step per part of the question: its parts are clear, so no planning call.",
+        lessons_used=list(lessons),
+        confidence=0.8,
+    )
 
 
 class Strategies:
@@ -71,7 +107,12 @@ class Strategies:
             return await self.direct()
         if len(results) == 1:
             return results[0]["result"]
-        return await self.synthesize(results, "light", strategy)
+        # The seed's light synthesis "just combines": each part under its own heading, no call.
+        answer = combine(results)
+        draft = self._drafts(strategy)()
+        await draft.delta(answer)
+        await draft.close()
+        return answer
 
     async def deep(self, analysis: ComplexityAnalysis) -> str:
         ctx = self.ctx
@@ -173,7 +214,12 @@ class StepRunner:
                 [s.description for s in tracker.plan.get_completed_steps()] if tracker.plan else []
             )
         deep = strategy == ExecutionStrategy.DEEP_REASONING
-        plan = await self.gate.vetted_plan(context, critic=deep)
+        parts = [] if deep or tracker.plan is not None else question_parts(ctx.question)
+        if len(parts) >= 2:
+            # The question already lists its parts: they are the light plan, no planning call.
+            plan = parts_plan(ctx.question, parts, ctx.lessons)
+        else:
+            plan = await self.gate.vetted_plan(context, critic=deep)
         if deep:
             assessment = await self.gate.assess_plan(analysis, plan)
             if assessment is not None and assessment.action == "replan":
