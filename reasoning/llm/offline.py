@@ -134,9 +134,16 @@ def _text_of(content: Any) -> str:
 
 
 def _current_question(messages: list[dict[str, Any]]) -> str:
+    """The person's latest request: a turn's last text block (attachments come before it)."""
     for message in reversed(messages):
         if message["role"] == "user":
-            text = _text_of(message["content"]).strip()
+            content = message["content"]
+            texts = (
+                [b.get("text", "") for b in content if b.get("type") == "text"]
+                if isinstance(content, list)
+                else [content]
+            )
+            text = (texts[-1] if texts else "").strip()
             if text and not text.startswith("The tool-call limit"):
                 return text
     return ""

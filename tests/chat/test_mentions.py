@@ -219,3 +219,27 @@ def test_a_question_about_a_mentioned_document_is_answered_from_it_once(
     everything = " ".join(str(event.payload) for event in run.events.all())
     for wrapper in ("<query>", "</query>", "The person mentioned these documents", "Their content is below"):
         assert wrapper not in everything and wrapper not in answer
+
+
+def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_rest(alice, monkeypatch):
+    from chat import mentions, services
+
+    class Prompts:
+        name = "team"
+
+        async def get_prompt(self, name, arguments):
+            return [
+                {"role": "user", "content": "Here is our style guide: short sentences, no jargon."},
+                {"role": "assistant", "content": "Understood."},
+                {"role": "user", "content": f"Rewrite {arguments['text']} in our style."},
+            ]
+
+    monkeypatch.setattr(
+        mentions, "prompts", lambda user: [{"server": "team", "name": "style", "arguments": ["text"]}]
+    )
+    monkeypatch.setattr(mentions, "_providers", lambda user: [Prompts()])
+    prepared = services.message_prepare(user=alice, content="/style the release note")
+    assert prepared.question == "Rewrite the release note in our style."
+    [context] = prepared.attachments
+    assert (context.kind, context.title) == ("command", "/style")
+    assert "short sentences, no jargon" in context.content and "Understood." in context.content

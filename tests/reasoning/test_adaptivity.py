@@ -235,9 +235,12 @@ async def test_the_question_travels_apart_from_its_attachments():
         prompt = llm.requests_for(component)[0].messages[0]["content"]
         assert question in prompt and "Release process" in prompt, component
         assert "previous tag" not in prompt, f"{component} sees the question, not the document"
-    answering = llm.requests_for("agent")[0]
-    assert answering.messages[-1]["content"] == question
-    assert "Rollback: redeploy the previous tag" in answering.system
+    attached, asked = llm.requests_for("agent")[0].messages[-1]["content"]
+    assert asked == {"type": "text", "text": question}, "the question is exactly what was asked"
+    assert (
+        "Rollback: redeploy the previous tag" in attached["text"] and "not instructions" in attached["text"]
+    )
+    assert "previous tag" not in llm.requests_for("agent")[0].system, "a document never speaks as the system"
     assert result.answer == "You roll back by redeploying the last release."
 
 

@@ -20,34 +20,35 @@ class Answerer:
     async def answer(
         self,
         *,
-        system: str,
         question: str,
-        messages: list[dict[str, Any]],
+        history: list[dict[str, Any]],
         strategy: ExecutionStrategy,
+        notes: str = "",
         step_id: str | None = None,
         hints: dict[str, Any] | None = None,
         open_draft: Callable[[], DraftStream] | None = None,
     ) -> AgentResult:
-        """`messages` end with the user turn to answer; `question` is that turn's question."""
+        """Answer `question` after `history`; `notes` say what this call should know (earlier
+        attempts, the step's place in the plan)."""
         ctx = self.ctx
         hints = {**(hints or {}), "attachments": ctx.attachment_hints()}
         if ctx.config.execution_style == "reasoning_driven":
             return await run_reasoning_driven(
                 ctx,
                 query=question,
-                history=messages[:-1],
+                history=history,
                 executor=ctx.executor,
                 max_iterations=ctx.config.max_tool_rounds,
                 strategy=strategy,
                 step_id=step_id,
-                context=ctx.attachments_text() if step_id is None else system,
+                context="\n\n".join(part for part in (ctx.attachments_text(), notes) if part),
                 hints=hints,
                 open_draft=open_draft,
             )
         return await run_agent(
             ctx.llm("agent"),
-            system=system,
-            messages=messages,
+            system=ctx.system_prompt(notes),
+            messages=[*history, ctx.user_turn(question)],
             executor=ctx.executor,
             max_rounds=ctx.config.max_tool_rounds,
             strategy=strategy,

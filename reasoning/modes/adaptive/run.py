@@ -13,11 +13,10 @@ Every component failure has a fallback (the seed's matrix), reported as
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from reasoning.agent import run_agent, summarize
-from reasoning.analyzer import QueryComplexityAnalyzer, fallback_analysis, forced_analysis
+from reasoning.analyzer import fallback_analysis
 from reasoning.cache import AnalysisCache
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
@@ -25,13 +24,12 @@ from reasoning.evaluator import Evaluator
 from reasoning.llm.base import LLMError
 from reasoning.modes.adaptive.gate import EarlyAnswer, PlanGate
 from reasoning.modes.adaptive.strategies import Strategies
+from reasoning.modes.adaptive.triage import PHASE_ANALYSIS, Triage
 from reasoning.modes.base import ReasoningFailed, ReasoningResult
 from reasoning.quality.reflection import ReflectionAgent, reflection_trigger, run_summary
-from reasoning.routing import RouteDecision, Router
 from reasoning.tracker import ResearchProgressTracker
-from reasoning.types import ComplexityAnalysis, ComplexityLevel, EvaluationResult, ExecutionStrategy, require
+from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, require
 
-PHASE_ANALYSIS = "Phase 0: Complexity Analysis"
 PHASE_QUALITY = "Phase 2: Quality Evaluation"
 PHASE_ESCALATION = "Phase 3: Auto-Escalation"
 PHASE_COMPLETE = "Complete"
@@ -63,14 +61,14 @@ class AdaptiveRun:
     ) -> None:
         self.ctx = ctx
         self.config = ctx.config
-        self.analysis_cache = analysis_cache
         self.force = force
         self.tracker_state = tracker_state
         self.gate = PlanGate(ctx)
         self.strategies = Strategies(ctx, self.gate)
+        self.triage = Triage(
+            ctx, self.strategies, analysis_cache=analysis_cache, force=force, tracker_state=tracker_state
+        )
         self.finishing = False
-        self.routed_by = ""
-        self.speculation: asyncio.Task[str] | None = None
 
     # --- the whole run --------------------------------------------------------------
 
@@ -91,87 +89,17 @@ class AdaptiveRun:
                 await ctx.degrade(
                     f"tools:{server}", error, "the run goes on without this tool server", detail=detail
                 )
-            analysis = await self.analyze()
+            analysis = await self.triage.analyze()
             return await self.attempts(analysis)
         except asyncio.CancelledError:
-            self.cancel_speculation()
+            self.triage.cancel_speculation()
             raise
         except Exception as error:
             if self.finishing:
                 raise
-            self.cancel_speculation()
+            self.triage.cancel_speculation()
             await ctx.degrade("adaptive_loop", describe_error(error), "answering directly without reasoning")
             return await self.plain_fallback(error)
-
-    async def analyze(self) -> ComplexityAnalysis:
-        ctx = self.ctx
-        await ctx.emit("analysis.started", PHASE_ANALYSIS, mode="Analyzing")
-        cached = False
-        decision: RouteDecision | None = None
-        if self.tracker_state is not None:
-            ctx.tracker = ResearchProgressTracker.from_dict(self.tracker_state)
-            analysis, self.routed_by, cached = ctx.tracker.complexity, "resumed", True
-        elif self.force is not None:
-            analysis, self.routed_by = forced_analysis(self.force, self.config.max_iterations), "forced"
-        else:
-            decision = Router().route(
-                ctx.question, attachments=len(ctx.attachments), conversation=len(ctx.history)
-            )
-            if decision.confidence >= self.config.router_min_confidence:
-                analysis, self.routed_by = decision.analysis(), "router"
-            else:
-                analysis, cached = await self.ask_analyzer(decision)
-        if ctx.tracker is None:
-            ctx.tracker = ResearchProgressTracker(
-                ctx.question, analysis, failure_window=self.config.tool_failure_window
-            )
-        ctx.tracker.complexity = analysis
-        await ctx.emit(
-            "analysis.completed",
-            forced=self.force is not None,
-            cached=cached,
-            analysis=analysis,
-            routed_by=self.routed_by,
-            router=decision.to_dict() if decision else None,
-        )
-        return analysis
-
-    async def ask_analyzer(self, decision: RouteDecision) -> tuple[ComplexityAnalysis, bool]:
-        """The analysis model's verdict on a question the router is unsure about; a likely-
-        simple question starts its DIRECT answer meanwhile."""
-        ctx = self.ctx
-        analyzer = QueryComplexityAnalyzer(ctx, self.analysis_cache)
-        tools = ctx.tools.names()
-        known = analyzer.cached(ctx.question, tools)
-        if known is not None:
-            self.routed_by = "cache"
-            return known, True
-        ctx.tracker = ResearchProgressTracker(
-            ctx.question, decision.analysis(), failure_window=self.config.tool_failure_window
-        )
-        if self.config.speculative_direct and decision.level == ComplexityLevel.SIMPLE:
-            self.speculation = asyncio.create_task(self.strategies.direct(speculative=True))
-        try:
-            analysis = await analyzer.analyze(
-                ctx.question, tools, ctx.conversation_text(), attachments=ctx.attachment_titles()
-            )
-            self.routed_by = "analysis"
-        except Exception as error:
-            # The seed's fallback is MEDIUM; the router's lean raises it, never lowers it.
-            analysis = fallback_analysis(describe_error(error))
-            if decision.level == ComplexityLevel.COMPLEX:
-                analysis = forced_analysis(ExecutionStrategy.DEEP_REASONING, self.config.max_iterations)
-                analysis.rationale = (
-                    f"Complexity analysis failed ({describe_error(error)}); the router leans complex."
-                )
-                analysis.confidence = 0.0
-            self.routed_by = "fallback"
-            await ctx.degrade(
-                "complexity_analysis",
-                describe_error(error),
-                f"treating the question as {analysis.complexity_level.value} complexity",
-            )
-        return analysis, False
 
     # --- attempts ------------------------------------------------------------------------
 
@@ -182,13 +110,14 @@ class AdaptiveRun:
             tracker.attempts[0].strategy if tracker.attempts else self.force or analysis.recommended_strategy
         )
         strategy = self.resume_strategy() or initial
-        if self.speculation is not None and strategy != ExecutionStrategy.DIRECT:
-            await self.drop_speculation(strategy)
+        triage = self.triage
+        if triage.speculation is not None and strategy != ExecutionStrategy.DIRECT:
+            await triage.drop_speculation(strategy)
         escalations = sum(1 for a in tracker.attempts if a.status == "escalated")
         while True:
             attempt_number = len(tracker.attempts) + 1
             tracker.start_attempt(strategy)
-            if self.speculation is None:
+            if triage.speculation is None:
                 ctx.drafts.current = None
             await ctx.emit(
                 "strategy.selected",
@@ -199,12 +128,12 @@ class AdaptiveRun:
                 if attempt_number == 1
                 else f"Escalated: {', '.join(tracker.insights.knowledge_gaps[:3]) or 'quality too low'}",
                 attempt=attempt_number,
-                speculative_start=self.speculation is not None,
+                speculative_start=triage.speculation is not None,
             )
             try:
                 answer = (
-                    await self.take_speculation()
-                    if self.speculation
+                    await triage.take_speculation()
+                    if triage.speculation
                     else await self.strategies.execute(strategy, analysis)
                 )
             except EarlyAnswer as early:
@@ -266,36 +195,6 @@ class AdaptiveRun:
         if last.status == "escalated":
             return last.strategy.next() or last.strategy
         return last.strategy
-
-    # --- speculation -----------------------------------------------------------------------
-
-    async def take_speculation(self) -> str:
-        task = require(self.speculation, "the speculative answer")
-        self.speculation = None
-        return await task
-
-    async def drop_speculation(self, chosen: ExecutionStrategy) -> None:
-        """The analysis chose a deeper strategy: stop the speculative draft and say so."""
-        task = require(self.speculation, "the speculative answer")
-        self.speculation = None
-        before = self.ctx.totals.cancelled
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task  # a discarded draft's own failure does not matter
-        draft = self.ctx.drafts.current
-        if draft is not None and draft.speculative:
-            await draft.discard(
-                "speculation",
-                always=True,
-                chosen_strategy=chosen.value,
-                cancelled_calls=self.ctx.totals.cancelled - before,
-            )
-        self.ctx.drafts.current = None
-
-    def cancel_speculation(self) -> None:
-        if self.speculation is not None:
-            self.speculation.cancel()
-            self.speculation = None
 
     # --- quality, finishing ------------------------------------------------------------------
 
@@ -386,7 +285,7 @@ class AdaptiveRun:
             latency_ms=round(latency, 1),
             degraded=ctx.degraded,
             answer_kind=kind,
-            routed_by=self.routed_by,
+            routed_by=self.triage.routed_by,
             reflects=trigger,
         )
         result = ReasoningResult(
@@ -405,7 +304,7 @@ class AdaptiveRun:
             latency_ms=latency,
             degraded=list(ctx.degraded),
             kind=kind,
-            routed_by=self.routed_by,
+            routed_by=self.triage.routed_by,
             cancelled_calls=totals.cancelled,
             calls_by_component=dict(totals.by_component),
             reflection_trigger=trigger,
@@ -448,7 +347,7 @@ class AdaptiveRun:
             ctx.tracker = ResearchProgressTracker(ctx.question, analysis)
         ctx.tracker.start_attempt(ExecutionStrategy.DIRECT)
         attempt = len(ctx.tracker.attempts)
-        self.routed_by = self.routed_by or "fallback"
+        self.triage.routed_by = self.triage.routed_by or "fallback"
         try:
             result = await run_agent(
                 ctx.llm("agent"),

@@ -85,9 +85,9 @@ class Strategies:
         tracker = require(ctx.tracker, "the run's tracker")
         notes = tracker.context_for(ExecutionStrategy.DIRECT) if len(tracker.attempts) > 1 else ""
         result = await self.answerer.answer(
-            system=ctx.system_prompt(notes),
             question=ctx.question,
-            messages=ctx.messages(ctx.question),
+            history=ctx.history,
+            notes=notes,
             strategy=ExecutionStrategy.DIRECT,
             hints={"query": ctx.question, "strategy": "direct"},
             open_draft=self._drafts(ExecutionStrategy.DIRECT, speculative=speculative),
@@ -305,9 +305,9 @@ class StepRunner:
         )
         try:
             result = await self.answerer.answer(
-                system=ctx.system_prompt(self.step_notes(step, strategy)),
                 question=step.description,
-                messages=[{"role": "user", "content": step.description}],
+                history=[],
+                notes=self.step_notes(step, strategy),
                 strategy=strategy,
                 step_id=step.id,
                 hints={
