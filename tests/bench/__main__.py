@@ -3,6 +3,7 @@
 import asyncio
 import sys
 
+import tests.env  # noqa: F401  - the same known environment as the tests (offline model, a secrets key)
 from tests.bench import adaptivity, engine, web
 
 
