@@ -97,7 +97,7 @@ class AdaptiveRun:
         except Exception as error:
             if self.finishing:
                 raise
-            self.triage.cancel_speculation()
+            await self.triage.drop_speculation(None)
             await ctx.degrade("adaptive_loop", describe_error(error), "answering directly without reasoning")
             return await self.plain_fallback(error)
 

@@ -118,25 +118,28 @@ class Triage:
         self.speculation = None
         return await task
 
-    async def drop_speculation(self, chosen: ExecutionStrategy) -> None:
-        """The analysis chose a deeper strategy: stop the speculative draft and say so."""
-        task = require(self.speculation, "the speculative answer")
-        self.speculation = None
+    async def drop_speculation(self, chosen: ExecutionStrategy | None) -> None:
+        """Stop the speculative draft and say so: the analysis chose `chosen`, a deeper
+        strategy (None: the run failed and falls back)."""
+        if self.speculation is None:
+            return
+        task, self.speculation = self.speculation, None
         before = self.ctx.totals.cancelled
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task  # a discarded draft's own failure does not matter
         draft = self.ctx.drafts.current
         if draft is not None and draft.speculative:
+            detail = {"chosen_strategy": chosen.value} if chosen else {}
             await draft.discard(
-                "speculation",
+                "speculation" if chosen else "failed",
                 always=True,
-                chosen_strategy=chosen.value,
                 cancelled_calls=self.ctx.totals.cancelled - before,
+                **detail,
             )
         self.ctx.drafts.current = None
 
     def cancel_speculation(self) -> None:
+        """The run itself is cancelled: cancel the speculative answer with it."""
         if self.speculation is not None:
             self.speculation.cancel()
-            self.speculation = None
