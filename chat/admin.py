@@ -189,7 +189,7 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     actions = ["export_json"]
     inlines = [AttemptInline, ToolExecutionInline, LLMCallInline, CritiqueInline, ReflectionInline]
     fieldsets = [
-        (None, {"fields": ["session_link", "question", "status", "error", "answer"]}),
+        (None, {"fields": ["session_link", "question", "attached", "status", "error", "answer"]}),
         (
             "Analysis",
             {
@@ -275,6 +275,16 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def answer(self, obj: ReasoningRun) -> str:
         answers = list(obj.answers.all())
         return answers[0].content if answers else "–"
+
+    @admin.display(description="attached")
+    def attached(self, obj: ReasoningRun) -> str:
+        """What travelled beside the question (mentioned documents, command context)."""
+        items = [
+            f"{item.get('kind', 'document')}: {item.get('title', '')} "
+            f"({len(item.get('content') or ''):,} characters)"
+            for item in obj.attachments or []
+        ]
+        return "; ".join(items) or "–"
 
     @admin.display(description="plan steps")
     def plan_table(self, obj: ReasoningRun) -> str:

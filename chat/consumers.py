@@ -97,6 +97,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.sent[run_id] = message["seq"] - 1
         await self._send_events(run_id, upto=message["seq"])
 
+    async def answer_delta(self, message: dict[str, Any]) -> None:
+        """A batch of draft text. Not rendered yet: the page shows the approved answer when
+        it arrives (and the run's stored draft on a reload)."""
+
     async def run_done(self, message: dict[str, Any]) -> None:
         html = await database_sync_to_async(self._render_done)(message["run"])
         if html:

@@ -4,6 +4,7 @@
 Celery task call it with a run id. It claims the run (so only one executor ever works on
 it), resumes from the stored tracker state if an earlier worker died, streams every event
 into the database and the channel layer, and always leaves the run finished or failed.
+The agent mode comes from AGENT_MODE; this module knows only the Mode interface.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from chat.sink import RunSink
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
-from reasoning.loop import AdaptiveReasoningLoop, ReasoningFailed
+from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
+from reasoning.quality.reflection import reflect_on_feedback
+from reasoning.types import Attachment, RunInput
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,13 @@ def build_llm() -> LLMClient:
         timeout=config.llm_timeout,
         max_retries=config.llm_max_retries,
         offline_latency=settings.OFFLINE_LATENCY_MS / 1000,
+    )
+
+
+def build_mode() -> Mode:
+    """The agent mode AGENT_MODE names, on the configured model provider."""
+    return create_mode(
+        settings.AGENT_MODE, build_llm(), settings.NEXUS_REASONING, analysis_cache=DjangoAnalysisCache()
     )
 
 
@@ -83,16 +93,12 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
 async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
     try:
         context = await database_sync_to_async(_run_context)(run)
-        engine = AdaptiveReasoningLoop(
-            build_llm(), context["tools"], settings.NEXUS_REASONING, analysis_cache=DjangoAnalysisCache()
-        )
         try:
-            await engine.run(
-                context["query"],
-                history=context["history"],
+            await build_mode().run(
+                context["input"],
+                tools=context["tools"],
                 sink=sink,
-                tracker_state=context["tracker_state"],
-                start_sequence=context["next_sequence"],
+                resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
             )
@@ -118,13 +124,48 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
 def _run_context(run: ReasoningRun) -> dict[str, Any]:
     run.refresh_from_db()
     return {
-        "query": run.query or run.user_message.content,
-        "history": services.conversation_history(run),
-        "tracker_state": run.tracker_state if run.next_sequence > 1 and run.tracker_state else None,
-        "next_sequence": run.next_sequence,
+        "input": RunInput.of(
+            run.query or run.user_message.content,
+            services.conversation_history(run),
+            [Attachment.from_dict(item) for item in run.attachments or []],
+        ),
+        "resume": ResumeState(
+            tracker_state=run.tracker_state if run.next_sequence > 1 and run.tracker_state else None,
+            next_sequence=run.next_sequence,
+        ),
         "lessons": lessons_for(run),
         "tools": registry_for(run.session.owner),
     }
+
+
+async def reflect_on_run_feedback(run_id: int, *, rating: str, comment: str = "") -> dict[str, Any] | None:
+    """Reflect on a finished run because its answer got feedback (thumbs up or down).
+
+    For the feedback view to call (in a background task: it makes a model call). Appends a
+    `reflection.completed` event (trigger "feedback") to the run's trace and stores the
+    Reflection, whose lessons then reach the user's later runs. None when the run has no
+    stored tracker or reflection is switched off; model failures are logged, not raised."""
+    if not settings.NEXUS_REASONING.enable_reflection:
+        return None
+    run = await database_sync_to_async(
+        lambda: ReasoningRun.objects.select_related("session").filter(pk=run_id).first()
+    )()
+    if run is None or not run.tracker_state or run.is_active:
+        return None
+    sink = RunSink(run)
+    try:
+        return await reflect_on_feedback(
+            build_llm(),
+            settings.NEXUS_REASONING,
+            question=run.query or "",
+            tracker_state=run.tracker_state,
+            feedback={"rating": rating, "comment": comment},
+            sink=sink,
+            start_sequence=run.next_sequence,
+        )
+    except Exception:
+        logger.exception("reflecting on feedback for run %s failed", run_id)
+        return None
 
 
 async def _beat(run_id: int, worker: str) -> None:

@@ -1,16 +1,19 @@
 """Message preprocessing (the seeds' CommandControlAgent): @resources and /commands.
 
-`@name` (or `@"a title with spaces"`) pulls a document the user may see, or an MCP resource,
-into the question as context. The user's own document wins; a title several other users share
-is ambiguous and the user is asked which one (`@"title"#id` names exactly one). `/name args`
-expands an MCP prompt into what the engine is asked. Anything that cannot be resolved is
-reported to the user, never silently dropped.
+`@name` (or `@"a title with spaces"`) attaches a document the user may see, or an MCP
+resource, to the question: the engine gets it as an attachment beside the question, never
+wrapped into it. The user's own document wins; a title several other users share is
+ambiguous and the user is asked which one (`@"title"#id` names exactly one). `/name args`
+expands an MCP prompt into the question the engine is asked (a prompt of several messages
+also attaches the earlier ones). Anything that cannot be resolved is reported to the user,
+never silently dropped.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -21,6 +24,7 @@ from chat.documents import documents_visible_to
 from chat.models import Document, MCPServer
 from chat.tools import provider_for
 from reasoning.tools.mcp import MCPToolProvider, MCPUnavailable
+from reasoning.types import Attachment
 
 MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
@@ -133,20 +137,21 @@ def documents_to_offer(user: Any, word: str, limit: int = 10) -> list[Document]:
     return found
 
 
-def _resolve_mention(user: Any, name: str, document_id: int | None) -> tuple[str, str] | None:
-    """(label, content) for a mention the user may read, or None."""
+def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachment | None:
+    """The attachment for a mention the user may read, or None."""
     document = document_for_mention(user, name, document_id)
     if document is not None:
-        return document.title, document.content
+        return Attachment("document", document.title, document.content, source=document.uri)
     if document_id is not None:
         return None
     for resource in resources(user):
         if name in (resource["name"], resource["uri"]):
             try:
                 read = _provider(user, resource["server"]).read_resource
-                return resource["name"], async_to_sync(read)(resource["uri"])
+                content = async_to_sync(read)(resource["uri"])
             except Exception:  # unavailable or refused: reported as not included
                 return None
+            return Attachment("resource", resource["name"], content, source=resource["uri"])
     return None
 
 
@@ -158,10 +163,10 @@ def _provider(user: Any, server: str) -> MCPToolProvider:
     raise MCPUnavailable(f"MCP server {server!r} is disabled or no longer configured", server=server)
 
 
-def enrich(user: Any, text: str) -> tuple[str, list[str]]:
-    """The question with mentioned resources as context, and notes for the user."""
+def attachments_for(user: Any, text: str) -> tuple[list[Attachment], list[str]]:
+    """The documents and resources `text` mentions, as attachments, and notes for the user."""
     notes: list[str] = []
-    found: list[tuple[str, str]] = []
+    found: list[Attachment] = []
     for name, document_id in dict.fromkeys(mentions_in(text)):
         resolved = _resolve_mention(user, name, document_id)
         if resolved is None:
@@ -171,24 +176,29 @@ def enrich(user: Any, text: str) -> tuple[str, list[str]]:
             )
         else:
             found.append(resolved)
-    if not found:
-        return text, notes
-    context = "\n\n".join(f'<document title="{label}">\n{content}\n</document>' for label, content in found)
-    if len(context) > CONTEXT_CHARS:
-        context = context[:CONTEXT_CHARS] + "\n[... the mentioned documents were cut to fit ...]"
-        notes.append("The mentioned documents are long; only their beginning was included.")
-    enriched = (
-        f"<query>\n{text}\n</query>\n\n"
-        "The person mentioned these documents with @ (the @ is only how they refer to them). Their "
-        "content is below; use it to answer, without searching for it again, and answer the question "
-        "directly without describing the documents.\n\n"
-        f"<context>\n{context}\n</context>"
-    )
-    return enriched, notes
+    budget, kept = CONTEXT_CHARS, []
+    for attachment in found:
+        if len(attachment.content) > budget:
+            notes.append("The mentioned documents are long; only their beginning was included.")
+            content = attachment.content[: max(0, budget)] + "\n[... cut to fit ...]"
+            attachment = Attachment(attachment.kind, attachment.title, content, attachment.source)
+        budget -= len(attachment.content)
+        kept.append(attachment)
+        if budget <= 0:
+            break
+    return kept, list(dict.fromkeys(notes))
 
 
-def expand_command(user: Any, text: str) -> str | None:
-    """The prompt a `/command` expands to, None if the text is not a command; raises if unknown."""
+@dataclass(frozen=True)
+class CommandExpansion:
+    """What a /command asks, and the prompt's earlier messages (if any) as context."""
+
+    question: str
+    attachments: list[Attachment]
+
+
+def expand_command(user: Any, text: str) -> CommandExpansion | None:
+    """What a `/command` expands to, None if the text is not a command; raises if unknown."""
     match = COMMAND.match(text.strip())
     if not match:
         return None
@@ -205,9 +215,13 @@ def expand_command(user: Any, text: str) -> str | None:
         raise ValidationError(f"/{name} failed: {exc.public}") from None
     except Exception as exc:  # the server refused: its message, secrets redacted
         raise ValidationError(f"/{name} failed: {exc}") from None
-    if len(messages) == 1:
-        return messages[0]["content"]
-    return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
+    # The last message from the user is the request; anything before it is the prompt's context.
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
+    question = str(messages[last]["content"]) if messages else ""
+    earlier = [m for i, m in enumerate(messages) if i != last]
+    context = "\n\n".join(f"{m['role']}: {m['content']}" for m in earlier)
+    attachments = [Attachment("command", f"/{name}", context, source=prompt["server"])] if context else []
+    return CommandExpansion(question or text, attachments)
 
 
 def _arguments(names: list[str], rest: str) -> dict[str, str]:

@@ -93,8 +93,12 @@ class ReasoningRun(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
     user_message = models.OneToOneField(Message, on_delete=models.RESTRICT, related_name="started_run")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    # What the engine was asked (the message after @resource / /command preprocessing).
+    # The question the engine answers: what the person typed, or the prompt a /command
+    # expanded to. Never wrapped: mentioned documents travel separately in `attachments`.
     query = models.TextField(blank=True)
+    # What the person attached ([{kind, title, content, source}]: @documents, @resources,
+    # /command context): context for the answer, not part of the question.
+    attachments = models.JSONField(default=list, blank=True)
     complexity_level = models.CharField(max_length=16, choices=Complexity.choices, blank=True)
     initial_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
     final_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
@@ -123,6 +127,10 @@ class ReasoningRun(models.Model):
     delivery_count = models.PositiveSmallIntegerField(default=0)
     # The sequence number the next trace event gets (events are numbered without gaps).
     next_sequence = models.PositiveIntegerField(default=1)
+    # The answer draft streaming right now (answer.delta events are folded here, not stored
+    # one by one): a reload mid-stream shows what has streamed so far.
+    draft_id = models.CharField(max_length=20, blank=True)
+    draft_text = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

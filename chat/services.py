@@ -21,6 +21,7 @@ from django.utils import timezone
 from chat import mentions
 from chat.inputs import refuse_nul
 from chat.models import ChatSession, Message, ReasoningRun
+from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
 
@@ -129,22 +130,34 @@ def message_validate(content: str) -> str:
 
 @dataclass
 class PreparedMessage:
-    """What the engine will be asked, and notes for the user about how it was prepared."""
+    """What the engine will be asked (the question, and attachments beside it), and notes for
+    the user about how it was prepared."""
 
-    query: str
+    question: str
+    attachments: list[Attachment] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 def message_prepare(*, user: Any, content: str) -> PreparedMessage:
-    """Expand a /command and pull @mentioned documents in; raises ValidationError for bad input."""
+    """Expand a /command and attach @mentioned documents; raises ValidationError for bad input."""
     text = message_validate(content)
-    expanded = mentions.expand_command(user, text)
-    query, notes = mentions.enrich(user, expanded if expanded is not None else text)
-    return PreparedMessage(query=query, notes=notes)
+    expansion = mentions.expand_command(user, text)
+    question = expansion.question if expansion is not None else text
+    attachments, notes = mentions.attachments_for(user, question)
+    if expansion is not None:
+        attachments = [*expansion.attachments, *attachments]
+    return PreparedMessage(question=question, attachments=attachments, notes=notes)
 
 
-def message_post(*, session: ChatSession, content: str, query: str | None = None) -> ReasoningRun:
-    """Store the user's message and a queued run together; the caller dispatches the run."""
+def message_post(
+    *,
+    session: ChatSession,
+    content: str,
+    question: str | None = None,
+    attachments: list[Attachment] | None = None,
+) -> ReasoningRun:
+    """Store the user's message and a queued run together; the caller dispatches the run.
+    `question` is what the engine answers (default: the message as typed)."""
     text = message_validate(content)
     active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
     if active is not None:
@@ -155,7 +168,8 @@ def message_post(*, session: ChatSession, content: str, query: str | None = None
             run = ReasoningRun.objects.create(
                 session=session,
                 user_message=message,
-                query=query or text,
+                query=question or text,
+                attachments=[a.to_dict() for a in attachments or []],
                 provider=settings.NEXUS_LLM_PROVIDER,
                 model=settings.NEXUS_REASONING.model,
             )

@@ -3,6 +3,10 @@
 Each event becomes a TraceEvent row plus the domain rows it describes (attempts, plans,
 tool executions, model calls, the answer), written in one transaction; then a small
 message naming the event goes to the session's channel group, and consumers render it.
+
+Draft text (`answer.delta`) is the exception: batches are folded into the run's draft
+columns with one UPDATE each, never stored as rows, and pushed as
+`{"type": "answer.delta", "run", "seq", "draft", "offset", "text"}` for live pages.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from chat.models import (
@@ -50,9 +55,34 @@ class RunSink:
         self.layer = get_channel_layer()
 
     async def __call__(self, event: Event) -> None:
+        if event.kind == "answer.delta":
+            p = event.payload
+            await database_sync_to_async(self.fold_delta)(event)
+            await self.push(
+                {
+                    "type": "answer.delta",
+                    "run": self.run_id,
+                    "seq": event.sequence,
+                    "draft": p["draft"],
+                    "offset": p["offset"],
+                    "text": p["text"],
+                }
+            )
+            return
         await database_sync_to_async(self.persist)(event)
         await self.push(
             {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
+        )
+
+    def fold_delta(self, event: Event) -> None:
+        """Append a draft batch to the run's draft (a new draft starts it over): one UPDATE."""
+        p = event.payload
+        text = Value(p["text"], output_field=TextField())
+        ReasoningRun.objects.filter(pk=self.run_id).update(
+            draft_id=p["draft"],
+            draft_text=text if p["offset"] == 0 else Concat(F("draft_text"), text, output_field=TextField()),
+            next_sequence=event.sequence + 1,
+            heartbeat_at=timezone.now(),
         )
 
     async def push(self, message: dict[str, Any]) -> None:
@@ -262,6 +292,15 @@ class RunSink:
 
     def on_reflection_completed(self, p: dict[str, Any], at: datetime) -> None:
         r = p["reflection"]
+        earlier = Reflection.objects.filter(run_id=self.run_id).first()
+        if earlier is not None and p.get("trigger") == "feedback":
+            # Feedback adds to what the run itself taught; it does not erase it.
+            r = {
+                "insights": [*earlier.insights, *r["insights"]],
+                "lessons": list(dict.fromkeys([*earlier.lessons, *r["lessons"]])),
+                "improvements": [*earlier.improvements, *r["improvements"]],
+                "confidence": r["confidence"],
+            }
         Reflection.objects.update_or_create(
             run_id=self.run_id,
             defaults={
@@ -273,6 +312,9 @@ class RunSink:
             },
         )
 
+    def on_answer_discarded(self, p: dict[str, Any], at: datetime) -> None:
+        ReasoningRun.objects.filter(pk=self.run_id, draft_id=p["draft"]).update(draft_id="", draft_text="")
+
     def on_answer_final(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         run = ReasoningRun.objects.only("session_id").get(pk=self.run_id)
         # get_or_create + the one-answer-per-run constraint: a resumed run keeps its first answer.
@@ -281,7 +323,7 @@ class RunSink:
             role=Message.Role.ASSISTANT,
             defaults={"session_id": run.session_id, "content": p["answer"], "created_at": at},
         )
-        return {"answer_kind": p.get("answer_kind", "answer")}
+        return {"answer_kind": p.get("answer_kind", "answer"), "draft_id": "", "draft_text": ""}
 
     def on_run_finished(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         return {

@@ -149,7 +149,9 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     content = request.POST.get("content", "")
     try:
         prepared = services.message_prepare(user=request.user, content=content)
-        run = services.message_post(session=session, content=content, query=prepared.query)
+        run = services.message_post(
+            session=session, content=content, question=prepared.question, attachments=prepared.attachments
+        )
     except ValidationError as exc:
         return _error(request, exc.messages[0], session.pk)
     except services.RunActive as exc:

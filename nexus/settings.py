@@ -24,6 +24,7 @@ from nexus.env import (
     env_str,
 )
 from reasoning.config import ConfigError, ReasoningConfig
+from reasoning.modes import MODE_NAMES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("NEXUS_VAR_DIR") or BASE_DIR / "var")
@@ -180,10 +181,9 @@ except ConfigError as exc:
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
 # Whose unreviewed reflections teach a user's planner: their own ("user"), or everyone's.
 NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user")
-# AGENT_MODE (DESIGN's name) picks the execution style too; EXECUTION_STYLE wins when both are set.
-AGENT_MODE = env_choice("AGENT_MODE", ("adaptive", "reasoning_driven"), "adaptive")
-if AGENT_MODE == "reasoning_driven" and not env_str("EXECUTION_STYLE"):
-    NEXUS_REASONING.execution_style = "reasoning_driven"
+# AGENT_MODE picks the engine's mode (reasoning.modes); reasoning_driven is the adaptive mode
+# executing in seed 003's style (EXECUTION_STYLE=reasoning_driven does the same for adaptive).
+AGENT_MODE = env_choice("AGENT_MODE", MODE_NAMES, "adaptive")
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)

@@ -1,7 +1,9 @@
 """Command line: `python -m reasoning "question"` prints the approved answer.
 
---trace prints every event as it happens; --strategy forces direct, light or deep.
-The provider comes from NEXUS_LLM_PROVIDER (offline when no ANTHROPIC_API_KEY is set).
+--trace prints every event as it happens; --json prints only events, one JSON object per
+line on stdout (for scripts and audits); --strategy forces direct, light or deep. The mode
+comes from AGENT_MODE, the provider from NEXUS_LLM_PROVIDER (offline when no
+ANTHROPIC_API_KEY is set).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import sys
 from reasoning.config import ConfigError, ReasoningConfig
 from reasoning.events import Event
 from reasoning.llm.factory import PROVIDERS, make_client
-from reasoning.loop import AdaptiveReasoningLoop, ReasoningFailed
+from reasoning.modes import MODE_NAMES, ReasoningFailed, create_mode
+from reasoning.modes.adaptive import AdaptiveReasoningLoop
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from reasoning.types import ExecutionStrategy
@@ -24,9 +27,15 @@ from reasoning.types import ExecutionStrategy
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m reasoning", description=__doc__.splitlines()[0])
     parser.add_argument("question", help="what to ask")
-    parser.add_argument("--trace", action="store_true", help="print every event")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--trace", action="store_true", help="print every event to stderr as it happens")
+    output.add_argument("--json", action="store_true", help="print every event as one JSON line on stdout")
     parser.add_argument("--strategy", choices=["direct", "light", "deep"], help="force a strategy")
     return parser.parse_args(argv)
+
+
+async def _print_json(event: Event) -> None:
+    print(json.dumps(event.to_dict(), ensure_ascii=False, default=str), flush=True)
 
 
 async def _print_event(event: Event) -> None:
@@ -41,6 +50,10 @@ async def _main(args: argparse.Namespace) -> int:
     provider = env.get("NEXUS_LLM_PROVIDER") or ("anthropic" if env.get("ANTHROPIC_API_KEY") else "offline")
     if provider not in PROVIDERS:
         print(f"NEXUS_LLM_PROVIDER must be one of {', '.join(PROVIDERS)}; got {provider!r}", file=sys.stderr)
+        return 2
+    mode_name = (env.get("AGENT_MODE") or "adaptive").strip().lower()
+    if mode_name not in MODE_NAMES:
+        print(f"AGENT_MODE must be one of {', '.join(MODE_NAMES)}; got {mode_name!r}", file=sys.stderr)
         return 2
     try:
         config = ReasoningConfig.from_env(provider=provider)
@@ -60,17 +73,20 @@ async def _main(args: argparse.Namespace) -> int:
     tools = ToolRegistry(
         [builtin_provider()], timeout=config.tool_timeout, max_result_chars=config.max_tool_result_chars
     )
-    engine = AdaptiveReasoningLoop(client, tools, config)
+    mode = create_mode(mode_name, client, config)
     force = ExecutionStrategy.parse(args.strategy) if args.strategy else None
+    sink = _print_json if args.json else _print_event if args.trace else None
+    options = {"force_strategy": force} if force and isinstance(mode, AdaptiveReasoningLoop) else {}
     try:
-        result = await engine.run(
-            args.question, sink=_print_event if args.trace else None, force_strategy=force
-        )
+        result = await mode.run(args.question, tools=tools, sink=sink, **options)
     except ReasoningFailed as failure:
-        print(f"No answer: {failure.user_message}", file=sys.stderr)
+        if not args.json:
+            print(f"No answer: {failure.user_message}", file=sys.stderr)
         return 1
     finally:
         await tools.close()
+    if args.json:
+        return 0
     print(result.answer)
     print(
         f"\n[{result.initial_strategy.value} → {result.final_strategy.value}, "

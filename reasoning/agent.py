@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasoning.context import ComponentLLM
+from reasoning.calls import ComponentLLM
+from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
-from reasoning.llm.base import LLMRequest, ToolCall, ToolDef
+from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
@@ -156,19 +157,24 @@ async def run_agent(
     step_id: str | None = None,
     max_tokens: int = 4096,
     hints: dict[str, Any] | None = None,
+    open_draft: Callable[[], DraftStream] | None = None,
 ) -> AgentResult:
-    """Call the model, run the tools it asks for, feed results back; stop when it answers."""
+    """Call the model, run the tools it asks for, feed results back; stop when it answers.
+
+    With `open_draft`, each call streams into a new answer draft; a call that turns to tools
+    discards its draft (its text was the model thinking aloud, not the answer)."""
     messages = list(messages)
     tools = executor.definitions() if executor else []
     records: list[ToolRecord] = []
     for round_number in range(1, max_rounds + 1):
-        response = await llm.complete(
-            LLMRequest(
-                messages=messages, system=system, tools=tools, max_tokens=max_tokens, hints=dict(hints or {})
-            )
+        request = LLMRequest(
+            messages=messages, system=system, tools=tools, max_tokens=max_tokens, hints=dict(hints or {})
         )
+        response, draft = await streamed_call(llm, request, open_draft)
         if not response.tool_calls or executor is None:
             return AgentResult(response.text, records, round_number)
+        if draft is not None:
+            await draft.discard("tool_call")
         messages.append(response.assistant_message())
         outcomes = await asyncio.gather(
             *(executor.run(call, strategy=strategy, step_id=step_id) for call in response.tool_calls)
@@ -195,14 +201,29 @@ async def run_agent(
             "and say what is still unknown.",
         },
     ]
-    response = await llm.complete(
-        LLMRequest(
-            messages=messages,
-            system=system,
-            tools=tools,
-            tool_choice={"type": "none"},
-            max_tokens=max_tokens,
-            hints=dict(hints or {}),
-        )
+    request = LLMRequest(
+        messages=messages,
+        system=system,
+        tools=tools,
+        tool_choice={"type": "none"},
+        max_tokens=max_tokens,
+        hints=dict(hints or {}),
     )
+    response, _ = await streamed_call(llm, request, open_draft)
     return AgentResult(response.text, records, max_rounds + 1, hit_limit=True)
+
+
+async def streamed_call(
+    llm: ComponentLLM, request: LLMRequest, open_draft: Callable[[], DraftStream] | None
+) -> tuple[LLMResponse, DraftStream | None]:
+    """One model call, streamed into a fresh draft when `open_draft` is given."""
+    draft = open_draft() if open_draft is not None else None
+    try:
+        response = await llm.complete(request, on_text=draft)
+    except BaseException:
+        if draft is not None:
+            draft.stop()
+        raise
+    if draft is not None:
+        await draft.close()
+    return response, draft

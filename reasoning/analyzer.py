@@ -18,25 +18,40 @@ QUERY_CHARS_IN_PROMPT = 8000
 
 
 class QueryComplexityAnalyzer:
+    """The seed's analyzer, on the cheap analysis model. The adaptive mode asks it only when
+    the local router is unsure (reasoning/routing/)."""
+
     def __init__(self, run: RunContext, cache: AnalysisCache | None = None) -> None:
         self.run = run
         self.llm = run.llm("analysis")
         self.cache = cache
 
+    def _key(self, query: str, available_tools: list[str]) -> str:
+        return analysis_key(query, available_tools, self.llm.client.model)
+
+    def cached(self, query: str, available_tools: list[str]) -> ComplexityAnalysis | None:
+        """An earlier analysis of the same question with the same tools, if one is cached."""
+        if self.cache is None or not self.run.config.cache_analysis:
+            return None
+        found = self.cache.get(self._key(query, available_tools))
+        return ComplexityAnalysis.from_dict(found) if found is not None else None
+
     async def analyze(
-        self, query: str, available_tools: list[str], conversation_context: str = ""
-    ) -> tuple[ComplexityAnalysis, bool]:
-        """The analysis and whether it came from the cache."""
+        self,
+        query: str,
+        available_tools: list[str],
+        conversation_context: str = "",
+        *,
+        attachments: str = "(none)",
+    ) -> ComplexityAnalysis:
+        """Ask the analysis model (and cache its verdict). `attachments` names what the person
+        attached; their content is context, not part of the question."""
         config = self.run.config
-        key = analysis_key(query, available_tools, self.llm.client.model)
-        if self.cache is not None and config.cache_analysis:
-            cached = self.cache.get(key)
-            if cached is not None:
-                return ComplexityAnalysis.from_dict(cached), True
         system, prompt = self.run.prompt(
             config.complexity_prompt_path,
             query=_clip(query),
             tools=", ".join(available_tools) or "(no tools)",
+            attachments=attachments,
             context=conversation_context or "(new conversation)",
             simple_threshold=config.simple_threshold,
             complex_threshold=config.complex_threshold,
@@ -46,12 +61,12 @@ class QueryComplexityAnalyzer:
             system=system,
             prompt=prompt,
             max_tokens=1024,
-            hints={"query": query, "tools": available_tools},
+            hints={"query": query, "tools": available_tools, "attachments": attachments != "(none)"},
         )
         analysis = self._from(data)
         if self.cache is not None and config.cache_analysis:
-            self.cache.set(key, analysis.to_dict(), config.analysis_cache_ttl)
-        return analysis, False
+            self.cache.set(self._key(query, available_tools), analysis.to_dict(), config.analysis_cache_ttl)
+        return analysis
 
     def _from(self, data: dict[str, Any]) -> ComplexityAnalysis:
         """A complexity score, when given, routes by the configured thresholds."""

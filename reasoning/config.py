@@ -31,9 +31,14 @@ class ReasoningConfig:
     # Iteration control
     max_iterations: int = 3
     min_confidence: float = 0.7
-    # Complexity routing
+    # Complexity routing: the local router decides when it is at least this sure; otherwise
+    # the analysis model is asked (and cached)
     simple_threshold: float = 0.3
     complex_threshold: float = 0.7
+    router_min_confidence: float = 0.7
+    # Start a DIRECT answer while the analysis model is still deciding (discarded if it picks
+    # a deeper strategy)
+    speculative_direct: bool = True
     # Self-correction: the quality an answer needs at each strategy to be shown
     min_quality_direct: float = 0.6
     min_quality_light: float = 0.7
@@ -71,6 +76,8 @@ class ReasoningConfig:
     max_tokens: int = 4096
     llm_max_retries: int = 4
     llm_timeout: float = 120.0
+    # Answer drafts stream as answer.delta events, at most one per this many milliseconds
+    stream_batch_ms: int = 50
     # Quality layers (critic, meta-agent, reflection) and execution style
     enable_critic: bool = True
     max_critique_rounds: int = 2
@@ -118,6 +125,7 @@ class ReasoningConfig:
             "min_quality_light",
             "min_quality_deep",
             "critique_approval_threshold",
+            "router_min_confidence",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -137,7 +145,13 @@ class ReasoningConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(_ENV_NAMES[name], f"must be at least 1, got {getattr(self, name)}")
-        for name in ("analysis_cache_ttl", "llm_max_retries", "max_critique_rounds", "max_lessons"):
+        for name in (
+            "analysis_cache_ttl",
+            "llm_max_retries",
+            "max_critique_rounds",
+            "max_lessons",
+            "stream_batch_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(_ENV_NAMES[name], f"must not be negative, got {getattr(self, name)}")
         for name in ("tool_timeout", "llm_timeout"):
@@ -250,19 +264,22 @@ _ENV_NAMES = {
     "enable_meta": "ENABLE_META_AGENT",
     "enable_reflection": "ENABLE_REFLECTION",
     "max_lessons": "MAX_LESSONS",
+    "router_min_confidence": "ROUTER_MIN_CONFIDENCE",
+    "speculative_direct": "SPECULATIVE_DIRECT",
+    "stream_batch_ms": "STREAM_BATCH_MS",
     "execution_style": "EXECUTION_STYLE",
     "force_strategy": "FORCE_REASONING_STRATEGY",
     "debug_mode": "DEBUG",
 }
 
 _BOOL = ("enable_caching", "parallel_execution", "cache_analysis", "debug_mode")
-_BOOL += ("enable_critic", "enable_meta", "enable_reflection")
+_BOOL += ("enable_critic", "enable_meta", "enable_reflection", "speculative_direct")
 _INT = ("max_iterations", "max_subtasks", "min_subtasks", "max_parallel_steps")
 _INT += ("analysis_cache_ttl", "max_tool_rounds", "max_tool_result_chars", "max_tokens")
-_INT += ("llm_max_retries", "max_critique_rounds", "max_lessons")
+_INT += ("llm_max_retries", "max_critique_rounds", "max_lessons", "stream_batch_ms")
 _FLOAT = ("min_confidence", "simple_threshold", "complex_threshold", "min_quality_direct")
 _FLOAT += ("min_quality_light", "min_quality_deep", "tool_timeout", "tool_failure_window")
-_FLOAT += ("llm_timeout", "critique_approval_threshold")
+_FLOAT += ("llm_timeout", "critique_approval_threshold", "router_min_confidence")
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     **dict.fromkeys(_BOOL, _parse_bool),

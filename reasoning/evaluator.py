@@ -45,8 +45,11 @@ class Evaluator:
         response: str,
         strategy_used: ExecutionStrategy,
         expected_complexity: ComplexityAnalysis | None,
+        *,
+        attachments: str = "(none)",
     ) -> EvaluationResult:
-        """Self-correction: is the answer sufficient? The strategy's threshold applies on top."""
+        """Self-correction: is the answer sufficient? The strategy's threshold applies on top.
+        `attachments` names what the person attached (the answer may rely on it)."""
         threshold = self.run.config.quality_threshold(strategy_used)
         system, prompt = self.run.prompt(
             self.run.config.quality_prompt_path,
@@ -54,6 +57,7 @@ class Evaluator:
             response=_clip(response),
             strategy=strategy_used.value.upper(),
             complexity=expected_complexity.complexity_level.value if expected_complexity else "unknown",
+            attachments=attachments,
         )
         data = await self.llm.structured(
             QUALITY,
@@ -68,6 +72,7 @@ class Evaluator:
             confidence=confidence,
             reasoning=data["reasoning"],
             missing_aspects=data["missing_aspects"],
+            deeper_would_help=data["deeper_would_help"],
         )
 
 

@@ -1,7 +1,34 @@
 """Events: how the engine reports every phase to whoever listens.
 
 One vocabulary serves the status line, the trace panel, persistence and tests. The engine
-emits; hosts (the web app, the CLI, tests) decide what to do with each event.
+emits; hosts (the web app, the CLI, tests) decide what to do with each event. Every event is
+numbered in one gap-free sequence per run.
+
+Streaming answers (payloads; see reasoning/drafts.py):
+
+- `answer.delta` — a batch of draft text, at most one per STREAM_BATCH_MS per draft:
+  `{draft: "d3", attempt: 2, strategy: "light_planning", speculative: false, offset: 120,
+  text: "..."}`. Fold by draft id: `text` starts at character `offset` of that draft, so a
+  batch seen twice is recognised. Draft text is not the answer until approved.
+- `answer.discarded` — a draft that will not become the answer:
+  `{draft, attempt, strategy, speculative, reason, text}` (`text` clipped to 4,000 chars) with
+  `reason` one of `quality` (rejected by the quality check; adds `quality`, `threshold`,
+  `missing_aspects`), `speculation` (the speculative DIRECT start, discarded when the analysis
+  chose `chosen_strategy`; adds `cancelled_calls`), `tool_call` (the model's text before it
+  turned to a tool), `retry` (the call failed mid-stream and was retried), `revised` (the
+  reasoning-driven loop wrote a better draft), `failed` (the call failed).
+- `quality.completed` carries `draft` (the id of the checked draft, or null when the answer was
+  not streamed, e.g. a plan step's finding used as is) and `deeper_would_help`.
+- `answer.final` carries `draft` (the approved draft's id, or null) and the whole `answer`,
+  which may differ from the draft's streamed text (the offline model's notice is added once).
+- `analysis.completed` carries `routed_by` (`router`: decided locally with no model call;
+  `analysis`, `cache`, `forced`, `resumed`, `fallback`) and `router` (the local router's
+  reading: `level`, `confidence`, `probabilities`, `asks`; null when it was not consulted).
+- `strategy.selected` carries `speculative_start` (the attempt continues the speculative draft).
+- `run.finished` carries `llm_calls`, `cancelled_calls`, `calls_by_component`, `routed_by` and
+  `reflects` (the reflection trigger, when a reflection follows; null otherwise).
+- `reflection.completed` carries `reflection` and `trigger` (`escalation`, `low_quality`,
+  `failure` or `feedback`; with feedback also `feedback`).
 """
 
 from __future__ import annotations
@@ -39,6 +66,8 @@ KINDS = (
     "reflection.completed",
     "component.degraded",
     "thought",
+    "answer.delta",
+    "answer.discarded",
     "answer.final",
 )
 

@@ -87,6 +87,11 @@ def planning_context(context: dict[str, Any]) -> str:
     parts: list[str] = []
     if context.get("conversation"):
         parts.append("## Recent conversation\n" + context["conversation"])
+    if context.get("attachments"):
+        parts.append(
+            "## Attached by the person (every step sees their content; do not plan to search for them)\n"
+            + context["attachments"]
+        )
     if context.get("previous_attempts"):
         parts.append("## Earlier attempts that fell short")
         for attempt in context["previous_attempts"]:

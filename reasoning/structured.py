@@ -286,11 +286,15 @@ def _quality_from_dict(data: dict[str, Any]) -> dict[str, Any] | None:
         verdict = to_text(data.get("assessment") or data.get("quality_assessment")).upper()
         sufficient = verdict.startswith("SUFFICIENT") if verdict else None
     confidence = to_score(data.get("confidence", data.get("quality_score")), 0.5)
+    is_sufficient = to_bool(sufficient, confidence >= 0.7)
+    deeper = data.get("deeper_would_help", data.get("escalation_recommended"))
     return {
-        "is_sufficient": to_bool(sufficient, confidence >= 0.7),
+        "is_sufficient": is_sufficient,
         "confidence": confidence,
         "reasoning": to_text(data.get("reasoning")),
         "missing_aspects": to_list(data.get("missing_aspects")),
+        # Unsaid, the seed's rule holds: an answer below its threshold is worth a deeper attempt.
+        "deeper_would_help": to_bool(deeper, True),
     }
 
 
@@ -304,6 +308,12 @@ def _quality_from_markdown(text: str) -> dict[str, Any] | None:
         data["confidence"] = score
     data["reasoning"] = field_value(text, "Reasoning")
     data["missing_aspects"] = section_list(text, "Missing Aspects", "Missing")
+    recommendation = field_value(text, "Escalation Recommendation", "Deeper Strategy Would Help")
+    if recommendation is not None:
+        lowered = str(recommendation).lower()
+        data["deeper_would_help"] = not any(
+            marker in lowered for marker in ("no", "accept", "best effort", "would not", "won't", "none")
+        )
     return _quality_from_dict({k: v for k, v in data.items() if v is not None})
 
 
@@ -317,8 +327,14 @@ QUALITY = OutputKind(
             "confidence": _score("confidence", "overall quality of the response"),
             "reasoning": {"type": "string"},
             "missing_aspects": _strings("parts of the query the response misses or gets wrong"),
+            "deeper_would_help": {
+                "type": "boolean",
+                "description": "whether more planning and research could produce a better answer; false "
+                "when the answer is as good as it can be (e.g. it honestly says the information is not "
+                "available)",
+            },
         },
-        "required": ["is_sufficient", "confidence", "reasoning", "missing_aspects"],
+        "required": ["is_sufficient", "confidence", "reasoning", "missing_aspects", "deeper_would_help"],
     },
     from_dict=_quality_from_dict,
     from_markdown=_quality_from_markdown,

@@ -6,7 +6,7 @@ from typing import Any
 
 from reasoning.context import RunContext
 from reasoning.evaluator import format_results
-from reasoning.llm.base import LLMRequest
+from reasoning.llm.base import LLMRequest, TextSink
 from reasoning.structured import FILTER
 
 MAX_KEPT = 7
@@ -36,7 +36,14 @@ class Synthesizer:
                 kept.append(results[index])
         return kept[:MAX_KEPT] or list(results)
 
-    async def synthesize(self, query: str, results: list[dict[str, Any]], mode: str = "deep") -> str:
+    async def synthesize(
+        self,
+        query: str,
+        results: list[dict[str, Any]],
+        mode: str = "deep",
+        *,
+        on_text: TextSink | None = None,
+    ) -> str:
         system, prompt = self.run.prompt(
             self.run.config.synthesis_prompt_path,
             query=query,
@@ -49,7 +56,8 @@ class Synthesizer:
                 system=system,
                 max_tokens=self.run.config.max_tokens,
                 hints={"query": query, "results": results, "mode": mode},
-            )
+            ),
+            on_text=on_text,
         )
         if not response.text.strip():
             raise ValueError("the synthesis came back empty")

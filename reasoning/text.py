@@ -16,3 +16,12 @@ def keywords(text: str) -> list[str]:
     """Lower-cased words worth matching on: no stopwords, no single letters (digits kept)."""
     words = (w.lower() for w in WORD.findall(text or ""))
     return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
+
+
+def markdown_inline(text: str) -> str:
+    """`text` (a question, a step) made safe to embed in Markdown, e.g. as a bold heading:
+    one line, with every character that could open or close formatting escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join((text or "").split()))

@@ -152,6 +152,9 @@ class EvaluationResult:
     reasoning: str
     additional_queries: list[str] = field(default_factory=list)
     missing_aspects: list[str] = field(default_factory=list)
+    # The evaluator's view on whether a deeper strategy could do better: an honest "this
+    # cannot be known" is not improved by more planning, so it is not escalated.
+    deeper_would_help: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +163,7 @@ class EvaluationResult:
             "reasoning": self.reasoning,
             "additional_queries": list(self.additional_queries),
             "missing_aspects": list(self.missing_aspects),
+            "deeper_would_help": self.deeper_would_help,
         }
 
     @classmethod
@@ -170,7 +174,60 @@ class EvaluationResult:
             reasoning=data["reasoning"],
             additional_queries=list(data.get("additional_queries", [])),
             missing_aspects=list(data.get("missing_aspects", [])),
+            deeper_would_help=bool(data.get("deeper_would_help", True)),
         )
+
+
+ATTACHMENT_KINDS = ("document", "resource", "command")
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """Context the person attached to a question: a mentioned document or resource, or the
+    text a /command expanded to. Never part of the question: analysis, planning and quality
+    checks read the question; answering reads the attachments too."""
+
+    kind: str
+    title: str
+    content: str
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ATTACHMENT_KINDS:
+            raise ValueError(
+                f"unknown attachment kind {self.kind!r}; use one of {', '.join(ATTACHMENT_KINDS)}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "title": self.title, "content": self.content, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Attachment:
+        return cls(
+            kind=str(data.get("kind") or "document"),
+            title=str(data.get("title") or ""),
+            content=str(data.get("content") or ""),
+            source=str(data.get("source") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """What one run answers, as separate fields: the question exactly as asked, the earlier
+    turns of the conversation, and attachments."""
+
+    question: str
+    conversation: tuple[dict[str, Any], ...] = ()
+    attachments: tuple[Attachment, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        question: str,
+        conversation: list[dict[str, Any]] | tuple[dict[str, Any], ...] = (),
+        attachments: list[Attachment] | tuple[Attachment, ...] = (),
+    ) -> RunInput:
+        return cls(question, tuple(conversation), tuple(attachments))
 
 
 class EngineStateError(RuntimeError):

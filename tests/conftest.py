@@ -5,13 +5,17 @@ alice owns things, bob is a teammate, charlie is an outsider; staff audit in the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.test import Client
+from django.test import Client, override_settings
 
 from chat import services
 from chat.models import ChatSession, Critique, ReasoningRun, Reflection
+from reasoning.types import ExecutionStrategy
 
 
 @pytest.fixture(autouse=True)
@@ -103,10 +107,26 @@ def run_now(run_id: int) -> str:
     return async_to_sync(execute_run)(run_id)
 
 
-def ask(session: ChatSession, question: str) -> ReasoningRun:
-    """Post a question and execute its run to the end (the offline model answers)."""
+def engine_settings(**changes: object) -> override_settings:
+    """Settings whose ReasoningConfig differs from the environment's by `changes`."""
+    return override_settings(NEXUS_REASONING=replace(settings.NEXUS_REASONING, **changes))
+
+
+def starting_with(strategy: str) -> override_settings:
+    """Settings whose engine starts every run with `strategy` (direct, light or deep) instead of
+    routing: "direct" makes the offline model escalate a two-part question to LIGHT."""
+    return engine_settings(force_strategy=ExecutionStrategy.parse(strategy))
+
+
+def ask(session: ChatSession, question: str, *, start: str | None = None) -> ReasoningRun:
+    """Post a question and execute its run to the end (the offline model answers). `start`
+    forces the first strategy, as FORCE_REASONING_STRATEGY would."""
     run = services.message_post(session=session, content=question)
-    run_now(run.pk)
+    if start is None:
+        run_now(run.pk)
+    else:
+        with starting_with(start):
+            run_now(run.pk)
     run.refresh_from_db()
     return run
 
@@ -114,8 +134,9 @@ def ask(session: ChatSession, question: str) -> ReasoningRun:
 def full_run(
     session: ChatSession, question: str = "What is 17*23 and what time is it in Tokyo?"
 ) -> ReasoningRun:
-    """A run with every kind of audit row: attempts, plans, steps, tools, calls, critique, reflection."""
-    run = ask(session, question)
+    """A run with every kind of audit row: attempts, an escalation, plans, steps, tools, calls,
+    critique, reflection (the offline model starts DIRECT and escalates to LIGHT)."""
+    run = ask(session, question, start="direct")
     plan = run.plans.first()
     Critique.objects.create(
         run=run,

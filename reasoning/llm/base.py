@@ -14,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -170,11 +170,23 @@ class RetryPolicy:
         return wait
 
 
+class TextSink(Protocol):
+    """Where a streaming call delivers its text as it is generated."""
+
+    async def delta(self, text: str) -> None:
+        """The next piece of text."""
+
+    async def reset(self) -> None:
+        """The call is being retried: the text delivered so far is void."""
+
+
 class LLMClient(ABC):
     """A provider: a few attributes and one streaming method; `complete` joins the stream."""
 
     provider: str = "unknown"
     supports_tools: bool = True
+    # A line the engine adds once to every final answer (the offline model says what it is).
+    answer_notice: str = ""
 
     def __init__(self, model: str, *, retry: RetryPolicy | None = None) -> None:
         self.model = model
@@ -188,17 +200,22 @@ class LLMClient(ABC):
     def with_model(self, model: str) -> LLMClient:
         """The same provider and credentials, talking to another model."""
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """One call with retries; streaming is used underneath, the caller gets the whole answer."""
+    async def complete(self, request: LLMRequest, *, on_text: TextSink | None = None) -> LLMResponse:
+        """One call with retries. Text deltas go to `on_text` as they arrive (reset before a
+        retry); the caller gets the whole answer."""
         request = replace(request, model=request.model or self.model)
         attempt = 0
         while True:
             started = time.perf_counter()
+            delivered = False
             try:
                 final: LLMResponse | None = None
                 async for item in self.stream(request):
                     if isinstance(item, LLMResponse):
                         final = item
+                    elif on_text is not None and item:
+                        delivered = True
+                        await on_text.delta(item)
                 if final is None:
                     raise LLMError(
                         "the stream ended without a final message", kind="connection", provider=self.provider
@@ -212,5 +229,7 @@ class LLMClient(ABC):
                 if not error.retryable or attempt >= self.retry.max_retries:
                     error.retries = attempt
                     raise
+                if delivered and on_text is not None:
+                    await on_text.reset()
                 await self.retry.sleep(self.retry.delay(attempt, error))
                 attempt += 1

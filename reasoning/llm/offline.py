@@ -1,9 +1,10 @@
 """The offline model: deterministic heuristics, no network, no weights.
 
 It lets a fresh checkout show the whole product without an API key, and it is honest about
-what it is: every answer carries an "offline model" label, answers are extracted from tool
-results and documents (with their sources), and a question no tool can answer gets "I
-can't answer that offline" rather than an invention.
+what it is: it declares an "offline model" notice that the engine adds once to every final
+answer, answers are extracted from tool results and attached documents (with their
+sources), and a question no tool can answer gets "I can't answer that offline" rather than
+an invention.
 
 It answers the engine's structured requests (analysis, plan, quality, completeness,
 filter, critique, reflection, ...) with heuristics over the question's parts. As an agent
@@ -24,7 +25,6 @@ from reasoning.llm.base import LLMClient, LLMRequest, LLMResponse, ToolCall, Usa
 from reasoning.llm.offline_structured import structured_answer, synthesize
 from reasoning.llm.offline_text import (
     LABEL,
-    LABEL_BLOCK,
     answer_from_context,
     answer_from_results,
     answer_without_tools,
@@ -35,12 +35,15 @@ from reasoning.llm.offline_text import (
     zone_in,
 )
 
-__all__ = ["LABEL", "LABEL_BLOCK", "OfflineClient", "covers", "expression_in", "question_parts", "zone_in"]
+STREAM_WORDS = 4
+
+__all__ = ["LABEL", "OfflineClient", "covers", "expression_in", "question_parts", "zone_in"]
 
 
 class OfflineClient(LLMClient):
     provider = "offline"
     supports_tools = True
+    answer_notice = LABEL
 
     def __init__(self, model: str = "nexus-offline", *, latency: float = 0.0) -> None:
         super().__init__(model)
@@ -52,11 +55,20 @@ class OfflineClient(LLMClient):
         return OfflineClient(model, latency=self.latency)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[str | LLMResponse]:
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        """Like a model: with a latency set, the first words come after half of it and the
+        rest stream over the other half."""
         response = self.respond(request)
-        if response.text:
-            yield response.text
+        pieces = re.findall(r"\S+\s*|\s+", response.text) if self.latency else [response.text]
+        pieces = ["".join(pieces[i : i + STREAM_WORDS]) for i in range(0, len(pieces), STREAM_WORDS)]
+        if self.latency:
+            await asyncio.sleep(self.latency / 2)
+        gap = self.latency / 2 / max(1, len(pieces))
+        for index, piece in enumerate(p for p in pieces if p):
+            if index and gap:
+                await asyncio.sleep(gap)
+            yield piece
+        if self.latency:
+            await asyncio.sleep(gap)
         yield response
 
     def respond(self, request: LLMRequest) -> LLMResponse:
@@ -68,7 +80,11 @@ class OfflineClient(LLMClient):
         if request.hints.get("respond"):
             results = [tuple(r) for r in request.hints.get("tool_results", [])]
             question = request.hints.get("query", "")
-            text = answer_from_results(question, results) if results else answer_without_tools(question)
+            documents = _attached(request.hints)
+            if documents:
+                text = answer_from_context(question, documents)
+            else:
+                text = answer_from_results(question, results) if results else answer_without_tools(question)
             return self._response(text, [], request)
         if request.component == "synthesis":
             return self._response(synthesize(request.hints), [], request)
@@ -79,7 +95,7 @@ class OfflineClient(LLMClient):
         return self.agent_turn(request)
 
     def agent_turn(self, request: LLMRequest) -> LLMResponse:
-        context = _mentioned_context(request.messages)
+        context = _attached(request.hints)
         question = _current_question(request.messages)
         if context:
             return self._response(answer_from_context(question, context), [], request)
@@ -118,27 +134,28 @@ def _text_of(content: Any) -> str:
 
 
 def _current_question(messages: list[dict[str, Any]]) -> str:
+    """The person's latest request: a turn's last text block (attachments come before it)."""
     for message in reversed(messages):
         if message["role"] == "user":
-            text = _text_of(message["content"]).strip()
+            content = message["content"]
+            texts = (
+                [b.get("text", "") for b in content if b.get("type") == "text"]
+                if isinstance(content, list)
+                else [content]
+            )
+            text = (texts[-1] if texts else "").strip()
             if text and not text.startswith("The tool-call limit"):
-                return _unwrap(text)
+                return text
     return ""
 
 
-def _unwrap(text: str) -> str:
-    """Questions enriched with @resources arrive wrapped in <query> tags."""
-    match = re.search(r"<query>\s*(.*?)\s*</query>", text, re.DOTALL)
-    return match.group(1) if match else text
-
-
-def _mentioned_context(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(title, content) of documents the person mentioned with @, if the question carries them."""
-    for message in reversed(messages):
-        if message["role"] == "user":
-            text = _text_of(message["content"])
-            return re.findall(r'<document title="([^"]*)">\n(.*?)\n</document>', text, re.DOTALL)
-    return []
+def _attached(hints: dict[str, Any]) -> list[tuple[str, str]]:
+    """(title, content) of what the person attached (a real model reads it in the prompt)."""
+    return [
+        (str(item.get("title", "")), str(item.get("content", "")))
+        for item in hints.get("attachments") or []
+        if isinstance(item, dict) and item.get("kind") in ("document", "resource")
+    ]
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str, bool]]:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.llm.offline_text import (
-    LABEL_BLOCK,
-    RESEARCH_WORDS,
     answer_without_tools,
     covers,
+    found_nothing,
     is_refusal,
     keywords,
     part_kind,
@@ -22,6 +21,8 @@ from reasoning.llm.offline_text import (
     strip_label,
     tool_named,
 )
+from reasoning.routing import Router
+from reasoning.text import markdown_inline
 
 
 def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
@@ -32,31 +33,16 @@ def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
 
 
 def _analysis(hints: dict[str, Any]) -> dict[str, Any]:
+    """The offline model triages with the project's router: its best guess, sure or not."""
     query = hints.get("query", "")
-    parts = question_parts(query)
-    research = len(RESEARCH_WORDS.findall(query))
-    questions = query.count("?")
-    score = 0.1 + 0.15 * max(0, len(parts) - 1) + 0.2 * research + 0.05 * max(0, questions - 1)
-    score += min(0.2, len(query) / 5000)
-    score = round(min(1.0, score), 2)
-    level = "simple" if score < 0.3 else "complex" if score > 0.7 else "medium"
-    tools = [part_kind(p) for p in parts]
+    decision = Router().route(query, attachments=1 if hints.get("attachments") else 0)
+    analysis = decision.analysis()
+    band = {"simple": 0.15, "medium": 0.5, "complex": 0.85}[analysis.complexity_level.value]
     return {
-        "complexity_level": level,
-        "complexity_score": score,
-        "recommended_strategy": {"simple": "direct", "medium": "light_planning", "complex": "deep_reasoning"}[
-            level
-        ],
-        "estimated_iterations": min(5, max(1, len(parts))),
-        "confidence": 0.6,
-        "rationale": (
-            f"{len(parts)} part(s), {research} research word(s), {questions} question mark(s); "
-            f"heuristic score {score:.2f}."
-        ),
-        "requires_research": research > 0,
-        "requires_synthesis": len(parts) > 1,
-        "multi_part_query": len(parts) > 1,
-        "tool_count_estimate": sum(1 for kind in tools if kind in ("arithmetic", "time", "documents")),
+        **analysis.to_dict(),
+        "complexity_score": band,
+        "confidence": round(decision.confidence, 2),
+        "rationale": analysis.rationale.replace("(router,", "(offline model,"),
     }
 
 
@@ -116,17 +102,20 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
             "reasoning": "The offline model cannot answer this part; a deeper strategy would not help, "
             "and the answer says so honestly.",
             "missing_aspects": [],
+            "deeper_would_help": False,
         }
     coverage = (len(parts) - len(missing)) / len(parts)
     confidence = round(0.9 * coverage + (0.05 if coverage == 1 else 0), 2)
-    reasoning = f"The answer covers {len(parts) - len(missing)} of {len(parts)} part(s) of the question." + (
-        " Missing: " + "; ".join(missing) + "." if missing else ""
-    )
+    reasoning = f"The answer covers {len(parts) - len(missing)} of {len(parts)} part(s) of the question."
     return {
         "is_sufficient": not missing,
         "confidence": confidence,
         "reasoning": reasoning,
         "missing_aspects": [_as_question(m) for m in missing],
+        # A plan answers the parts one by one, so a direct answer that missed a part gains from
+        # one; once the parts were planned, the offline model's tools give the same answers
+        # however deep the strategy.
+        "deeper_would_help": bool(missing) and len(parts) > 1 and hints.get("strategy") == "direct",
     }
 
 
@@ -162,10 +151,10 @@ def synthesize(hints: dict[str, Any]) -> str:
     for result in results:
         finding = strip_label(str(result.get("result", "")))
         if finding:
-            blocks.append(f"**{result.get('query', '').strip()}**\n\n{finding}")
+            blocks.append(f"**{markdown_inline(result.get('query', ''))}**\n\n{finding}")
     if not blocks:
         return answer_without_tools(hints.get("query", ""))
-    return "\n\n".join(blocks) + LABEL_BLOCK
+    return "\n\n".join(blocks)
 
 
 def _critique(hints: dict[str, Any]) -> dict[str, Any]:
@@ -215,30 +204,65 @@ def _critique(hints: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
-    tools_used = hints.get("tools_used", [])
-    escalations = hints.get("escalations", 0)
+    """Lessons only from what the run's record shows: escalations with what was missing,
+    tools that returned something, tools that failed."""
     try:
         quality = float(hints.get("quality"))
     except (TypeError, ValueError):
         quality = None
     lessons = []
-    if escalations:
-        lessons.append(
-            "Multi-part questions need one plan step per part; a direct answer covered only one part."
+    insights = []
+    escalated = [a for a in hints.get("attempts", []) if a.get("status") == "escalated"]
+    for attempt in escalated[:1]:
+        missed = len(attempt.get("missing", []))
+        if attempt.get("strategy") == "direct" and missed:
+            lessons.append(
+                "Questions with several separate parts need one plan step per part; a direct answer "
+                f"left {missed} part(s) unanswered."
+            )
+        insights.append(
+            {
+                "category": "failure",
+                "description": f"The {attempt.get('strategy')} attempt fell short and was escalated.",
+                "evidence": [f"missing: {'; '.join(attempt.get('missing', [])) or 'not stated'}"],
+                "impact": "medium",
+            }
         )
-    for tool in dict.fromkeys(tools_used):
-        lessons.append(
-            f"The {tool.split('__')[-1]} tool answered part of this question; use it for similar questions."
+    tools = hints.get("tools", [])
+    helpful = [t["tool"] for t in tools if t.get("success") and not found_nothing(t.get("result", ""))]
+    empty = [t["tool"] for t in tools if t.get("success") and found_nothing(t.get("result", ""))]
+    failed = [t for t in tools if not t.get("success")]
+    for tool in dict.fromkeys(helpful):
+        if quality is not None and quality >= 0.7:
+            lessons.append(
+                f"The {tool.split('__')[-1]} tool gave the facts for this kind of question; use it again."
+            )
+    for tool in dict.fromkeys(empty):
+        insights.append(
+            {
+                "category": "approach",
+                "description": f"{tool.split('__')[-1]} returned nothing for this question.",
+                "evidence": ["the tool's result said nothing matched"],
+                "impact": "low",
+            }
         )
-    insights = [
-        {
-            "category": "success" if quality and quality >= 0.7 else "approach",
-            "description": f"Final quality {quality if quality is not None else 'n/a'} "
-            f"after {escalations} escalation(s).",
-            "evidence": [f"tools: {', '.join(tools_used) or 'none'}"],
-            "impact": "medium",
-        }
-    ]
+    for tool in failed[:2]:
+        error = shorten(str(tool.get("error") or ""), 80)
+        lessons.append(
+            f"The {tool['tool'].split('__')[-1]} tool can fail ({error}); check its input before calling it."
+        )
+    if hints.get("feedback"):
+        feedback = hints["feedback"]
+        insights.append(
+            {
+                "category": "success" if feedback.get("rating") == "up" else "failure",
+                "description": "The person rated the answer "
+                + str(feedback.get("rating") or "without a rating")
+                + ".",
+                "evidence": [shorten(str(feedback.get("comment") or "no comment"), 200)],
+                "impact": "high",
+            }
+        )
     return {
         "insights": insights,
         "lessons": lessons[:3],
@@ -250,7 +274,7 @@ def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
                 "expected_impact": "fewer escalations",
             }
         ]
-        if escalations
+        if escalated
         else [],
         "confidence": 0.6,
     }

@@ -1,7 +1,8 @@
 """The offline model's heuristics: reading questions into parts, and writing honest answers.
 
-Answers are extracted from tool results and documents, with their sources, and always carry
-the offline label; a question no tool can answer gets "I can't answer that offline".
+Answers are extracted from tool results and documents, with their sources; a question no
+tool can answer gets "I can't answer that offline". The offline label is not written here:
+the client declares it as its answer notice and the engine adds it once to the final answer.
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasoning.text import WORD, keywords
+from reasoning.text import WORD, keywords, markdown_inline
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
 LABEL_BLOCK = f"\n\n---\n{LABEL}"
+_NOTHING_FOUND = re.compile(
+    r"^\s*(no (documents?|results?|matches?|passages?)\b|nothing (was )?found)", re.IGNORECASE
+)
 MAX_PARTS = 5
 MAX_QUERY_CHARS = 4000
 
@@ -23,20 +27,19 @@ _WH = (
     r"describe|name|convert"
 )
 _SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE)
-RESEARCH_WORDS = re.compile(
-    r"\b(research|investigate|analy[sz]e|analysis|compare|comparison|survey|evaluate|assess|"
-    r"recommend|synthesi[sz]e|trade-?offs?|pros and cons|in depth|comprehensive|strategy|"
-    r"landscape|trends?)\b",
-    re.IGNORECASE,
-)
 _TIME = re.compile(
     r"\b(time|date|day|today|tonight|now|clock|o'clock|weekday|year is it|month is it)\b", re.IGNORECASE
 )
+# Questions about the team's own work, which its documents may answer (the offline model
+# searches them only for these: it has no general knowledge to search for).
 _DOCS = re.compile(
-    r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|"
-    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure)\b|@\S+",
+    r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|we|us|"
+    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure|employees?|staff|vacation|"
+    r"holidays?|payroll|expenses?|office|on-?call|standup|offsite|vpn|staging|deploy\w*|releases?|"
+    r"incidents?|colleagues?|manager|who should i ask|where do i find)\b|@\S+",
     re.IGNORECASE,
 )
+_HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
 )
@@ -197,7 +200,8 @@ def covers(part: str, answer: str) -> bool:
     wanted = set(keywords(part))
     if not wanted:
         return bool(answer_text)
-    found = set(keywords(answer_text))
+    # A heading that repeats the question answers nothing: judge the text under it.
+    found = set(keywords(_HEADING.sub("", answer_text)))
     return len(wanted & found) / len(wanted) >= 0.5
 
 
@@ -218,8 +222,10 @@ def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
             scored.append((overlap, title, passage))
     scored.sort(key=lambda item: -item[0])
     best = [item for item in scored if item[0] > 0][:3] or scored[:1]
-    quoted = "\n\n".join(f"From **{title}**:\n\n> {passage[:800]}" for _, title, passage in best)
-    return quoted + LABEL_BLOCK
+    quoted = "\n\n".join(
+        f"From **{markdown_inline(title)}**:\n\n> {passage[:800]}" for _, title, passage in best
+    )
+    return quoted
 
 
 def tool_named(tools: list[str], base: str) -> str | None:
@@ -237,7 +243,7 @@ def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]
             return name, {"expression": expression_in(part)}
         if kind == "time" and (name := tool_named(tools, "clock")):
             return name, {"timezone": zone_in(part) or "UTC"}
-        if kind in ("documents", "general") and (name := tool_named(tools, "search_documents")):
+        if kind == "documents" and (name := tool_named(tools, "search_documents")):
             return name, {"query": part}
     return None
 
@@ -251,7 +257,7 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
         elif base == "calculator":
             value = text.split("=")[-1].strip()
             lines.append(
-                f"{arguments.get('expression', '').strip()} = **{value}** (computed with the calculator)."
+                f"{_code(arguments.get('expression', ''))} = **{value}** (computed with the calculator)."
             )
         elif base == "clock":
             lines.append(f"It is {text} (from the clock).")
@@ -259,13 +265,19 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
             lines.append(_document_answer(question, text))
         else:
             lines.append(f"{base} returned: {text[:1500]}")
-    return "\n\n".join(lines) + LABEL_BLOCK
+    return "\n\n".join(lines)
+
+
+def found_nothing(text: str) -> bool:
+    """A tool result that says it found nothing."""
+    return not (text or "").strip() or bool(_NOTHING_FOUND.match(text))
 
 
 def _document_answer(question: str, text: str) -> str:
-    if not text.strip() or text.strip().lower().startswith("no document"):
+    if found_nothing(text):
+        asked = markdown_inline(shorten(question))
         return (
-            f"I found nothing in the team's documents about \"{question}\", and I can't answer "
+            f"I found nothing in the team's documents about \"{asked}\", and I can't answer "
             "that offline; set ANTHROPIC_API_KEY to ask Claude."
         )
     return f"From the team's documents:\n\n{text.strip()[:3000]}"
@@ -274,33 +286,35 @@ def _document_answer(question: str, text: str) -> str:
 def answer_without_tools(question: str) -> str:
     parts = question_parts(question)
     if not parts:
-        return (
-            'I didn\'t find a question in your message. Ask me something, for example "What is 17*23?"'
-            + LABEL_BLOCK
-        )
+        return 'I didn\'t find a question in your message. Ask me something, for example "What is 17*23?"'
     first = parts[0]
     kind = part_kind(first)
     if kind == "greeting":
         return (
             "Hello! I'm Nexus, running on the offline model. I can do arithmetic, tell the time "
             "and search your team's documents."
-        ) + LABEL_BLOCK
+        )
     if kind == "capabilities":
         return (
             'Offline I can: calculate ("What is 17*23?"), tell the time anywhere ("What time is it '
             "in Tokyo?\"), and find passages in your team's documents. With ANTHROPIC_API_KEY set, "
             "Claude answers instead, with the same planning, tools and quality checks."
-        ) + LABEL_BLOCK
+        )
     if kind == "arithmetic":
         expression = expression_in(first) or ""
         try:
-            return f"{expression} = **{format_number(calculate(expression))}**." + LABEL_BLOCK
+            return f"{_code(expression)} = **{format_number(calculate(expression))}**."
         except CalculatorError as exc:
-            return f"I can't compute {expression!r}: {exc}." + LABEL_BLOCK
+            return f"I can't compute {expression!r}: {exc}."
     return (
-        f'I can\'t answer that offline: "{shorten(first)}" needs a real language model. '
+        f'I can\'t answer that offline: "{markdown_inline(shorten(first))}" needs a real language model. '
         "Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
-    ) + LABEL_BLOCK
+    )
+
+
+def _code(expression: str) -> str:
+    """An expression as inline code, so its * and _ never read as Markdown."""
+    return f"`{' '.join(str(expression).split()).replace('`', '')}`"
 
 
 def shorten(text: str, limit: int = 160) -> str:

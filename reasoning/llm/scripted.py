@@ -34,12 +34,20 @@ class ScriptedClient(LLMClient):
         default: Reply | None = None,
         model: str = "scripted-model",
         latency: float = 0.0,
+        delays: dict[str, float] | None = None,
+        chunk: int = 0,
+        chunk_delay: float = 0.0,
         usage: Usage | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
+        """`latency`: seconds before every answer; `delays`: seconds per component instead.
+        `chunk`: stream text in pieces of this many characters, `chunk_delay` apart."""
         super().__init__(model, retry=retry or RetryPolicy(max_retries=3, base_delay=0.0, max_delay=0.0))
         self._state = _State(replies, by_component or {}, default)
         self.latency = latency
+        self.delays = delays or {}
+        self.chunk = chunk
+        self.chunk_delay = chunk_delay
         self.usage = usage or Usage(input_tokens=100, output_tokens=20)
 
     @property
@@ -57,12 +65,17 @@ class ScriptedClient(LLMClient):
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[str | LLMResponse]:
         self._state.history.append(request)
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        delay = self.delays.get(request.component, self.latency)
+        if delay:
+            await asyncio.sleep(delay)
         reply = self._state.next_for(request)
         response = self._to_response(reply, request)
-        if response.text:
-            yield response.text
+        text = response.text
+        size = self.chunk or len(text)
+        for start in range(0, len(text), max(1, size)):
+            if start and self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+            yield text[start : start + size]
         yield response
 
     def _to_response(self, reply: Reply, request: LLMRequest) -> LLMResponse:

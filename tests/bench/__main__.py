@@ -3,11 +3,13 @@
 import asyncio
 import sys
 
-from tests.bench import engine, web
+import tests.env  # noqa: F401  - the same known environment as the tests (offline model, a secrets key)
+from tests.bench import adaptivity, engine, web
 
 
 def main() -> int:
     print("\n".join(asyncio.run(engine.main())), flush=True)
+    print("\n".join(asyncio.run(adaptivity.main())), flush=True)
     print("\n".join(web.main()), flush=True)
     return 0
 

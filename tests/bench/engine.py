@@ -125,7 +125,7 @@ async def run_once(strategy: str, *, parallel: bool = True) -> tuple[float, floa
     config = ReasoningConfig(max_parallel_steps=4 if parallel else 1)
     engine = AdaptiveReasoningLoop(llm, ToolRegistry([builtin_provider()]), config)
     sink = ListSink()
-    force = {"direct": None, "light": None, "deep": ExecutionStrategy.DEEP_REASONING}[strategy]
+    force = ExecutionStrategy.parse(strategy)
     started = time.perf_counter()
     result = await engine.run(f"benchmark {strategy}", sink=sink, force_strategy=force)
     wall = time.perf_counter() - started

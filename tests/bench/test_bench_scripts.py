@@ -15,3 +15,15 @@ async def test_every_model_call_of_a_bench_run_is_scripted(strategy):
 def test_union_of_intervals():
     assert union([(0, 2), (1, 3), (5, 6)]) == 4
     assert union([]) == 0
+
+
+async def test_the_adaptivity_bench_counts_every_call_of_a_run():
+    from reasoning import ExecutionStrategy
+    from tests.bench.adaptivity import engine_first_token, offline_run, plain_call
+
+    routed = await offline_run("What is 17*23 and what time is it in Tokyo?")
+    forced = await offline_run(
+        "What is 17*23 and what time is it in Tokyo?", ExecutionStrategy.DEEP_REASONING
+    )
+    assert routed.first == "medium" and routed.routed_by == "router" and 0 < routed.calls < forced.calls
+    assert await plain_call() > 0 and await engine_first_token() > 0

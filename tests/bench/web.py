@@ -43,7 +43,7 @@ async def event_latencies(site: Site, runs: int = 3) -> list[float]:
                 frame = await asyncio.wait_for(ws.recv(), timeout=60)
                 received = time.time()
                 latencies += [received - float(t) for _, t in EVENT.findall(frame)]
-                if 'data-kind="reflection.completed"' in frame:
+                if 'data-kind="run.finished"' in frame:
                     break
     return latencies
 

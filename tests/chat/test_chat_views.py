@@ -61,7 +61,7 @@ def test_a_second_message_while_answering_is_refused_clearly(alice, alice_sessio
 
 
 def test_the_answer_appears_on_the_page_with_its_trace(alice, alice_session, client_for):
-    ask(alice_session, "What is 17*23 and what time is it in Tokyo?")
+    ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     for expected in [
         "Phase 0: Complexity Analysis",
@@ -107,12 +107,12 @@ def test_untrusted_answer_html_is_rendered_inert(alice, alice_session, client_fo
 
 
 def test_failed_runs_show_their_error(alice, alice_session, client_for, monkeypatch):
-    from reasoning.loop import ReasoningFailed
+    from reasoning.modes import ReasoningFailed
 
     async def fail(*args, **kwargs):
         raise ReasoningFailed("The model provider is overloaded right now; try again shortly.")
 
-    monkeypatch.setattr("reasoning.loop.AdaptiveReasoningLoop.run", fail)
+    monkeypatch.setattr("reasoning.modes.adaptive.AdaptiveReasoningLoop.run", fail)
     run = ask(alice_session, "Anything")
     assert run.status == "failed" and "overloaded" in run.error
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()

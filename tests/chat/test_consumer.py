@@ -65,8 +65,9 @@ async def test_events_arrive_in_order_with_status_and_answer(alice, alice_sessio
     assert await execute_run(run.pk) == "succeeded"
     html = await receive_all(communicator)
     seen = [int(seq) for run_id, seq in EVENT_ID.findall(html) if int(run_id) == run.pk]
-    total = await database_sync_to_async(lambda: run.events.count())()
-    assert seen == list(range(1, total + 1)), "every event once, in order"
+    stored = await database_sync_to_async(lambda: list(run.events.values_list("sequence", flat=True)))()
+    assert seen == stored, "every stored event once, in order"
+    assert "answer.delta" not in html, "draft batches are pushed for the page, not rendered as trace items"
     assert f'hx-swap-oob="beforeend:#trace-{run.pk}"' in html
     assert 'id="status-line"' in html and "Mode: <strong>Direct</strong>" in html
     assert "Mode: <strong>Complete</strong>" in html
@@ -77,12 +78,15 @@ async def test_events_arrive_in_order_with_status_and_answer(alice, alice_sessio
 async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_session):
     run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
     await execute_run(run.pk)
-    total = await database_sync_to_async(lambda: ReasoningRun.objects.get(pk=run.pk).events.count())()
+    stored = await database_sync_to_async(
+        lambda: list(ReasoningRun.objects.get(pk=run.pk).events.values_list("sequence", flat=True))
+    )()
+    total = stored[-1]
     communicator = await socket(alice_session.pk, alice)
     await communicator.connect()
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 5}}))
     html = await receive_all(communicator)
-    assert [int(seq) for _, seq in EVENT_ID.findall(html)] == list(range(6, total + 1))
+    assert [int(seq) for _, seq in EVENT_ID.findall(html)] == [seq for seq in stored if seq > 5]
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): total}}))
     assert await receive_all(communicator, 0.2) == ""
     await communicator.send_to(text_data="not json")
@@ -101,4 +105,22 @@ async def test_catch_up_never_leaks_another_sessions_run(alice, bob, alice_sessi
     await communicator.connect()
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(bob_run.pk): 0}}))
     assert await receive_all(communicator, 0.3) == ""
+    await communicator.disconnect()
+
+
+async def test_draft_batches_reach_the_socket_without_breaking_the_page(alice, alice_session):
+    from channels.layers import get_channel_layer
+
+    from chat.sink import session_group
+
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    await get_channel_layer().group_send(
+        session_group(alice_session.pk),
+        {"type": "answer.delta", "run": 1, "seq": 9, "draft": "d1", "offset": 0, "text": "Par"},
+    )
+    assert await receive_all(communicator, 0.3) == "", "not rendered yet: the approved answer replaces it"
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
+    assert await execute_run(run.pk) == "succeeded"
+    assert "<strong>4</strong>" in await receive_all(communicator), "the socket keeps working"
     await communicator.disconnect()

@@ -16,11 +16,26 @@ def post(client, session, content):
     return client.post(reverse("chat:message-create", args=[session.pk]), {"content": content}, **HTMX)
 
 
-def test_a_mentioned_document_enriches_the_question(alice, alice_session, client_for, dispatched):
-    documents.document_create(owner=alice, title="Release plan", content="We release on Fridays at noon.")
+def attached(run: ReasoningRun) -> str:
+    """Everything the person attached to the run's question, as one text."""
+    return "\n".join(item["content"] for item in run.attachments)
+
+
+def test_a_mentioned_document_is_attached_beside_the_question(alice, alice_session, client_for, dispatched):
+    document = documents.document_create(
+        owner=alice, title="Release plan", content="We release on Fridays at noon."
+    )
     post(client_for(alice), alice_session, 'When do we release? see @"Release plan"')
     run = ReasoningRun.objects.get()
-    assert "We release on Fridays at noon." in run.query and "<query>" in run.query
+    assert run.query == 'When do we release? see @"Release plan"', "the question is exactly what was asked"
+    assert run.attachments == [
+        {
+            "kind": "document",
+            "title": "Release plan",
+            "content": "We release on Fridays at noon.",
+            "source": document.uri,
+        }
+    ]
     assert run.user_message.content == 'When do we release? see @"Release plan"', (
         "what the user typed is kept"
     )
@@ -34,7 +49,7 @@ def test_a_mention_the_user_may_not_see_is_left_out_and_reported(
     html = response.content.decode()
     assert "@Salaries was not included" in html and "@nothing was not included" in html
     run = ReasoningRun.objects.get()
-    assert "confidential" not in run.query
+    assert "confidential" not in run.query and "confidential" not in attached(run)
 
 
 def test_the_offline_model_answers_from_a_mentioned_document(alice, alice_session):
@@ -46,7 +61,10 @@ def test_the_offline_model_answers_from_a_mentioned_document(alice, alice_sessio
     )
     prepared = services.message_prepare(user=alice, content="Who handles vacation requests? @Handbook")
     run = services.message_post(
-        session=alice_session, content="Who handles vacation requests? @Handbook", query=prepared.query
+        session=alice_session,
+        content="Who handles vacation requests? @Handbook",
+        question=prepared.question,
+        attachments=prepared.attachments,
     )
     run_now(run.pk)
     answer = run.answers.get().content
@@ -151,8 +169,8 @@ def test_your_own_document_wins_over_another_users_shared_one(
     documents.document_create(owner=bob, title="Release Process", content="BOB: push to prod", shared=True)
     documents.document_create(owner=alice, title="Release Process", content="ALICE: tag, then deploy")
     post(client_for(alice), alice_session, 'How do we ship? @"Release Process"')
-    query = ReasoningRun.objects.get().query
-    assert "ALICE: tag, then deploy" in query and "BOB" not in query
+    context = attached(ReasoningRun.objects.get())
+    assert "ALICE: tag, then deploy" in context and "BOB" not in context
 
 
 def test_a_title_shared_by_several_users_is_asked_about_never_guessed(
@@ -172,8 +190,8 @@ def test_a_title_shared_by_several_users_is_asked_about_never_guessed(
     assert inserts == {f'@"Release Process"#{from_bob.pk} ', f'@"Release Process"#{from_carol.pk} '}
     assert {i["detail"] for i in items} == {"shared by bob", "shared by carol"}
     post(client, alice_session, f'How do we ship? @"Release Process"#{from_carol.pk}')
-    query = ReasoningRun.objects.get().query
-    assert "CAROL" in query and "BOB" not in query
+    context = attached(ReasoningRun.objects.get())
+    assert "CAROL" in context and "BOB" not in context
 
 
 def test_matching_letter_case_never_picks_between_other_users_documents(
@@ -191,4 +209,52 @@ def test_a_reference_reaches_only_documents_you_may_see(alice, bob, alice_sessio
     private = documents.document_create(owner=bob, title="Salaries", content="confidential numbers")
     html = post(client_for(alice), alice_session, f'What is in @"Salaries"#{private.pk}?').content.decode()
     assert f"@Salaries#{private.pk} was not included" in html
-    assert "confidential" not in ReasoningRun.objects.get().query
+    assert "confidential" not in attached(ReasoningRun.objects.get())
+
+
+def test_a_question_about_a_mentioned_document_is_answered_from_it_once(
+    alice, alice_session, client_for, dispatched
+):
+    """The issue's case: the prompt wrapper once became plan steps and headings, and the
+    document was repeated three times with quality 0.00."""
+    from tests.conftest import run_now
+
+    documents.document_create(
+        owner=alice,
+        title="Release process",
+        content="We release on Tuesdays.\n\nRollback: redeploy the previous tag and tell #ops.",
+    )
+    post(client_for(alice), alice_session, 'What does @"Release process" say about rollback?')
+    run = ReasoningRun.objects.get()
+    run_now(run.pk)
+    run.refresh_from_db()
+    answer = run.answers.get().content
+    assert answer.count("Rollback: redeploy the previous tag and tell #ops.") == 1
+    assert run.final_strategy == "direct" and not run.escalation_count and run.final_quality >= 0.6
+    everything = " ".join(str(event.payload) for event in run.events.all())
+    for wrapper in ("<query>", "</query>", "The person mentioned these documents", "Their content is below"):
+        assert wrapper not in everything and wrapper not in answer
+
+
+def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_rest(alice, monkeypatch):
+    from chat import mentions, services
+
+    class Prompts:
+        name = "team"
+
+        async def get_prompt(self, name, arguments):
+            return [
+                {"role": "user", "content": "Here is our style guide: short sentences, no jargon."},
+                {"role": "assistant", "content": "Understood."},
+                {"role": "user", "content": f"Rewrite {arguments['text']} in our style."},
+            ]
+
+    monkeypatch.setattr(
+        mentions, "prompts", lambda user: [{"server": "team", "name": "style", "arguments": ["text"]}]
+    )
+    monkeypatch.setattr(mentions, "_providers", lambda user: [Prompts()])
+    prepared = services.message_prepare(user=alice, content="/style the release note")
+    assert prepared.question == "Rewrite the release note in our style."
+    [context] = prepared.attachments
+    assert (context.kind, context.title) == ("command", "/style")
+    assert "short sentences, no jargon" in context.content and "Understood." in context.content

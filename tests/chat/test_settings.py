@@ -59,6 +59,10 @@ def test_the_embedded_mode_generates_its_secrets_key_once(tmp_path):
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "no-such-program-here"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "sh 'unclosed"}, 'NEXUS_MCP_ALLOWED_COMMANDS: "sh \'unclosed"'),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "/tmp"}, "NEXUS_MCP_ALLOWED_COMMANDS: '/tmp' is not an executable"),
+        ({"AGENT_MODE": "telepathic"}, "AGENT_MODE must be one of adaptive, reasoning_driven"),
+        ({"ROUTER_MIN_CONFIDENCE": "1.5"}, "ROUTER_MIN_CONFIDENCE"),
+        ({"STREAM_BATCH_MS": "soon"}, "STREAM_BATCH_MS"),
+        ({"SPECULATIVE_DIRECT": "maybe"}, "SPECULATIVE_DIRECT"),
     ],
 )
 def test_a_wrong_setting_stops_start_up_naming_it(env, expected):

@@ -128,8 +128,9 @@ def test_calculator_call_shows_in_the_panel_and_a_screenshot(page: Page):
     ask(page, "What is 17*23 and what time is it in Tokyo?")
     expect(page.locator(".answer .markdown").last).to_contain_text("Asia/Tokyo", timeout=20000)
     last = page.locator("ol.trace").last
-    expect(last).to_contain_text("Escalating: DIRECT → LIGHT")
-    expect(last.locator(".badge.cached")).to_have_count(1)
+    expect(last).to_contain_text("Mode: Light Reasoning")
+    expect(last.locator(".plan").first.locator("li")).to_have_count(2)
+    expect(last).not_to_contain_text("Escalating"), "two parts are routed to a plan at once"
     expect(page.locator(".trace-head").last).to_have_attribute("aria-expanded", "true")
     expect(page.locator("#session-title h1")).to_have_text("What is 17*23?")
     expect(page.locator("#session-list .current")).to_have_text("What is 17*23?")

@@ -24,13 +24,18 @@ def analysis(level: str = "simple", score: float | None = None, **extra: Any) ->
     }
 
 
-def quality(ok: bool, confidence: float, *missing: str, reasoning: str = "") -> dict[str, Any]:
-    return {
+def quality(
+    ok: bool, confidence: float, *missing: str, reasoning: str = "", deeper: bool | None = None
+) -> dict[str, Any]:
+    """A quality verdict; `deeper` says whether a deeper strategy would help (unsaid: the seed's
+    rule, escalate when below the threshold)."""
+    verdict = {
         "is_sufficient": ok,
         "confidence": confidence,
         "reasoning": reasoning or ("good" if ok else "weak"),
         "missing_aspects": list(missing),
     }
+    return verdict if deeper is None else {**verdict, "deeper_would_help": deeper}
 
 
 def plan(*steps: str | tuple[str, list[str]], **extra: Any) -> dict[str, Any]:
@@ -101,6 +106,9 @@ def tool(name: str, **arguments: Any) -> dict[str, Any]:
 
 
 QUALITY_LAYERS_OFF = {"enable_critic": False, "enable_meta": False, "enable_reflection": False}
+# The local router is never sure, so the analysis model is always asked (and nothing starts
+# speculatively): for tests about the analyzer itself.
+ALWAYS_ANALYSE = {"router_min_confidence": 1.0, "speculative_direct": False}
 
 
 def engine(llm: ScriptedClient, *, tools: ToolRegistry | None = None, **config: Any) -> AdaptiveReasoningLoop:

@@ -13,6 +13,9 @@ from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
+# The analysis model is asked only when the local router is unsure; these make it always unsure.
+ALWAYS_ANALYSE = {"router_min_confidence": 1.0, "speculative_direct": False}
+
 
 class Sleeps:
     def __init__(self) -> None:
@@ -98,7 +101,9 @@ async def test_a_tool_use_round_through_the_engine():
     )
     sink = ListSink()
     engine = AdaptiveReasoningLoop(
-        client(wire), ToolRegistry([builtin_provider()]), ReasoningConfig(**QUALITY_LAYERS_OFF)
+        client(wire),
+        ToolRegistry([builtin_provider()]),
+        ReasoningConfig(**QUALITY_LAYERS_OFF, **ALWAYS_ANALYSE),
     )
     result = await engine.run("What is 17*23?", sink=sink)
     assert result.answer == "17 × 23 = 391" and result.final_strategy == ExecutionStrategy.DIRECT
@@ -114,6 +119,33 @@ async def test_a_tool_use_round_through_the_engine():
     assert result.usage.cache_read_tokens == 500
     assert next(e.payload["model"] for e in sink.of("llm.call")) == "claude-haiku-4-5"
     assert result.cost > 0
+
+
+async def test_streamed_text_reaches_the_page_as_draft_deltas_then_the_approved_answer():
+    answer = "Seventeen times twenty-three is 391, computed exactly."
+    wire = FakeWire(
+        anthropic_stream(text=answer),
+        anthropic_stream(
+            tool=(
+                "toolu_q",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.9, "reasoning": "exact", "missing_aspects": []},
+            )
+        ),
+    )
+    sink = ListSink()
+    engine = AdaptiveReasoningLoop(client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    result = await engine.run("What is 17 times 23?", sink=sink)
+    deltas = sink.of("answer.delta")
+    assert result.routed_by == "router" and len(wire.requests) == 2, "no analysis call: the router was sure"
+    assert "".join(d.payload["text"] for d in deltas) == answer
+    assert [d.payload["offset"] for d in deltas] == [0, len(deltas[0].payload["text"])][: len(deltas)]
+    draft = deltas[0].payload["draft"]
+    assert {d.payload["draft"] for d in deltas} == {draft} and deltas[0].payload["attempt"] == 1
+    kinds = sink.kinds()
+    assert kinds.index("answer.delta") < kinds.index("quality.completed") < kinds.index("answer.final")
+    assert sink.of("quality.completed")[0].payload["draft"] == draft
+    assert sink.of("answer.final")[0].payload["draft"] == draft
 
 
 async def test_429_then_success_backs_off_with_jitter():
@@ -190,7 +222,9 @@ async def test_engine_answers_through_the_fallback_when_analysis_is_overloaded()
         ),
     )
     sink = ListSink()
-    engine = AdaptiveReasoningLoop(client(wire, retries=1), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    engine = AdaptiveReasoningLoop(
+        client(wire, retries=1), None, ReasoningConfig(**QUALITY_LAYERS_OFF, **ALWAYS_ANALYSE)
+    )
     result = await engine.run("Say hi", sink=sink)
     assert result.answer == "Hi!"
     assert sink.of("component.degraded")[0].payload["component"] == "complexity_analysis"

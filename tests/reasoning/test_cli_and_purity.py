@@ -1,5 +1,6 @@
 """The engine stands alone: a CLI, and not one import of Django, chat or celery."""
 
+import json
 import os
 import re
 import subprocess
@@ -25,8 +26,23 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_prints_the_answer():
     result = _cli("What is 2+2?")
     assert result.returncode == 0, result.stderr
-    assert "2+2 = **4**" in result.stdout and "offline model" in result.stdout
+    assert "`2+2` = **4**" in result.stdout and result.stdout.count("offline model") == 1
     assert "direct → direct" in result.stderr
+
+
+def test_cli_json_prints_one_event_per_line():
+    result = _cli("--json", "What is 17*23 and what time is it in Tokyo?")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events, "every line of stdout is one JSON event"
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["kind"] == "run.started" and events[-1]["kind"] in (
+        "run.finished",
+        "reflection.completed",
+    )
+    final = next(e for e in events if e["kind"] == "answer.final")["payload"]["answer"]
+    assert "391" in final and "Asia/Tokyo" in final
+    assert {"answer.delta", "analysis.completed", "quality.completed"} <= {e["kind"] for e in events}
 
 
 def test_cli_trace_and_forced_strategy():
@@ -59,7 +75,7 @@ def test_reasoning_never_imports_django_chat_or_celery():
         [
             sys.executable,
             "-c",
-            "import reasoning, reasoning.loop, reasoning.llm.offline, "
+            "import reasoning, reasoning.modes.adaptive, reasoning.routing, reasoning.llm.offline, "
             "reasoning.llm.anthropic_client, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('django', 'chat', 'celery', 'channels')))",
         ],

@@ -6,11 +6,21 @@ import asyncio
 
 import pytest
 
-from reasoning import ExecutionStrategy, ReasoningFailed
+from reasoning import ExecutionStrategy, ReasoningFailed, ResumeState
 from reasoning.llm.base import LLMError
 from reasoning.llm.scripted import ScriptedClient
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.helpers import CountingTools, analysis, complete, engine, plan, quality, run, tool
+from tests.reasoning.helpers import (
+    ALWAYS_ANALYSE,
+    CountingTools,
+    analysis,
+    complete,
+    engine,
+    plan,
+    quality,
+    run,
+    tool,
+)
 
 
 async def test_simple_arithmetic_stays_direct_and_is_still_quality_checked():
@@ -40,14 +50,16 @@ async def test_superficial_direct_answer_escalates_to_light_and_passes():
             ],
             "evaluation": [quality(False, 0.4, "key principles", "applications"), quality(True, 0.88)],
             "planning": [plan("Explain the principles of quantum computing", "List its applications")],
-            "synthesis": ["Quantum computers use qubits... applications include chemistry."],
         }
     )
     result, sink = await run(engine(llm), "What is quantum computing?")
     assert result.initial_strategy == ExecutionStrategy.DIRECT
     assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
     assert result.escalations == 1 and result.quality == 0.88
-    assert result.answer.startswith("Quantum computers use qubits")
+    assert result.answer == (
+        "**Explain the principles of quantum computing**\n\nQubits hold superpositions.\n\n"
+        "**List its applications**\n\nUsed for chemistry and crypto."
+    ), "a light plan's parts are combined under their headings, without a synthesis call"
     escalation = sink.of("escalation")[0].payload
     assert (escalation["from_strategy"], escalation["to_strategy"]) == ("direct", "light_planning")
     # The rejected DIRECT answer never reached the user: only one final answer event, the approved one.
@@ -66,7 +78,7 @@ async def test_light_answer_missing_aspects_escalates_to_deep():
                 plan("Python performance", "Java performance", "Memory use of both"),
             ],
             "agent": ["Python is slower.", "Java is faster.", "Java uses more memory."],
-            "synthesis": ["Java is faster; Python is slower.", "Full comparison with memory."],
+            "synthesis": ["Full comparison with memory."],
             "evaluation": [quality(False, 0.55, "memory use"), complete(True, 0.9), quality(True, 0.8)],
         }
     )
@@ -201,23 +213,53 @@ async def test_sequential_setting_runs_one_step_at_a_time():
 async def test_deep_adds_steps_the_evaluator_asks_for():
     llm = ScriptedClient(
         by_component={
-            "planning": [plan("First")],
-            "agent": ["one", "two"],
+            "planning": [plan("First", "Second", "Third")],
+            "agent": ["one", "two", "three", "four"],
             "evaluation": [
-                complete(False, 0.5, "What about the second thing?"),
+                complete(False, 0.5, "What about the fourth thing?"),
                 complete(True),
                 quality(True, 0.9),
             ],
-            "filter": [{"kept": [{"id": 1, "relevance": 5}, {"id": 2, "relevance": 9}]}],
+            "filter": [{"kept": [{"id": 1, "relevance": 5}, {"id": 4, "relevance": 9}]}],
+            "synthesis": ["all four"],
+        }
+    )
+    result, sink = await run(
+        engine(llm, max_parallel_steps=1), "Q", force_strategy=ExecutionStrategy.DEEP_REASONING
+    )
+    assert [e.payload["current"] for e in sink.of("iteration")] == [1, 2]
+    assert sink.of("plan.refined")[0].payload["added"][0]["description"] == "What about the fourth thing?"
+    filtered = llm.requests_for("synthesis")[-1].hints["results"]
+    assert [r["result"] for r in filtered] == ["four", "one"], "the filter's ranking orders the synthesis"
+    assert result.answer == "all four"
+
+
+async def test_a_few_findings_are_synthesized_without_a_filter_call():
+    llm = ScriptedClient(
+        by_component={
+            "planning": [plan("First", "Second")],
+            "agent": ["one", "two"],
+            "evaluation": [complete(True), quality(True, 0.9)],
             "synthesis": ["both"],
         }
     )
-    result, sink = await run(engine(llm), "Q", force_strategy=ExecutionStrategy.DEEP_REASONING)
-    assert [e.payload["current"] for e in sink.of("iteration")] == [1, 2]
-    assert sink.of("plan.refined")[0].payload["added"][0]["description"] == "What about the second thing?"
-    filtered = llm.requests_for("synthesis")[-1].hints["results"]
-    assert [r["result"] for r in filtered] == ["two", "one"], "the filter's ranking orders the synthesis"
+    result, _ = await run(engine(llm), "Q", force_strategy=ExecutionStrategy.DEEP_REASONING)
+    assert llm.requests_for("filter") == [], "two findings: nothing for a filter to drop"
     assert result.answer == "both"
+
+
+async def test_deep_skips_the_completeness_check_when_no_iteration_is_left():
+    llm = ScriptedClient(
+        by_component={
+            "planning": [plan("Only")],
+            "agent": ["one"],
+            "evaluation": [quality(True, 0.9)],
+            "synthesis": ["one, synthesized"],
+        }
+    )
+    result, _ = await run(engine(llm, max_iterations=1), "Q", force_strategy=ExecutionStrategy.DEEP_REASONING)
+    assert [r.hints.get("output") for r in llm.requests_for("evaluation")] == ["record_quality_assessment"]
+    assert result.answer == "one, synthesized"
 
 
 async def test_force_strategy_skips_analysis():
@@ -232,7 +274,7 @@ async def test_events_are_numbered_without_gaps_from_the_start_sequence():
     llm = ScriptedClient(
         by_component={"analysis": [analysis()], "agent": ["x"], "evaluation": [quality(True, 0.9)]}
     )
-    _, sink = await run(engine(llm), "Q", start_sequence=41)
+    _, sink = await run(engine(llm), "Q", resume=ResumeState(next_sequence=41))
     assert [e.sequence for e in sink.events] == list(range(41, 41 + len(sink.events)))
     assert sink.events[0].kind == "run.started" and sink.events[-1].kind == "run.finished"
     levels = {e.kind: e.level for e in sink.events}
@@ -254,7 +296,7 @@ async def test_analysis_uses_the_cheaper_analysis_model_and_the_cache():
     from reasoning import AdaptiveReasoningLoop, ReasoningConfig
 
     loop = AdaptiveReasoningLoop(
-        llm, ToolRegistry(), ReasoningConfig(analysis_cache_ttl=60), analysis_cache=cache
+        llm, ToolRegistry(), ReasoningConfig(analysis_cache_ttl=60, **ALWAYS_ANALYSE), analysis_cache=cache
     )
     await loop.run("What is  Python?")
     _, sink = await run(loop, "what is python?")
@@ -279,7 +321,7 @@ async def test_analyzer_failure_defaults_to_light():
             "evaluation": [quality(True, 0.9)],
         }
     )
-    result, sink = await run(engine(llm), "Q")
+    result, sink = await run(engine(llm, **ALWAYS_ANALYSE), "Q")
     degraded = sink.of("component.degraded")[0].payload
     assert degraded["component"] == "complexity_analysis"
     assert result.initial_strategy == ExecutionStrategy.LIGHT_PLANNING
@@ -354,10 +396,10 @@ async def test_synthesizer_failure_returns_the_findings():
             "planning": [plan("A", "B")],
             "agent": ["finding a", "finding b"],
             "synthesis": [RuntimeError("synthesis down")],
-            "evaluation": [quality(True, 0.9)],
+            "evaluation": [complete(True), quality(True, 0.9)],
         }
     )
-    result, sink = await run(engine(llm), "Q", force_strategy=ExecutionStrategy.LIGHT_PLANNING)
+    result, sink = await run(engine(llm), "Q", force_strategy=ExecutionStrategy.DEEP_REASONING)
     assert sink.of("component.degraded")[0].payload["component"] == "synthesizer"
     assert "finding a" in result.answer and "finding b" in result.answer
 
@@ -403,7 +445,7 @@ async def test_overloaded_analysis_after_all_retries_still_gets_an_answer():
             "evaluation": [quality(True, 0.9)],
         }
     )
-    result, sink = await run(engine(llm), "Q")
+    result, sink = await run(engine(llm, **ALWAYS_ANALYSE), "Q")
     call = next(e for e in sink.of("llm.call") if e.payload["component"] == "analysis").payload
     assert call["error_kind"] == "overloaded" and call["retries"] == 3
     assert result.answer == "answer"
@@ -414,7 +456,7 @@ async def test_a_very_long_question_is_answered():
     llm = ScriptedClient(
         by_component={"analysis": [analysis()], "agent": ["ok"], "evaluation": [quality(True, 0.9)]}
     )
-    result, _ = await run(engine(llm), query)
+    result, _ = await run(engine(llm, **ALWAYS_ANALYSE), query)
     assert result.answer == "ok"
     assert "characters omitted" in llm.requests_for("analysis")[0].messages[0]["content"]
     assert llm.requests_for("agent")[0].messages[-1]["content"] == query
@@ -534,12 +576,16 @@ async def test_resuming_from_a_checkpoint_skips_finished_work():
         by_component={
             "planning": [plan("A", "B")],
             "agent": ["b"],
-            "synthesis": ["a and b"],
             "evaluation": [quality(True, 0.9)],
         }
     )
-    result, sink = await run(engine(second), "Q", tracker_state=checkpoints[-1], start_sequence=50)
+    result, sink = await run(
+        engine(second), "Q", resume=ResumeState(tracker_state=checkpoints[-1], next_sequence=50)
+    )
     assert sink.events[0].payload["resumed"] is True
     assert second.requests_for("analysis") == []
     assert [e.payload["step_id"] for e in sink.of("step.started")] == ["step_2"]
-    assert result.answer == "a and b" and result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    assert (
+        result.answer == "**A**\n\na\n\n**B**\n\nb"
+        and result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    )

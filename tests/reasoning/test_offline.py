@@ -8,15 +8,15 @@ from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 
 
-def offline_engine() -> AdaptiveReasoningLoop:
+def offline_engine(**env: str) -> AdaptiveReasoningLoop:
     return AdaptiveReasoningLoop(
-        OfflineClient(), ToolRegistry([builtin_provider()]), ReasoningConfig.from_env({}, provider="offline")
+        OfflineClient(), ToolRegistry([builtin_provider()]), ReasoningConfig.from_env(env, provider="offline")
     )
 
 
-async def ask(question: str):
+async def ask(question: str, *, force: str = ""):
     sink = ListSink()
-    result = await offline_engine().run(question, sink=sink)
+    result = await offline_engine(FORCE_REASONING_STRATEGY=force).run(question, sink=sink)
     return result, sink
 
 
@@ -30,19 +30,29 @@ async def test_two_plus_two_is_four_via_the_calculator():
     assert result.final_strategy == ExecutionStrategy.DIRECT and not result.escalated
 
 
-async def test_two_part_question_escalates_direct_to_light_and_passes():
+async def test_two_part_question_is_routed_to_light_at_once():
     result, sink = await ask("What is 17*23 and what time is it in Tokyo?")
-    assert result.initial_strategy == ExecutionStrategy.DIRECT
-    assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
-    first_quality = sink.of("quality.completed")[0].payload
-    assert not first_quality["approved"]
-    assert first_quality["evaluation"]["missing_aspects"] == ["What time is it in Tokyo?"]
+    assert result.initial_strategy == result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    assert result.routed_by == "router" and not result.escalated
+    assert sink.of("quality.completed")[0].payload["approved"]
     assert "391" in result.answer and "Asia/Tokyo" in result.answer
     assert result.answer.count(LABEL) == 1
+
+
+async def test_a_direct_answer_that_misses_a_part_escalates_and_reuses_tool_results():
+    question = "What is 17*23 and what time is it in Tokyo?"
+    result, sink = await ask(question, force="direct")
+    first_quality = sink.of("quality.completed")[0].payload
+    assert not first_quality["approved"] and first_quality["deeper_would_help"]
+    assert first_quality["evaluation"]["missing_aspects"] == ["What time is it in Tokyo?"]
+    assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    assert "391" in result.answer and "Asia/Tokyo" in result.answer and result.answer.count(LABEL) == 1
     assert [e.payload["cached"] for e in sink.of("tool.result") if e.payload["tool"] == "calculator"] == [
         False,
         True,
     ]
+    discarded = sink.of("answer.discarded")
+    assert [d.payload["reason"] for d in discarded] == ["quality"] and discarded[0].payload["quality"] < 0.6
 
 
 async def test_it_says_what_it_cannot_know():

@@ -26,11 +26,13 @@ def client(wire: FakeWire, retries: int = 2) -> OpenAIClient:
     )
 
 
-def config() -> ReasoningConfig:
+def config(*, analyse: bool = True) -> ReasoningConfig:
+    """`analyse`: the local router is never sure, so the analysis model is always asked."""
     return ReasoningConfig(
         **{
             **ReasoningConfig.from_env({"OPENAI_MODEL": "llama3"}, provider="openai").__dict__,
             **QUALITY_LAYERS_OFF,
+            **({"router_min_confidence": 1.0, "speculative_direct": False} if analyse else {}),
         }
     )
 
@@ -175,3 +177,19 @@ async def test_engine_runs_on_a_model_without_tools():
     )
     assert result.answer == "Paris is the capital of France." and result.degraded == []
     assert "tools" not in wire.bodies[2]
+
+
+async def test_streamed_chunks_become_draft_deltas():
+    wire = FakeWire(
+        openai_stream(text="The capital of France is Paris."),
+        openai_stream(
+            text='{"is_sufficient": true, "confidence": 0.9, "reasoning": "ok", "missing_aspects": []}'
+        ),
+    )
+    sink = ListSink()
+    result = await AdaptiveReasoningLoop(client(wire), None, config(analyse=False)).run(
+        "What is the capital of France?", sink=sink
+    )
+    deltas = sink.of("answer.delta")
+    assert deltas and "".join(d.payload["text"] for d in deltas) == result.answer
+    assert sink.of("answer.final")[0].payload["draft"] == deltas[0].payload["draft"]

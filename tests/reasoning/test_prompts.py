@@ -39,7 +39,8 @@ async def test_engine_with_a_missing_prompt_still_answers_through_fallbacks(tmp_
     (tmp_path / "reasoning").mkdir()
     (tmp_path / "reasoning" / "system.txt").write_text("You are helpful.")
     llm = ScriptedClient(by_component={"planning": [], "agent": ["answer"]})
-    engine = AdaptiveReasoningLoop(llm, None, ReasoningConfig(), prompts_dir=tmp_path)
+    config = ReasoningConfig(router_min_confidence=1.0, speculative_direct=False)
+    engine = AdaptiveReasoningLoop(llm, None, config, prompts_dir=tmp_path)
     result = await engine.run("Q")
     assert result.answer == "answer"
     assert {"complexity_analysis", "planner", "evaluator"} <= set(result.degraded)

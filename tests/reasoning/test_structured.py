@@ -122,6 +122,7 @@ def test_reads_the_seed_quality_markdown():
         "confidence": 0.35,
         "reasoning": "Too thin.",
         "missing_aspects": ["Lacks technical depth", "Missing key concepts"],
+        "deeper_would_help": True,
     }
 
 
@@ -168,3 +169,14 @@ def test_reads_json_in_prose_and_clamps_scores():
 def test_unreadable_replies_are_unrecognised_not_guessed():
     assert ANALYSIS.read(None, "I like turtles.") is None
     assert PLAN.read({"foo": 1}, "") is None
+
+
+def test_the_seed_escalation_recommendation_says_whether_a_deeper_strategy_helps():
+    text = """**Quality Assessment:** INSUFFICIENT
+**Confidence Score:** 0.55
+**Escalation Recommendation:** Accept as best effort
+"""
+    assert QUALITY.read(None, text)["deeper_would_help"] is False
+    answered = QUALITY.read({"is_sufficient": False, "confidence": 0.4, "deeper_would_help": False})
+    assert answered["deeper_would_help"] is False
+    assert QUALITY.read({"is_sufficient": False, "confidence": 0.4})["deeper_would_help"] is True

@@ -1,0 +1,374 @@
+"""How each strategy produces an answer: DIRECT asks once, LIGHT plans a little, DEEP researches.
+
+Plan steps run as their dependencies finish, several at a time; a step completed in an
+earlier attempt is not run again. Answer-producing calls stream into drafts (DIRECT's
+answer, LIGHT's single step, every synthesis); a plan step's finding is not a draft.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from reasoning.agent import summarize
+from reasoning.context import RunContext, describe_error
+from reasoning.drafts import DraftStream
+from reasoning.evaluator import Evaluator
+from reasoning.modes.adaptive.answering import Answerer
+from reasoning.modes.adaptive.gate import PlanGate
+from reasoning.routing.features import split_asks
+from reasoning.synthesizer import Synthesizer
+from reasoning.text import markdown_inline
+from reasoning.tracker import PlanStep
+from reasoning.types import (
+    ComplexityAnalysis,
+    EvaluationResult,
+    ExecutionStrategy,
+    ResearchPlan,
+    SubTask,
+    require,
+)
+
+# Filtering a handful of findings rarely drops anything the synthesizer would not ignore.
+FILTER_MIN_FINDINGS = 4
+MAX_LIGHT_PARTS = 3
+
+
+def combine(results: list[dict[str, Any]]) -> str:
+    """Findings under their steps as headings (Markdown-safe: a step may contain `2**16`)."""
+    return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result'].strip()}" for r in results)
+
+
+def question_parts(question: str) -> list[str]:
+    """The separate asks a question spells out, when there are two or three of them."""
+    parts = [part for part in split_asks(question) if len(part.split()) >= 2]
+    return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
+
+
+def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchPlan:
+    """A light plan of one step per part (each step also sees the whole question)."""
+    steps = [part[:1].upper() + part[1:] for part in parts]
+    return ResearchPlan(
+        original_query=question,
+        subtasks=[
+            SubTask(id=f"step_{index}", query=step if step.endswith(("?", ".")) else f"{step}?", priority=1)
+            for index, step in enumerate(steps, 1)
+        ],
+        estimated_complexity="medium",
+        strategy_summary="One step per part of the question: its parts are clear, so no planning call.",
+        lessons_used=list(lessons),
+        confidence=0.8,
+    )
+
+
+class Strategies:
+    def __init__(self, ctx: RunContext, gate: PlanGate) -> None:
+        self.ctx = ctx
+        self.gate = gate
+        self.answerer = Answerer(ctx)
+        self.steps = StepRunner(ctx, gate, self.answerer)
+
+    def _drafts(self, strategy: ExecutionStrategy, *, speculative: bool = False) -> Callable[[], DraftStream]:
+        attempt = max(1, len(self.ctx.tracker.attempts)) if self.ctx.tracker else 1
+        return lambda: self.ctx.drafts.open(attempt=attempt, strategy=strategy.value, speculative=speculative)
+
+    async def execute(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis) -> str:
+        if strategy == ExecutionStrategy.DIRECT:
+            return await self.direct()
+        if strategy == ExecutionStrategy.LIGHT_PLANNING:
+            return await self.light(analysis)
+        return await self.deep(analysis)
+
+    async def direct(self, *, speculative: bool = False) -> str:
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        notes = tracker.context_for(ExecutionStrategy.DIRECT) if len(tracker.attempts) > 1 else ""
+        result = await self.answerer.answer(
+            question=ctx.question,
+            history=ctx.history,
+            notes=notes,
+            strategy=ExecutionStrategy.DIRECT,
+            hints={"query": ctx.question, "strategy": "direct"},
+            open_draft=self._drafts(ExecutionStrategy.DIRECT, speculative=speculative),
+        )
+        return result.text
+
+    async def light(self, analysis: ComplexityAnalysis) -> str:
+        strategy = ExecutionStrategy.LIGHT_PLANNING
+        await self.steps.make_plan(strategy, analysis, "light")
+        await self.ctx.emit("iteration", current=1, total=1, subtask="light plan")
+        plan = require(require(self.ctx.tracker, "the run's tracker").plan, "the plan")
+        # A one-step plan's finding is the answer: stream it as a draft.
+        single = len(plan.steps) == 1 and not plan.get_completed_steps()
+        await self.steps.run_ready_steps(strategy, stream=self._drafts(strategy) if single else None)
+        results = self.steps.results()
+        if not results:
+            return await self.direct()
+        if len(results) == 1:
+            return results[0]["result"]
+        # The seed's light synthesis "just combines": each part under its own heading, no call.
+        answer = combine(results)
+        draft = self._drafts(strategy)()
+        await draft.delta(answer)
+        await draft.close()
+        return answer
+
+    async def deep(self, analysis: ComplexityAnalysis) -> str:
+        ctx = self.ctx
+        strategy = ExecutionStrategy.DEEP_REASONING
+        tracker = require(ctx.tracker, "the run's tracker")
+        await self.steps.make_plan(strategy, analysis, "deep")
+        total = ctx.config.max_iterations
+        for iteration in range(1, total + 1):
+            ready = require(tracker.plan, "the plan").ready_steps()
+            if not ready or self.gate.halted:
+                break
+            await ctx.emit(
+                "iteration",
+                current=iteration,
+                total=total,
+                subtask="; ".join(s.description for s in ready[:4]),
+            )
+            await self.steps.run_ready_steps(strategy)
+            if iteration == total:
+                break  # no iteration left to act on a completeness verdict
+            evaluation = await self.evaluate_research()
+            if evaluation is None or evaluation.is_complete:
+                break
+            for extra in evaluation.additional_queries[:3]:
+                await self.steps.add_step(extra, reason="research incomplete")
+        results = self.steps.results()
+        if not results:
+            return await self.direct()
+        kept = results
+        if len(results) >= FILTER_MIN_FINDINGS:
+            try:
+                kept = await Synthesizer(ctx).filter_results(ctx.question, results)
+            except Exception as error:
+                await ctx.degrade("filter", describe_error(error), "using every finding unfiltered")
+        return await self.synthesize(kept, "deep", strategy)
+
+    async def evaluate_research(self) -> EvaluationResult | None:
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        plan = require(tracker.plan, "the plan")
+        plan_text = "\n".join(f"- [{s.status}] {s.description}" for s in plan.steps)
+        try:
+            evaluation = await Evaluator(ctx).evaluate(ctx.question, self.steps.results(), plan_text)
+        except Exception as error:
+            await ctx.degrade("evaluator", describe_error(error), "treating the research as complete")
+            return None
+        tracker.insights.add_from_evaluation(evaluation)
+        return evaluation
+
+    async def synthesize(self, results: list[dict[str, Any]], mode: str, strategy: ExecutionStrategy) -> str:
+        ctx = self.ctx
+        draft = self._drafts(strategy)()
+        try:
+            text = await Synthesizer(ctx).synthesize(ctx.question, results, mode, on_text=draft)
+        except Exception as error:
+            draft.stop()
+            await draft.discard("failed")
+            await ctx.degrade(
+                "synthesizer", describe_error(error), "returning the findings without synthesis"
+            )
+            return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result']}" for r in results)
+        except BaseException:
+            draft.stop()
+            raise
+        await draft.close()
+        return text
+
+
+class StepRunner:
+    """Plans, and runs plan steps as their dependencies finish."""
+
+    def __init__(self, ctx: RunContext, gate: PlanGate, answerer: Answerer) -> None:
+        self.ctx = ctx
+        self.gate = gate
+        self.answerer = answerer
+
+    async def make_plan(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis, mode: str) -> None:
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        context: dict[str, Any] = {
+            "mode": mode,
+            "complexity": analysis.complexity_level.value,
+            "available_tools": ctx.tools.names(),
+            "lessons": ctx.lessons,
+            "conversation": ctx.conversation_text(),
+            "attachments": ctx.attachment_titles() if ctx.attachments else "",
+        }
+        if len(tracker.attempts) > 1:
+            context["previous_attempts"] = [
+                {
+                    "strategy": a.strategy.value,
+                    "quality": a.quality_score,
+                    "evaluation": a.evaluation.reasoning if a.evaluation else None,
+                }
+                for a in tracker.attempts[:-1]
+            ]
+            context["knowledge_gaps"] = tracker.insights.knowledge_gaps
+            context["completed_steps"] = (
+                [s.description for s in tracker.plan.get_completed_steps()] if tracker.plan else []
+            )
+        deep = strategy == ExecutionStrategy.DEEP_REASONING
+        parts = [] if deep or tracker.plan is not None else question_parts(ctx.question)
+        if len(parts) >= 2:
+            # The question already lists its parts: they are the light plan, no planning call.
+            plan = parts_plan(ctx.question, parts, ctx.lessons)
+        else:
+            plan = await self.gate.vetted_plan(context, critic=deep)
+        if deep:
+            assessment = await self.gate.assess_plan(analysis, plan)
+            if assessment is not None and assessment.action == "replan":
+                plan = await self.gate.vetted_plan(
+                    {**context, "critique": self.gate.replan_note(assessment)}, critic=True
+                )
+                assessment = await self.gate.assess_plan(analysis, plan)
+            self.gate.route(assessment)
+        plan.complexity_analysis = analysis
+        refining = tracker.plan is not None
+        added = tracker.set_plan(plan, strategy)
+        await ctx.emit(
+            "plan.refined" if refining else "plan.created",
+            plan=self.plan_payload(),
+            added=[s.to_dict() for s in added],
+            mode=mode,
+            summary=plan.strategy_summary,
+            lessons_used=plan.lessons_used,
+            strategy=strategy.value,
+        )
+        await ctx.save_checkpoint()
+
+    def plan_payload(self) -> dict[str, Any] | None:
+        tracker = self.ctx.tracker
+        return tracker.plan.to_dict() if tracker and tracker.plan else None
+
+    async def add_step(self, description: str, *, reason: str, after: PlanStep | None = None) -> bool:
+        tracker = require(self.ctx.tracker, "the run's tracker")
+        plan = require(tracker.plan, "the plan")
+        known = {s.description.lower() for s in plan.steps}
+        if description.lower() in known or len(plan.steps) >= 3 * self.ctx.config.max_subtasks:
+            return False
+        step = PlanStep(
+            id=f"step_dyn_{len(plan.steps) + 1}",
+            description=description,
+            spawned_from=after.id if after else plan.current_step_id,
+        )
+        if not plan.add_dynamic_step(step, after.id if after else None):
+            return False
+        await self.ctx.emit("plan.refined", plan=self.plan_payload(), added=[step.to_dict()], reason=reason)
+        return True
+
+    async def run_ready_steps(
+        self, strategy: ExecutionStrategy, *, stream: Callable[[], DraftStream] | None = None
+    ) -> None:
+        """Run pending steps as their dependencies finish, at most max_parallel_steps at once."""
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        plan = require(tracker.plan, "the plan")
+        limit = ctx.config.max_parallel_steps if ctx.config.parallel_execution else 1
+        running: dict[asyncio.Task[None], str] = {}
+        try:
+            while True:
+                started = set(running.values())
+                for step in [] if self.gate.halted else plan.ready_steps():
+                    if len(running) >= limit:
+                        break
+                    if step.id in started:
+                        continue
+                    tracker.update_step_status(step.id, "in_progress")
+                    running[asyncio.create_task(self.run_step(step, strategy, stream))] = step.id
+                if not running:
+                    return
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    running.pop(task)
+                    task.result()
+        finally:
+            for task in running:
+                task.cancel()
+
+    async def run_step(
+        self, step: PlanStep, strategy: ExecutionStrategy, stream: Callable[[], DraftStream] | None = None
+    ) -> None:
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        await ctx.emit(
+            "step.started",
+            step_id=step.id,
+            description=step.description,
+            strategy=strategy.value,
+            depends_on=step.depends_on,
+        )
+        try:
+            result = await self.answerer.answer(
+                question=step.description,
+                history=[],
+                notes=self.step_notes(step, strategy),
+                strategy=strategy,
+                step_id=step.id,
+                hints={
+                    "query": step.description,
+                    "strategy": strategy.value,
+                    "step": step.id,
+                    "original_query": ctx.question,
+                },
+                open_draft=stream,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            tracker.update_step_status(step.id, "failed", findings=[f"Error: {describe_error(error)}"])
+            await ctx.emit(
+                "step.completed",
+                step_id=step.id,
+                status="failed",
+                error=describe_error(error),
+                findings="",
+                tools_used=[],
+                strategy=strategy.value,
+            )
+            return
+        tracker.update_step_status(step.id, "completed", findings=[result.text], tools_used=result.tools_used)
+        await ctx.emit(
+            "step.completed",
+            step_id=step.id,
+            status="completed",
+            findings=summarize(result.text, 600),
+            tools_used=result.tools_used,
+            strategy=strategy.value,
+        )
+        await ctx.save_checkpoint()
+        if strategy == ExecutionStrategy.DEEP_REASONING and await self.gate.live_check(step, result.text):
+            await self.add_step(
+                f"Look more closely at: {step.description}", reason="meta-agent: think deeper", after=step
+            )
+
+    def step_notes(self, step: PlanStep, strategy: ExecutionStrategy) -> str:
+        tracker = require(self.ctx.tracker, "the run's tracker")
+        plan = require(tracker.plan, "the plan")
+        parts = [f"You are working on one part of a larger question: {self.ctx.question}"]
+        if strategy == ExecutionStrategy.DEEP_REASONING and len(tracker.attempts) > 1:
+            parts.append(tracker.context_for(strategy))
+        else:
+            needed = [plan.step(d) for d in step.depends_on]
+            earlier = [s for s in needed if s and s.status == "completed"]
+            if earlier:
+                parts.append("Findings from the steps this one builds on:")
+                parts += [f"- {s.description}: {summarize('; '.join(s.findings), 1500)}" for s in earlier]
+            if tracker.insights.knowledge_gaps:
+                parts.append("Address these gaps if they concern this part:")
+                parts += [f"- {gap}" for gap in tracker.insights.knowledge_gaps[:3]]
+        parts.append("Answer only this part, precisely; another step covers the rest.")
+        return "\n".join(parts)
+
+    def results(self) -> list[dict[str, Any]]:
+        plan = require(require(self.ctx.tracker, "the run's tracker").plan, "the plan")
+        return [
+            {"step_id": s.id, "query": s.description, "result": "\n".join(s.findings)}
+            for s in plan.get_completed_steps()
+            if any(f.strip() for f in s.findings)
+        ]

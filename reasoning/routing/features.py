@@ -1,0 +1,295 @@
+"""What a question asks for, as numbers a router can weigh.
+
+Each feature means something a person would use to judge how much work a question is: how
+many separate asks it makes, whether it wants research, a design or a plan, a comparison, a
+lookup; how broad its scope is; whether it builds a deliverable over several aspects. The
+word lists are general English, not the words of any test set. All values are in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+# --- vocabulary -------------------------------------------------------------------------------
+
+_WH = r"what|what's|whats|when|where|who|whom|whose|why|how|which"
+_AUX = r"is|are|was|were|do|does|did|can|could|should|would|will|shall|has|have|may|might"
+# Verbs that open a separate ask ("... and explain each part", "... then recommend one").
+_TASK_VERBS = (
+    r"list|give|tell|explain|describe|compare|contrast|summari[sz]e|calculate|compute|convert|find|show|"
+    r"write|draft|create|design|plan|propose|recommend|suggest|estimate|evaluate|analy[sz]e|review|check|"
+    r"translate|outline|identify|investigate|research|assess|prioriti[sz]e|rank|build|develop|produce|"
+    r"prepare|define|map|audit|name|pick|choose|say|decide|forecast|model|quantify|weigh|categori[sz]e|"
+    r"determine|study|survey|synthesi[sz]e|document|measure|predict|justify|discuss|verify|test|"
+    r"implement|get|look|dig|figure|work|come|put|go|read|use|address|fix|improve|make|draft|sketch|"
+    r"point|flag|highlight|recap|break|walk|help"
+)
+_ASK_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_TASK_VERBS})\b", re.IGNORECASE)
+_SPLIT_JOIN = re.compile(
+    rf"(?:,\s*|\s+)(?:and\s+then|and\s+also|and|then|also|plus|as well as|after that|finally)\s+"
+    rf"(?=(?:{_WH}|{_AUX}|{_TASK_VERBS})\b)",
+    re.IGNORECASE,
+)
+_SENTENCES = re.compile(r"(?<=[?!.;])\s+(?=\S)|\n+")
+
+RESEARCH = re.compile(
+    r"\b(research|investigat\w*|stud(y|ies)|survey\w*|explor\w*|look into|dig into|figure out|find out why|"
+    r"root[- ]cause|diagnos\w*|audit\w*|analy[sz]\w*|assess\w*|benchmark\w*|evaluat\w*|review (all|every|our|"
+    r"the last|the past|everything)|go through|read through|synthesi[sz]\w*|identify (the )?(patterns|"
+    r"trends|gaps|bottlenecks|causes|drivers|risks|themes|regressions)|what is driving|"
+    r"why (did|do|does|is|are|has|have|we|our)\b.*\b(drop|dropp\w*|increas\w*|decreas\w*|fall|fell|rise|"
+    r"rose|slow\w*|fail\w*|doubl\w*|went up|go up|spik\w*|miss\w*|grow\w*|churn\w*))\b",
+    re.IGNORECASE,
+)
+DESIGN = re.compile(
+    r"\b(design\w*|architect\w*|strateg\w*|roadmap\w*|plan(s|ning)?|proposal|curricul\w*|framework|"
+    r"playbook|blueprint|restructur\w*|reorgani[sz]\w*|migrat\w*|go-to-market|launch\w*|"
+    r"from scratch|remediat\w*|forecast\w*|financial model|capacity)\b",
+    re.IGNORECASE,
+)
+_DELIVERABLES = (
+    r"plan|strategy|roadmap|report|proposal|design doc\w*|technical design|framework|curriculum|timeline|"
+    r"program(?:me)?|policy|process|model|runbook|playbook|analysis|pipeline|platform|architecture|schema|"
+    r"specification|action plan|recommendations|assessment|review|audit|study|forecast|budget|"
+    r"system|approach|structure|schedule|program"
+)
+_MAKE = (
+    r"design|create|write|draft|propose|develop|build|put together|come up with|produce|prepare|plan|"
+    r"work out|define|establish|set up|devise|outline|sketch|formulate|map out|do"
+)
+# Producing a substantial artefact: "draft a three-year strategy", "write a design document".
+DELIVERABLE = re.compile(rf"\b(?:{_MAKE})\b(?:\W+[\w'-]+){{0,6}}?\W+(?:{_DELIVERABLES})\b", re.IGNORECASE)
+COMPARE = re.compile(
+    r"\b(compar\w*|versus|vs\.?|contrast\w*|pros and cons|pros,? cons|trade-?offs?|"
+    r"advantages and disadvantages|strengths and weaknesses|better (for|fit|choice|option)|"
+    r"which (is|one|should|would|of these|to) \w+|weigh\w*|buy or (lease|build|rent)|build or buy)\b",
+    re.IGNORECASE,
+)
+DIFFERENCE = re.compile(r"\b(differen(ce|ces|t) (between|from)|differ\w*|\w+ or \w+\?)", re.IGNORECASE)
+BRIEF = re.compile(
+    r"\b(in (one|a|two|three) (sentence|line|paragraph|word)s?|briefly|in short|in a nutshell|tl;?dr|"
+    r"quick(ly)?|short|one-liner|simply|simple terms)\b",
+    re.IGNORECASE,
+)
+IMPROVE = re.compile(
+    r"\b(improve|make (our|the|it)\b.*\bbetter|optimi[sz]e|reduce|cut|increase|grow|boost|fix (our|the "
+    r"way))\b",
+    re.IGNORECASE,
+)
+RECOMMEND = re.compile(
+    r"\b(recommend\w*|suggest\w*|advis\w*|should (we|i|our)|pick (one|the)|choose|decid\w*|which to)\b",
+    re.IGNORECASE,
+)
+SUMMARY = re.compile(
+    r"\b(summar\w*|list|outline|key points|bullet\w*|checklist|enumerat\w*|top \d+|top (three|five|ten)|"
+    r"recap)\b",
+    re.IGNORECASE,
+)
+EXPLAIN = re.compile(
+    r"^(explain|describe|what is|what are|what's|whats|how does|how do(es)? .* work|why|define|tell me "
+    r"(what|about|how))\b",
+    re.IGNORECASE,
+)
+LOOKUP = re.compile(
+    rf"^(?:(?:please|hey|hi|yo|ok|so|quick question|could you|can you|would you)[\s,:!]+)*"
+    rf"(?:{_WH}|define|convert|calculate|compute|translate|spell|round|is|are|does|do|can|did|was|were|"
+    rf"give me (a|an|the)|tell me (the|what|who|when|where|how much|how many))\b",
+    re.IGNORECASE,
+)
+HOW_TO = re.compile(r"\b(how (do|can|should) (i|you|we)|how to)\b", re.IGNORECASE)
+WRITE = re.compile(
+    r"^(?:(?:please|could you|can you)\s+)?(write|draft|rewrite|fix|translate|spell|rephrase|shorten|"
+    r"proofread|format)\b",
+    re.IGNORECASE,
+)
+SCOPE = re.compile(
+    r"\b(comprehensive\w*|thorough\w*|in[- ]depth|detailed|complete|end[- ]to[- ]end|holistic\w*|entire|"
+    r"whole|every(thing)?|all (our|of|the|my)|across|overall|long[- ]term|from scratch|deep[- ]dive|"
+    r"exhaustive\w*|full|systematic\w*|company-wide|organi[sz]ation-wide)\b",
+    re.IGNORECASE,
+)
+SOURCES = re.compile(
+    r"\b(tickets?|logs?|metrics|data|dataset|analytics|surveys?|survey results|interviews?|feedback|"
+    r"retros(pectives)?|post-?mortems?|incidents?|reports?|dashboards?|heap dumps?|funnel|history|"
+    r"sources|documents|docs|records|transcripts|reviews|usage)\b",
+    re.IGNORECASE,
+)
+HORIZON = re.compile(
+    r"\b(next (year|quarter|\d+ (months|years|weeks))|(last|past|previous) (quarter|year|\d+ "
+    r"(months|years|weeks|releases)|(two|three|four|five|six|twelve) (months|years|weeks|releases))|this "
+    r"year|\d+[- ]day|\d+ months|three[- ]year|five[- ]year|q[1-4]|over (the next )?\w+ (months|years))\b",
+    re.IGNORECASE,
+)
+CONSTRAINTS = re.compile(
+    r"\b(consider\w*|taking into account|given (that|our)|covering|including|against|without|while|"
+    r"with (a |an )?(timeline|risks|costs?|owners?|success criteria|phases|milestones|estimates|"
+    r"measurements|migration path|rollback)|under (\w+ )?(scenarios|constraints)|aligned with|"
+    r"based on|using (our|the))\b",
+    re.IGNORECASE,
+)
+ARITHMETIC = re.compile(
+    r"\d\s*(?:[-+*/^×÷]|\*\*)\s*\d|\d\s*%|\bsqrt\b|\bsquare root\b|\bpercent\b|"
+    r"\d\s*(?:times|plus|minus|divided by|to the power of)\s*\d",
+    re.IGNORECASE,
+)
+TIME = re.compile(r"\b(time|date|today|now|tonight|weekday|week number|o'clock|timezone)\b", re.IGNORECASE)
+CHITCHAT = re.compile(
+    r"^\W*(hi|hello|hey|yo|thanks|thank you|ok|okay|cool|great|good (morning|afternoon|evening|night)|"
+    r"bye|cheers|tell me a joke|what can you do|who are you)\b",
+    re.IGNORECASE,
+)
+FOLLOW_UP = re.compile(r"^\W*(and|what about|how about|same|also|or)\b", re.IGNORECASE)
+MENTION = re.compile(r'(?<![\w@])@(?:"[^"\n]{1,200}"|[\w][\w.\-/]{0,199})(?:#\d{1,12}\b)?')
+QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|“[^”\n]{1,400}”|'[^'\n]{12,400}'")
+CODE = re.compile(r"`[^`]+`|\b(select|insert|update|delete)\b .*\b(from|into|set|where)\b", re.IGNORECASE)
+ENUMERATION = re.compile(r"(?:^|\n)\s*(?:\d+[.)]|[-*•])\s+", re.MULTILINE)
+
+FEATURE_NAMES = (
+    "words",
+    "long",
+    "two_asks",
+    "many_asks",
+    "sentences",
+    "questions",
+    "commas",
+    "enumerated",
+    "research",
+    "research_strong",
+    "design",
+    "deliverable",
+    "compare",
+    "difference",
+    "recommend",
+    "summary",
+    "brief",
+    "improve",
+    "explain",
+    "lookup_start",
+    "how_to",
+    "write_task",
+    "scope",
+    "sources",
+    "aspects",
+    "constraints",
+    "arithmetic",
+    "time",
+    "chitchat",
+    "follow_up",
+    "attachments",
+    "code",
+    "short",
+    "our",
+    "imperative",
+    "research_x_sources",
+    "design_x_aspects",
+    "horizon_x_work",
+    "compare_x_recommend",
+    "asks_x_work",
+    "single_write",
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A question read for routing: its separate asks and its features."""
+
+    asks: tuple[str, ...]
+    values: dict[str, float]
+
+    def vector(self) -> list[float]:
+        return [self.values[name] for name in FEATURE_NAMES]
+
+
+def _cap(count: float, top: float) -> float:
+    return min(count, top) / top
+
+
+def clean(question: str) -> str:
+    """The question's own words: mentions, quoted material and code stand in as one word each."""
+    text = MENTION.sub(" the document ", question or "")
+    text = QUOTED.sub(" the text ", text)
+    text = re.sub(r"```.*?```", " the code ", text, flags=re.DOTALL)
+    return " ".join(text.split())
+
+
+def split_asks(text: str) -> list[str]:
+    """The separate requests in a question ("Compare A and B, then recommend one" has two)."""
+    asks: list[str] = []
+    for sentence in _SENTENCES.split(text):
+        sentence = sentence.strip(" .;:!")
+        if not sentence.strip("?"):
+            continue
+        pieces = [p.strip(" ,.;:!?") for p in _SPLIT_JOIN.split(sentence)]
+        for index, piece in enumerate(pieces):
+            if not re.search(r"\w", piece):
+                continue
+            # A sentence that starts no ask of its own (the list after a colon, a short
+            # fragment) continues the previous ask, unless it is a question of its own.
+            if asks and index == 0 and not _ASK_START.match(piece) and not sentence.endswith("?"):
+                asks[-1] = f"{asks[-1]}: {piece}"
+                continue
+            asks.append(piece)
+    return asks
+
+
+def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Reading:
+    raw = question or ""
+    text = clean(raw)
+    words = re.findall(r"[\w'’-]+", text)
+    asks = split_asks(text)
+    sentences = [s for s in _SENTENCES.split(text) if re.search(r"\w", s)]
+    mentions = len(MENTION.findall(raw))
+    first = asks[0] if asks else text
+    research = len(set(m.group(0).lower() for m in RESEARCH.finditer(text)))
+    design = bool(DESIGN.search(text))
+    deliverable = bool(DELIVERABLE.search(text))
+    sources = len(SOURCES.findall(text))
+    # Aspects to cover: "covering A, B, C and D" / "against X, Y and Z".
+    aspects = text.count(",") + len(re.findall(r"\band\b", text, re.IGNORECASE))
+    work = research > 0 or design or deliverable
+    values = {
+        "words": _cap(math.log1p(len(words)), math.log1p(60)),
+        "long": 1.0 if len(words) >= 25 else 0.0,
+        "two_asks": 1.0 if len(asks) >= 2 else 0.0,
+        "many_asks": 1.0 if len(asks) >= 3 else 0.0,
+        "sentences": _cap(max(0, len(sentences) - 1), 2),
+        "questions": _cap(max(0, raw.count("?") - 1), 2),
+        "commas": _cap(text.count(","), 4),
+        "enumerated": _cap(len(ENUMERATION.findall(raw)), 4),
+        "research": 1.0 if research else 0.0,
+        "research_strong": 1.0 if research >= 2 else 0.0,
+        "design": 1.0 if design else 0.0,
+        "deliverable": 1.0 if deliverable else 0.0,
+        "compare": 1.0 if COMPARE.search(text) else 0.0,
+        "difference": 1.0 if DIFFERENCE.search(text) else 0.0,
+        "recommend": 1.0 if RECOMMEND.search(text) else 0.0,
+        "summary": 1.0 if SUMMARY.search(text) else 0.0,
+        "brief": 1.0 if BRIEF.search(text) else 0.0,
+        "improve": 1.0 if IMPROVE.search(text) else 0.0,
+        "explain": 1.0 if EXPLAIN.match(first) else 0.0,
+        "lookup_start": 1.0 if LOOKUP.match(first) else 0.0,
+        "how_to": 1.0 if HOW_TO.search(text) else 0.0,
+        "write_task": 1.0 if WRITE.match(first) else 0.0,
+        "scope": _cap(len(SCOPE.findall(text)), 2),
+        "sources": _cap(sources, 3),
+        "aspects": _cap(aspects, 5),
+        "constraints": 1.0 if CONSTRAINTS.search(text) else 0.0,
+        "arithmetic": 1.0 if ARITHMETIC.search(text) else 0.0,
+        "time": 1.0 if TIME.search(text) else 0.0,
+        "chitchat": 1.0 if CHITCHAT.match(text) else 0.0,
+        "follow_up": 1.0 if FOLLOW_UP.match(text) and len(words) <= 6 else 0.0,
+        "attachments": _cap(max(attachments, mentions), 2),
+        "code": 1.0 if CODE.search(raw) else 0.0,
+        "short": 1.0 if len(words) <= 6 else 0.0,
+        "our": _cap(len(re.findall(r"\b(our|we|us)\b", text, re.IGNORECASE)), 3),
+        "imperative": 1.0 if re.match(rf"^(?:please\s+)?(?:{_TASK_VERBS})\b", text, re.IGNORECASE) else 0.0,
+    }
+    values["research_x_sources"] = values["research"] * values["sources"]
+    values["design_x_aspects"] = max(values["design"], values["deliverable"]) * values["aspects"]
+    values["horizon_x_work"] = 1.0 if HORIZON.search(text) and work else 0.0
+    values["compare_x_recommend"] = values["compare"] * values["recommend"]
+    values["asks_x_work"] = values["two_asks"] * (1.0 if work else 0.0)
+    values["single_write"] = values["write_task"] * (1.0 - values["two_asks"])
+    return Reading(tuple(asks), values)

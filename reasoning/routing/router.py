@@ -1,0 +1,105 @@
+"""The local router: decides DIRECT, LIGHT or DEEP without a model call when it is sure.
+
+It reads the question (reasoning/routing/features.py), weighs what it found with the model
+the project trained on its labelled questions, and says how sure it is. Below the
+configured confidence the adaptive mode asks the analysis model instead. A question the
+model thinks might be complex is never routed DIRECT: the router lifts it to medium and
+admits it is unsure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reasoning.routing.features import Reading, read
+from reasoning.routing.model import LEVELS, LinearModel, shipped_model
+from reasoning.types import ComplexityAnalysis, ComplexityLevel, ExecutionStrategy
+
+# P(complex) at or above which a question is not routed DIRECT.
+COMPLEX_GUARD = 0.2
+
+_STRATEGY = {
+    ComplexityLevel.SIMPLE: ExecutionStrategy.DIRECT,
+    ComplexityLevel.MEDIUM: ExecutionStrategy.LIGHT_PLANNING,
+    ComplexityLevel.COMPLEX: ExecutionStrategy.DEEP_REASONING,
+}
+_ITERATIONS = {ComplexityLevel.SIMPLE: 1, ComplexityLevel.MEDIUM: 2, ComplexityLevel.COMPLEX: 3}
+_SIGNALS = (
+    ("research", "research or an investigation"),
+    ("design", "a design, plan or strategy to produce"),
+    ("compare", "a comparison"),
+    ("recommend", "a recommendation"),
+    ("summary", "a summary or list"),
+    ("scope", "a broad scope"),
+    ("sources", "several sources to combine"),
+    ("constraints", "several aspects to cover"),
+    ("arithmetic", "a calculation"),
+    ("time", "a time or date"),
+    ("attachments", "an attached document"),
+    ("how_to", "a how-to"),
+)
+_LEVEL_TEXT = {
+    ComplexityLevel.SIMPLE: "a direct answer will do",
+    ComplexityLevel.MEDIUM: "a light plan answers each part",
+    ComplexityLevel.COMPLEX: "this needs deep reasoning",
+}
+
+
+@dataclass(frozen=True)
+class RouteDecision:
+    level: ComplexityLevel
+    confidence: float
+    probabilities: dict[str, float]
+    reading: Reading
+
+    @property
+    def strategy(self) -> ExecutionStrategy:
+        return _STRATEGY[self.level]
+
+    def rationale(self) -> str:
+        asks = len(self.reading.asks)
+        found = [text for name, text in _SIGNALS if self.reading.values.get(name)]
+        parts = "one question" if asks <= 1 else f"{asks} separate asks"
+        signals = f" with {', '.join(found[:4])}" if found else ""
+        return (
+            f"{parts.capitalize()}{signals}: {_LEVEL_TEXT[self.level]} (router, {self.confidence:.0%} sure)."
+        )
+
+    def analysis(self) -> ComplexityAnalysis:
+        values = self.reading.values
+        asks = len(self.reading.asks)
+        return ComplexityAnalysis(
+            complexity_level=self.level,
+            reasoning_required=self.level != ComplexityLevel.SIMPLE,
+            recommended_strategy=self.strategy,
+            rationale=self.rationale(),
+            estimated_iterations=_ITERATIONS[self.level],
+            confidence=round(self.confidence, 3),
+            requires_research=bool(values["research"] or (values["sources"] and values["scope"])),
+            requires_synthesis=asks > 1 or self.level == ComplexityLevel.COMPLEX,
+            multi_part_query=asks > 1,
+            tool_count_estimate=int(values["arithmetic"] + values["time"] + (values["attachments"] > 0)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level.value,
+            "confidence": round(self.confidence, 3),
+            "probabilities": {k: round(v, 3) for k, v in self.probabilities.items()},
+            "asks": list(self.reading.asks),
+        }
+
+
+class Router:
+    def __init__(self, model: LinearModel | None = None, *, complex_guard: float = COMPLEX_GUARD) -> None:
+        self.model = model or shipped_model()
+        self.complex_guard = complex_guard
+
+    def route(self, question: str, *, attachments: int = 0, conversation: int = 0) -> RouteDecision:
+        reading = read(question, attachments=attachments, conversation=conversation)
+        probabilities = self.model.probabilities(reading.vector())
+        level = max(LEVELS, key=lambda name: probabilities[name])
+        if level == "simple" and probabilities["complex"] >= self.complex_guard:
+            level = "medium"
+        return RouteDecision(ComplexityLevel(level), probabilities[level], probabilities, reading)

@@ -1,0 +1,84 @@
+"""The local router: right on the questions the issue found misrouted, honest about its data."""
+
+import pytest
+
+from reasoning.routing import Router
+from reasoning.routing.dataset import load, score, split_for
+from reasoning.routing.features import read, split_asks
+from reasoning.routing.model import LEVELS
+from reasoning.routing.train import main as train_main
+from reasoning.routing.train import train
+
+
+@pytest.mark.parametrize(
+    ("question", "level"),
+    [
+        # Complex work the old heuristic sent DIRECT or LIGHT.
+        ("Design a migration plan for moving our user accounts to the new identity provider.", "complex"),
+        ("Study last quarter's support tickets and explain what made customers unhappy.", "complex"),
+        ("Comprehensively review our backup procedures and tell us what to fix first.", "complex"),
+        # Two parts without a "research word" used to score 0.26 and go DIRECT.
+        ("What is 12*12 and what is the capital of Peru?", "medium"),
+        ("Compare Terraform and Pulumi for our infrastructure.", "medium"),
+        ('Summarize @"Q2 review" and list the action items.', "medium"),
+        # A question about an attached document is as simple as the question.
+        ('What does @"Deploy guide" say about feature flags?', "simple"),
+        ("What is the capital of Peru?", "simple"),
+    ],
+)
+def test_questions_are_routed_by_what_they_ask(question, level):
+    decision = Router().route(question)
+    assert decision.level.value == level, decision.to_dict()
+
+
+def test_the_router_reads_separate_asks_not_the_mentioned_titles():
+    assert split_asks("Compare SQLite and PostgreSQL for a small team, then recommend one") == [
+        "Compare SQLite and PostgreSQL for a small team",
+        "recommend one",
+    ]
+    assert split_asks("What does this error mean: ECONNREFUSED 127.0.0.1:5432?") == [
+        "What does this error mean: ECONNREFUSED 127.0.0.1:5432"
+    ]
+    planning_title = read('What does @"Migration plan" say about rollback?')
+    assert planning_title.values["design"] == 0, "a document's title is not the question's intent"
+    assert planning_title.values["attachments"] > 0
+
+
+def test_a_decision_explains_itself_in_words_and_is_deterministic():
+    first = Router().route("Compare SQLite and PostgreSQL for a small team and recommend one.")
+    second = Router().route("Compare SQLite and PostgreSQL for a small team and recommend one.")
+    assert first.to_dict() == second.to_dict()
+    rationale = first.analysis().rationale
+    assert "comparison" in rationale and "light plan" in rationale and "score" not in rationale
+
+
+def test_routing_on_the_held_out_split_meets_the_goal():
+    """A regression guard on questions the router was never trained or tuned on."""
+    router = Router()
+    held_out = load("heldout")
+    scores = score(held_out, lambda question: router.route(question).level.value)
+    assert len(held_out) >= 60 and {row.level for row in held_out} == set(LEVELS)
+    assert scores.accuracy >= 0.85, "\n".join(scores.lines())
+    assert scores.complex_as_simple == 0, "no complex question is ever routed DIRECT"
+
+
+def test_the_labelled_set_is_varied_and_its_split_is_fixed_by_a_hash():
+    rows = load()
+    assert len(rows) >= 200 and len({row.question for row in rows}) == len(rows)
+    kinds = {row.kind for row in rows}
+    assert {
+        "lookup",
+        "comparison",
+        "multipart",
+        "document",
+        "planning",
+        "investigation",
+        "ambiguous",
+    } <= kinds
+    assert all(row.split == split_for(row.question) for row in rows), "no question moved between splits"
+
+
+def test_training_never_sees_the_held_out_split_and_reproduces_the_shipped_weights():
+    with pytest.raises(ValueError, match="training split only"):
+        train(load("heldout")[:5])
+    assert train_main(["--check", "--no-cv"]) == 0, "weights.json is what training on the shipped data gives"
