@@ -3,8 +3,8 @@
 It reads the question (reasoning/routing/features.py), weighs what it found with the model
 the project trained on its labelled questions, and says how sure it is. Below the
 configured confidence the adaptive mode asks the analysis model instead. A question the
-model thinks might be complex is never routed DIRECT: the router lifts it to medium and
-admits it is unsure.
+model thinks might be complex, or that opens with research or design work ("Root-cause the
+outage"), is never routed DIRECT: the router lifts it to medium and admits it is unsure.
 """
 
 from __future__ import annotations
@@ -100,6 +100,9 @@ class Router:
         reading = read(question, attachments=attachments, conversation=conversation)
         probabilities = self.model.probabilities(reading.vector())
         level = max(LEVELS, key=lambda name: probabilities[name])
-        if level == "simple" and probabilities["complex"] >= self.complex_guard:
+        # Research or design work is never answered directly, however short the ask.
+        if level == "simple" and (
+            probabilities["complex"] >= self.complex_guard or reading.values["work_lead"]
+        ):
             level = "medium"
         return RouteDecision(ComplexityLevel(level), probabilities[level], probabilities, reading)
