@@ -24,7 +24,8 @@ _TASK_VERBS = (
     r"prepare|define|map|audit|name|pick|choose|say|decide|forecast|model|quantify|weigh|categori[sz]e|"
     r"determine|study|survey|synthesi[sz]e|document|measure|predict|justify|discuss|verify|test|"
     r"implement|get|look|dig|figure|work|come|put|go|read|use|address|fix|improve|make|draft|sketch|"
-    r"point|flag|highlight|recap|break|walk|help"
+    r"point|flag|highlight|recap|break|walk|help|add|run|install|configure|deploy|enable|send|schedule|"
+    r"update|remove|rate|score|reconcile|trace|combine|merge|extract|rewrite|shorten"
 )
 _ASK_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_TASK_VERBS})\b", re.IGNORECASE)
 _SPLIT_JOIN = re.compile(
@@ -58,7 +59,9 @@ RESEARCH = re.compile(
     r"review (all|every|our|the last|the past|everything)|go through|read through|synthesi[sz]\w*|"
     r"(identify|find|spot|uncover) (the |any |all )?"
     r"(patterns|trends|gaps|bottlenecks|causes|root causes?|drivers|risks|themes|regressions|weak spots|"
-    r"single points? of failure|failure modes)|what is driving|work out (why|which|what|how|whether)|"
+    r"single points? of failure|failure modes)|what (\w+ )?(drives|is driving|causes|caused|is causing)|"
+    r"reconcil\w*|trace (where|why|how|what)|pinpoint|track down|combin\w* (the|all|our|everything)|"
+    r"consolidat\w*|collat\w*|pull together|work out (why|which|what|how|whether)|"
     r"gather\w*|literature|best practices|what (do|did|are) other|other (companies|teams|organi[sz]ations)|"
     r"competitors?|"
     r"why (did|do|does|is|are|has|have|we|our)\b.*\b(drop|dropp\w*|increas\w*|decreas\w*|fall|fell|rise|"
@@ -75,11 +78,13 @@ _DELIVERABLES = (
     r"plan|strategy|roadmap|report|proposal|design doc\w*|technical design|framework|curriculum|timeline|"
     r"program(?:me)?|policy|process|model|runbook|playbook|analysis|pipeline|platform|architecture|schema|"
     r"specification|action plan|recommendations|assessment|review|audit|study|forecast|budget|"
-    r"system|approach|structure|schedule|program"
+    r"system|approach|structure|schedule|program|guide|handbook|documentation"
 )
 _MAKE = (
     r"design|create|write|draft|propose|develop|build|put together|come up with|produce|prepare|plan|"
-    r"work out|define|establish|set up|devise|outline|sketch|formulate|map out|do|suggest|recommend"
+    r"work out|define|establish|set up|devise|outline|sketch|formulate|map out|"
+    r"do(?!\s+(?:we|you|i|they|our|us)\b)|suggest|recommend|need|"
+    r"want|give me"
 )
 # Asks that open with research or design work: whatever their length, never a direct answer.
 WORK_LEAD = re.compile(
@@ -93,10 +98,10 @@ DELIVERABLE = re.compile(rf"\b(?:{_MAKE})\b(?:\W+[\w'-]+){{0,6}}?\W+(?:{_DELIVER
 COMPARE = re.compile(
     r"\b(compar\w*|versus|(?-i:vs)\.?|contrast\w*|pros ?(and|&|/) ?cons|pros,? cons|trade-?offs?|"
     r"(advantages|upsides|benefits) and (disadvantages|downsides|drawbacks)|strengths and weaknesses|"
-    r"better (for|fit|choice|option)|"
-    r"which (one |of (these|them|the two) )?(is|are|would be) (the )?(better|best|worse|cheaper|faster|"
-    r"safer|easier|simpler|preferable|right (one|choice|fit))|which (one |of (these|them|the two) )?(should|"
-    r"would|to)|which (one|of these)|weigh\w*|buy or (lease|build|rent)|build or buy)\b",
+    r"better (for|fit|choice|option)|(is it|would it be) (better|cheaper|smarter|wiser|worth)|"
+    r"which\b[^.?!]{0,60}\b(better|best|worse|cheaper|faster|safer|easier|simpler|preferable)|"
+    r"which (one |of (these|them|the two) )?(should|would|to)|which (one|of these)|weigh\w*|"
+    r"(buy|rent|lease|build|hire|outsource|make) or (buy|rent|lease|build|hire|outsource|make))\b",
     re.IGNORECASE,
 )
 DIFFERENCE = re.compile(r"\b(differen(ce|ces|t) (between|from)|differ\w*|\w+ or \w+\?)", re.IGNORECASE)
@@ -112,7 +117,7 @@ IMPROVE = re.compile(
 )
 RECOMMEND = re.compile(
     r"\b(recommend\w*|suggest\w*|advis\w*|should (we|i|our)|(we|i) should|prioriti[sz]\w*|pick (one|the)|"
-    r"choose|decid\w*|which to)\b",
+    r"choose|decid\w*|which to|rank\w*)\b",
     re.IGNORECASE,
 )
 SUMMARY = re.compile(

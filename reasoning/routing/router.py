@@ -3,8 +3,9 @@
 It reads the question (reasoning/routing/features.py), weighs what it found with the model
 the project trained on its labelled questions, and says how sure it is. Below the
 configured confidence the adaptive mode asks the analysis model instead. A question the
-model thinks might be complex, or that opens with research or design work ("Root-cause the
-outage"), is never routed DIRECT: the router lifts it to medium and admits it is unsure.
+model thinks might be complex, or that asks for work (research, a design, a plan, a
+deliverable: "Root-cause the outage", "Need a realistic plan"), is never routed DIRECT: the
+router lifts it to medium and admits it is unsure.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from reasoning.types import ComplexityAnalysis, ComplexityLevel, ExecutionStrate
 
 # P(complex) at or above which a question is not routed DIRECT.
 COMPLEX_GUARD = 0.2
+# Features that mean the question asks for work: research, a design or plan, a deliverable.
+WORK = ("research", "design", "deliverable", "work_lead")
 
 _STRATEGY = {
     ComplexityLevel.SIMPLE: ExecutionStrategy.DIRECT,
@@ -100,9 +103,10 @@ class Router:
         reading = read(question, attachments=attachments, conversation=conversation)
         probabilities = self.model.probabilities(reading.vector())
         level = max(LEVELS, key=lambda name: probabilities[name])
-        # Research or design work is never answered directly, however short the ask.
+        # Research, a design, a plan or a deliverable is never answered directly, however
+        # short or lookup-like the ask: the cheapest wrong route for complex work is LIGHT.
         if level == "simple" and (
-            probabilities["complex"] >= self.complex_guard or reading.values["work_lead"]
+            probabilities["complex"] >= self.complex_guard or any(reading.values[name] for name in WORK)
         ):
             level = "medium"
         return RouteDecision(ComplexityLevel(level), probabilities[level], probabilities, reading)
