@@ -48,6 +48,25 @@ PREAMBLE = re.compile(
     r"(?:could|can|would|will) (?:you|u)(?: please| kindly)?\s+)+",
     re.IGNORECASE,
 )
+# Something changed, or happens at a given time: "jumped 60%", "used to take 10", "since the
+# release", "every day at noon", "in the last two weeks". With a "why", a diagnosis to make.
+CHANGE = re.compile(
+    r"\b(used to|went (up|down|from)|(jump|spike|drop|dropp|fall|fell|rise|rose|grow|grew|doubl|halv|tripl|"
+    r"increas|decreas|declin|slow|degrad|regress|surg|plummet|climb|dip|stall|crash)\w*|"
+    r"\d+\s*%\s*(higher|lower|more|less|up|down)|"
+    r"(higher|lower|worse|slower|longer|more|fewer|less) than (before|usual|last|it was|expected)|"
+    r"(since|after) (the |our )?(last|latest|new|recent|yesterday|update|migration|release|redesign|launch)|"
+    r"(last|past|this) (\w+ )?(days?|weeks?|months?|quarters?|years?|nights?|releases?|sprints?)|"
+    r"every (day|night|morning|afternoon|evening|week|hour|time)|yesterday|lately|recently|suddenly|"
+    r"anymore|keeps? \w+ing|from \d+\S* to \d+)",
+    re.IGNORECASE,
+)
+# Asking for the cause: together with a change, a diagnosis to make.
+WHY = re.compile(
+    r"\b(why|what (changed|happened|went wrong|is wrong|is going on)|understand why|the cause|"
+    r"what'?s (making|causing))\b",
+    re.IGNORECASE,
+)
 # One ask over parallel targets: "to euros and to yen", "on Windows and on Mac".
 PARALLEL = re.compile(r"\b(to|in|on|for|into|about|from|at) \S.{0,40}?\band \1\b", re.IGNORECASE)
 # A /command names its task: "/research X" asks to research X.
@@ -58,12 +77,12 @@ RESEARCH = re.compile(
     r"root[- ]caus\w*|diagnos\w*|audit\w*|analy[sz](e|es|ed|ing|is)|assess\w*|benchmark\w*|evaluat\w*|"
     r"review (all|every|our|the last|the past|everything)|go through|read through|synthesi[sz]\w*|"
     r"(identify|find|spot|uncover) (the |any |all )?"
-    r"(patterns|trends|gaps|bottlenecks|causes|root causes?|drivers|risks|themes|regressions|weak spots|"
+    r"(patterns|trends|gaps|bottlenecks|causes?|root causes?|drivers|risks|themes|regressions|weak spots|"
     r"single points? of failure|failure modes)|what (\w+ )?(drives|is driving|causes|caused|is causing)|"
     r"reconcil\w*|trace (where|why|how|what)|pinpoint|track down|combin\w* (the|all|our|everything)|"
     r"consolidat\w*|collat\w*|pull together|work out (why|which|what|how|whether)|"
     r"gather\w*|literature|best practices|what (do|did|are) other|other (companies|teams|organi[sz]ations)|"
-    r"competitors?|"
+    r"competitors?|rivals?|competitive (landscape|analysis|teardown)|state of the art|"
     r"why (did|do|does|is|are|has|have|we|our)\b.*\b(drop|dropp\w*|increas\w*|decreas\w*|fall|fell|rise|"
     r"rose|slow\w*|fail\w*|doubl\w*|went up|go up|spik\w*|miss\w*|grow\w*|churn\w*))\b",
     re.IGNORECASE,
@@ -230,6 +249,7 @@ FEATURE_NAMES = (
     "work_lead",
     "command",
     "parallel",
+    "diagnosis",
 )
 
 
@@ -342,4 +362,5 @@ def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Readi
     values["work_lead"] = 1.0 if any(WORK_LEAD.match(ask) for ask in asks) else 0.0
     values["command"] = 1.0 if COMMAND.match(raw) else 0.0
     values["parallel"] = 1.0 if PARALLEL.search(text) else 0.0
+    values["diagnosis"] = 1.0 if WHY.search(text) and CHANGE.search(text) else 0.0
     return Reading(tuple(asks), values)
