@@ -70,6 +70,11 @@ class RouteDecision:
     def strategy(self) -> ExecutionStrategy:
         return _STRATEGY[self.level]
 
+    @property
+    def asks_for_work(self) -> bool:
+        """The question asks for research, a diagnosis, a design, a plan or a deliverable."""
+        return any(self.reading.values[name] for name in WORK)
+
     def rationale(self) -> str:
         asks = len(self.reading.asks)
         found = [text for name, text in _SIGNALS if self.reading.values.get(name)]
@@ -114,7 +119,7 @@ class Router:
         probabilities = self.model.probabilities(reading.vector())
         level = max(LEVELS, key=lambda name: probabilities[name])
         values = reading.values
-        work = any(values[name] for name in WORK)
+        work = any(values[name] for name in WORK)  # as RouteDecision.asks_for_work
         if work and values["our"] and any(values[name] for name in BEYOND_ONE_FINDING):
             confidence = max(probabilities["complex"], RULE_CONFIDENCE)
             return RouteDecision(ComplexityLevel.COMPLEX, confidence, probabilities, reading)

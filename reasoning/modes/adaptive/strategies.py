@@ -3,6 +3,17 @@
 Plan steps run as their dependencies finish, several at a time; a step completed in an
 earlier attempt is not run again. Answer-producing calls stream into drafts (DIRECT's
 answer, LIGHT's single step, every synthesis); a plan step's finding is not a draft.
+
+LIGHT in one call: a first LIGHT attempt at a question that asks for no work (no research,
+diagnosis, design or plan; the router reads each part) is answered by one call. A question
+that spells out its parts ("Explain X and give an example") gets them as the plan and as a
+checklist, each answered under its own heading; a question that is one ask (a comparison,
+an explanation, a how-to) gets one structured answer. A plan of separately answered steps
+only concatenates them (the light mode has no synthesis call), so one answer is also the
+more coherent one. The quality check judges it at LIGHT's bar, as any LIGHT answer, and
+escalates to DEEP when a deeper strategy would help. A question asking for work, a LIGHT
+reached by escalation (one answer already fell short) and a forced LIGHT (forcing a strategy
+asks for all of its machinery) plan and run a call per step.
 """
 
 from __future__ import annotations
@@ -11,18 +22,20 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from reasoning.agent import summarize
+from reasoning.agent import AgentResult, summarize
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
 from reasoning.evaluator import Evaluator
 from reasoning.modes.adaptive.answering import Answerer
 from reasoning.modes.adaptive.gate import PlanGate
+from reasoning.routing import Router
 from reasoning.routing.features import split_asks
 from reasoning.synthesizer import Synthesizer
 from reasoning.text import markdown_inline
 from reasoning.tracker import PlanStep
 from reasoning.types import (
     ComplexityAnalysis,
+    ComplexityLevel,
     EvaluationResult,
     ExecutionStrategy,
     ResearchPlan,
@@ -63,11 +76,15 @@ def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchP
 
 
 class Strategies:
-    def __init__(self, ctx: RunContext, gate: PlanGate) -> None:
+    def __init__(self, ctx: RunContext, gate: PlanGate, *, forced: bool = False) -> None:
         self.ctx = ctx
         self.gate = gate
+        # A forced strategy runs in full: a forced LIGHT always plans.
+        self.forced = forced
         self.answerer = Answerer(ctx)
         self.steps = StepRunner(ctx, gate, self.answerer)
+        # The last DIRECT answer with the tool calls it made: what the local check weighs.
+        self.direct_result: AgentResult | None = None
 
     def _drafts(self, strategy: ExecutionStrategy, *, speculative: bool = False) -> Callable[[], DraftStream]:
         attempt = max(1, len(self.ctx.tracker.attempts)) if self.ctx.tracker else 1
@@ -92,10 +109,32 @@ class Strategies:
             hints={"query": ctx.question, "strategy": "direct"},
             open_draft=self._drafts(ExecutionStrategy.DIRECT, speculative=speculative),
         )
+        self.direct_result = result
         return result.text
+
+    def one_call_parts(self) -> list[str]:
+        """What one LIGHT answer must cover (the question's parts, or the question itself when
+        it is one ask), on a first attempt at a question that asks for no work; otherwise
+        none (LIGHT then plans and runs a call per step)."""
+        tracker = require(self.ctx.tracker, "the run's tracker")
+        if self.forced or tracker.plan is not None or len(tracker.attempts) != 1:
+            return []
+        router = Router()
+        whole = router.route(self.ctx.question)
+        parts = question_parts(self.ctx.question)
+        if not parts and len(whole.reading.asks) > 1:
+            return []  # more parts than a light answer covers: plan them
+        for text in parts or [self.ctx.question]:
+            decision = whole if text == self.ctx.question else router.route(text)
+            if decision.level == ComplexityLevel.COMPLEX or decision.asks_for_work:
+                return []
+        return parts or [self.ctx.question]
 
     async def light(self, analysis: ComplexityAnalysis) -> str:
         strategy = ExecutionStrategy.LIGHT_PLANNING
+        parts = self.one_call_parts()
+        if parts:
+            return await self.light_in_one_call(parts, analysis)
         await self.steps.make_plan(strategy, analysis, "light")
         await self.ctx.emit("iteration", current=1, total=1, subtask="light plan")
         plan = require(require(self.ctx.tracker, "the run's tracker").plan, "the plan")
@@ -113,6 +152,55 @@ class Strategies:
         await draft.delta(answer)
         await draft.close()
         return answer
+
+    async def light_in_one_call(self, parts: list[str], analysis: ComplexityAnalysis) -> str:
+        """The parts (or the one ask) as the plan, answered together by one call."""
+        ctx = self.ctx
+        strategy = ExecutionStrategy.LIGHT_PLANNING
+        single = len(parts) == 1
+        plan = parts_plan(ctx.question, parts, ctx.lessons)
+        plan.strategy_summary = (
+            "One ask that needs no research: one structured answer, checked at the light bar."
+            if single
+            else "No part needs research: one answer covers every part under its own heading, "
+            "and the quality check judges each."
+        )
+        await self.steps.make_plan(strategy, analysis, "light", plan=plan)
+        steps = require(require(ctx.tracker, "the run's tracker").plan, "the plan").steps
+        await ctx.emit("iteration", current=1, total=1, subtask="every part in one answer")
+        for step in steps:
+            await self.steps.start_step(step, strategy)
+        checklist = "\n".join(f"{index}. {step.description}" for index, step in enumerate(steps, 1))
+        notes = (
+            "Cover every aspect the question names (for a comparison: each option on each criterion, "
+            "then a verdict); use short headings where they help."
+            if single
+            else f"The question has {len(steps)} parts. Answer every one of them, each under a short "
+            f"heading that names it:\n{checklist}"
+        )
+        try:
+            result = await self.answerer.answer(
+                question=ctx.question,
+                history=ctx.history,
+                notes=notes,
+                strategy=strategy,
+                hints={
+                    "query": ctx.question,
+                    "strategy": strategy.value,
+                    **({} if single else {"parts": [s.description for s in steps]}),
+                },
+                open_draft=self._drafts(strategy),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            for step in steps:
+                await self.steps.finish_step(step, strategy, error=describe_error(error))
+            return await self.direct()
+        for index, step in enumerate(steps):
+            shared = "" if index == 0 else f"Answered in the same reply as {steps[0].id}."
+            await self.steps.finish_step(step, strategy, result=result, findings=shared)
+        return result.text
 
     async def deep(self, analysis: ComplexityAnalysis) -> str:
         ctx = self.ctx
@@ -189,7 +277,15 @@ class StepRunner:
         self.gate = gate
         self.answerer = answerer
 
-    async def make_plan(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis, mode: str) -> None:
+    async def make_plan(
+        self,
+        strategy: ExecutionStrategy,
+        analysis: ComplexityAnalysis,
+        mode: str,
+        *,
+        plan: ResearchPlan | None = None,
+    ) -> None:
+        """Plan the attempt (`plan`: one already made from the question's own parts)."""
         ctx = self.ctx
         tracker = require(ctx.tracker, "the run's tracker")
         context: dict[str, Any] = {
@@ -215,7 +311,9 @@ class StepRunner:
             )
         deep = strategy == ExecutionStrategy.DEEP_REASONING
         parts = [] if deep or tracker.plan is not None else question_parts(ctx.question)
-        if len(parts) >= 2:
+        if plan is not None:
+            pass
+        elif len(parts) >= 2:
             # The question already lists its parts: they are the light plan, no planning call.
             plan = parts_plan(ctx.question, parts, ctx.lessons)
         else:
@@ -295,14 +393,7 @@ class StepRunner:
         self, step: PlanStep, strategy: ExecutionStrategy, stream: Callable[[], DraftStream] | None = None
     ) -> None:
         ctx = self.ctx
-        tracker = require(ctx.tracker, "the run's tracker")
-        await ctx.emit(
-            "step.started",
-            step_id=step.id,
-            description=step.description,
-            strategy=strategy.value,
-            depends_on=step.depends_on,
-        )
+        await self.start_step(step, strategy, mark=False)
         try:
             result = await self.answerer.answer(
                 question=step.description,
@@ -321,12 +412,46 @@ class StepRunner:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            tracker.update_step_status(step.id, "failed", findings=[f"Error: {describe_error(error)}"])
+            await self.finish_step(step, strategy, error=describe_error(error))
+            return
+        await self.finish_step(step, strategy, result=result)
+        if strategy == ExecutionStrategy.DEEP_REASONING and await self.gate.live_check(step, result.text):
+            await self.add_step(
+                f"Look more closely at: {step.description}", reason="meta-agent: think deeper", after=step
+            )
+
+    async def start_step(self, step: PlanStep, strategy: ExecutionStrategy, *, mark: bool = True) -> None:
+        """Say a step started (`mark`: also mark it in progress, when no scheduler did)."""
+        if mark:
+            require(self.ctx.tracker, "the run's tracker").update_step_status(step.id, "in_progress")
+        await self.ctx.emit(
+            "step.started",
+            step_id=step.id,
+            description=step.description,
+            strategy=strategy.value,
+            depends_on=step.depends_on,
+        )
+
+    async def finish_step(
+        self,
+        step: PlanStep,
+        strategy: ExecutionStrategy,
+        *,
+        result: AgentResult | None = None,
+        error: str = "",
+        findings: str | None = None,
+    ) -> None:
+        """Record a step's outcome: its answer (`findings` overrides what the trace shows of
+        it), or the error that failed it."""
+        ctx = self.ctx
+        tracker = require(ctx.tracker, "the run's tracker")
+        if result is None:
+            tracker.update_step_status(step.id, "failed", findings=[f"Error: {error}"])
             await ctx.emit(
                 "step.completed",
                 step_id=step.id,
                 status="failed",
-                error=describe_error(error),
+                error=error,
                 findings="",
                 tools_used=[],
                 strategy=strategy.value,
@@ -337,15 +462,11 @@ class StepRunner:
             "step.completed",
             step_id=step.id,
             status="completed",
-            findings=summarize(result.text, 600),
+            findings=summarize(result.text, 600) if findings is None else findings,
             tools_used=result.tools_used,
             strategy=strategy.value,
         )
         await ctx.save_checkpoint()
-        if strategy == ExecutionStrategy.DEEP_REASONING and await self.gate.live_check(step, result.text):
-            await self.add_step(
-                f"Look more closely at: {step.description}", reason="meta-agent: think deeper", after=step
-            )
 
     def step_notes(self, step: PlanStep, strategy: ExecutionStrategy) -> str:
         tracker = require(self.ctx.tracker, "the run's tracker")
