@@ -109,6 +109,8 @@ def _why(payload: dict) -> str:
 
 
 ROUTER_SURE = ReasoningConfig().router_min_confidence
+# The everyday mix of the issue's first measurement: 13 simple, 10 medium, 8 complex questions.
+ISSUE_MIX = {"simple": 13, "medium": 10, "complex": 8}
 
 
 def routing_lines(rows: list[Labelled]) -> list[str]:
@@ -157,6 +159,19 @@ async def calls_lines(rows: list[Labelled], label: str) -> tuple[list[str], dict
         f"    all      routed {totals[0]} calls vs forced DEEP {totals[1]}: routed/forced = {ratio:.2f}, "
         f"{1 - ratio:.0%} fewer  [{verdict}] ({label}: {mix['simple']} simple, {mix['medium']} medium, "
         f"{mix['complex']} complex)"
+    )
+    means = {
+        level: [
+            statistics.mean(runs[row.question].calls for row in rows if row.level == level)
+            for runs in (routed, deep)
+        ]
+        for level in LEVELS
+    }
+    weighted = [sum(ISSUE_MIX[level] * means[level][i] for level in LEVELS) for i in (0, 1)]
+    lines.append(
+        f"    weighted to the issue's everyday mix (13 simple, 10 medium, 8 complex): routed/forced = "
+        f"{weighted[0] / weighted[1]:.2f} (complex questions cost about the same either way, so the "
+        "ratio follows the share of complex work)"
     )
     sure = [
         routed[row.question]
