@@ -9,7 +9,10 @@ an invention.
 It answers the engine's structured requests (analysis, plan, quality, completeness,
 filter, critique, reflection, ...) with heuristics over the question's parts. As an agent
 it takes one question per turn: the first part it can act on. Multi-part questions are
-therefore answered through planning, which is what makes its escalations visible.
+therefore answered through planning, which is what makes its escalations visible. When the
+engine lists the parts to answer (a LIGHT answer in one call), it follows the list as a
+model follows a checklist: one tool call per part that needs one, in the same turn, then
+every part under its own heading.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from reasoning.llm.offline_text import (
     question_parts,
     zone_in,
 )
+from reasoning.text import markdown_inline
 
 STREAM_WORDS = 4
 
@@ -99,6 +103,9 @@ class OfflineClient(LLMClient):
         question = _current_question(request.messages)
         if context:
             return self._response(answer_from_context(question, context), [], request)
+        parts = [str(part) for part in request.hints.get("parts") or []]
+        if parts:
+            return self.parts_turn(parts, request)
         results = _tool_results(request.messages)
         if results:
             return self._response(answer_from_results(question, results), [], request)
@@ -109,6 +116,25 @@ class OfflineClient(LLMClient):
                 tool_call = ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
                 return self._response("", [tool_call], request, "tool_use")
         return self._response(answer_without_tools(question), [], request)
+
+    def parts_turn(self, parts: list[str], request: LLMRequest) -> LLMResponse:
+        """Every listed part: its tool calls first (all in one turn), then each part answered
+        under its heading from its own results."""
+        results = _tool_results(request.messages)
+        tools = [t.name for t in request.tools]
+        wanted = [plan_tool_call(part, tools) for part in parts]
+        if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
+            calls = [
+                ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
+                for name, arguments in (call for call in wanted if call is not None)
+            ]
+            return self._response("", calls, request, "tool_use")
+        sections = []
+        for part, call in zip(parts, wanted, strict=True):
+            mine = [r for r in results if call is not None and (r[0], r[1]) == call]
+            text = answer_from_results(part, mine) if mine else answer_without_tools(part)
+            sections.append(f"**{markdown_inline(part)}**\n\n{text}")
+        return self._response("\n\n".join(sections), [], request)
 
     def _response(
         self, text: str, calls: list[ToolCall], request: LLMRequest, stop: str = "end_turn"

@@ -39,6 +39,7 @@ _DOCS = re.compile(
     r"incidents?|colleagues?|manager|who should i ask|where do i find)\b|@\S+",
     re.IGNORECASE,
 )
+_ONLY_MENTIONS = re.compile(r'(?:\s*@(?:"[^"\n]{1,200}"|[\w][\w.\-/]{0,199})(?:#\d+)?[\s,.;:!?]*)+')
 _HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
@@ -127,7 +128,9 @@ def question_parts(query: str) -> list[str]:
             cleaned = piece.strip(" ,.;:!?")
             if WORD.search(cleaned):
                 parts.append(cleaned)
-    return parts[:MAX_PARTS]
+    # A greeting before the question, or a mention after it, is not a part to answer.
+    asked = [p for p in parts if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
+    return (asked or parts)[:MAX_PARTS]
 
 
 def expression_in(text: str) -> str | None:

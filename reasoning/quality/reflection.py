@@ -2,12 +2,15 @@
 
 A run reflects only when there is something to learn: it escalated, something failed, the
 answer it had to keep fell short of its threshold with parts missing, or (later, from the
-host) the person gave feedback. The summary it
+host) the person gave feedback. An honest refusal teaches nothing: an answer that says
+plainly the information is not available, which the evaluator agrees more work would not
+change (its meaning of "a deeper strategy would not help"). The summary it
 reflects on is built from what the run recorded, so lessons can only cite what happened.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from reasoning.agent import summarize
@@ -22,11 +25,19 @@ if TYPE_CHECKING:
     from reasoning.context import RunContext
 
 TRIGGERS = ("escalation", "failure", "low_quality", "feedback")
+# An answer saying the information is not available ("I found nothing in the documents").
+UNAVAILABLE = re.compile(
+    r"\b(found nothing|nothing (was )?found|no (documents?|results?|matches|records?|data) (found|match\w*|"
+    r"about|on|for)|not (available|found|documented|in (the|your|our) (documents?|docs))|"
+    r"(can'?t|cannot|could ?n'?t|unable to|don'?t have|do not have|have no) (find|answer|access|know|"
+    r"information|data|details|a record))",
+    re.IGNORECASE,
+)
 RESULT_PREVIEW_CHARS = 200
 
 
 def reflection_trigger(
-    ctx: RunContext, evaluation: EvaluationResult | None, escalations: int, kind: str
+    ctx: RunContext, evaluation: EvaluationResult | None, escalations: int, kind: str, answer: str = ""
 ) -> str | None:
     """Why this run is worth reflecting on, or None when it went as expected."""
     tracker = ctx.tracker
@@ -41,7 +52,8 @@ def reflection_trigger(
     # An answer kept below its threshold with parts missing; an honest "this cannot be known"
     # (nothing missing that more work could add) teaches nothing.
     if evaluation is not None and not evaluation.is_complete and evaluation.missing_aspects:
-        return "low_quality"
+        honest = not evaluation.deeper_would_help and UNAVAILABLE.search(answer)
+        return None if honest else "low_quality"
     return None
 
 

@@ -24,7 +24,8 @@ _TASK_VERBS = (
     r"prepare|define|map|audit|name|pick|choose|say|decide|forecast|model|quantify|weigh|categori[sz]e|"
     r"determine|study|survey|synthesi[sz]e|document|measure|predict|justify|discuss|verify|test|"
     r"implement|get|look|dig|figure|work|come|put|go|read|use|address|fix|improve|make|draft|sketch|"
-    r"point|flag|highlight|recap|break|walk|help"
+    r"point|flag|highlight|recap|break|walk|help|add|run|install|configure|deploy|enable|send|schedule|"
+    r"update|remove|rate|score|reconcile|trace|combine|merge|extract|rewrite|shorten"
 )
 _ASK_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_TASK_VERBS})\b", re.IGNORECASE)
 _SPLIT_JOIN = re.compile(
@@ -32,13 +33,56 @@ _SPLIT_JOIN = re.compile(
     rf"(?=(?:{_WH}|{_AUX}|{_TASK_VERBS})\b)",
     re.IGNORECASE,
 )
+# "then" after a pause, and "and also", open a new ask whatever follows ("..., and also the
+# nearest station"); so does a new imperative after a comma ("review this, tell me why").
+_SEQUENCE = re.compile(
+    rf"\s*(?:[,;:]|\s[-–—]+)\s*(?:and\s+)?then\s+|,?\s+and\s+also\s+|,\s+(?=(?:{_TASK_VERBS})\s+(?:me|us)\b)|,\s+and\s+(?=(?:about|for|on|regarding)\s)",
+    re.IGNORECASE,
+)
 _SENTENCES = re.compile(r"(?<=[?!.;])\s+(?=\S)|\n+")
+# What comes before the question proper: a greeting, thanks, an apology, a filler.
+PREAMBLE = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|yo|ok|okay|um+|uh+|ehm+|erm+|hmm+|thanks|thank you|cheers|"
+    r"good (?:morning|afternoon|evening)|sorry(?: to bother(?: you)?)?|quick q(?:uestion)?|"
+    r"one more thing)\b(?:[\s,.:;!?]|\s[—–-]+\s)*|(?:please|pls|plz|kindly|and|also|so)\s+|"
+    r"(?:could|can|would|will) (?:you|u)(?: please| kindly)?\s+)+",
+    re.IGNORECASE,
+)
+# Something changed, or happens at a given time: "jumped 60%", "used to take 10", "since the
+# release", "every day at noon", "in the last two weeks". With a "why", a diagnosis to make.
+CHANGE = re.compile(
+    r"\b(used to|went (up|down|from)|(jump|spike|drop|dropp|fall|fell|rise|rose|grow|grew|doubl|halv|tripl|"
+    r"increas|decreas|declin|slow|degrad|regress|surg|plummet|climb|dip|stall|crash)\w*|"
+    r"\d+\s*%\s*(higher|lower|more|less|up|down)|"
+    r"(higher|lower|worse|slower|longer|more|fewer|less) than (before|usual|last|it was|expected)|"
+    r"(since|after) (the |our )?(last|latest|new|recent|yesterday|update|migration|release|redesign|launch)|"
+    r"(last|past|this) (\w+ )?(days?|weeks?|months?|quarters?|years?|nights?|releases?|sprints?)|"
+    r"every (day|night|morning|afternoon|evening|week|hour|time)|yesterday|lately|recently|suddenly|"
+    r"anymore|keeps? \w+ing|from \d+\S* to \d+)",
+    re.IGNORECASE,
+)
+# Asking for the cause: together with a change, a diagnosis to make.
+WHY = re.compile(
+    r"\b(why|what (changed|happened|went wrong|is wrong|is going on)|understand why|the cause|"
+    r"what'?s (making|causing))\b",
+    re.IGNORECASE,
+)
+# One ask over parallel targets: "to euros and to yen", "on Windows and on Mac".
+PARALLEL = re.compile(r"\b(to|in|on|for|into|about|from|at) \S.{0,40}?\band \1\b", re.IGNORECASE)
+# A /command names its task: "/research X" asks to research X.
+COMMAND = re.compile(r"^\s*/([A-Za-z][\w-]*)\b")
 
 RESEARCH = re.compile(
     r"\b(research|investigat\w*|stud(y|ies)|survey\w*|explor\w*|look into|dig into|figure out|find out why|"
-    r"root[- ]cause|diagnos\w*|audit\w*|analy[sz]\w*|assess\w*|benchmark\w*|evaluat\w*|review (all|every|our|"
-    r"the last|the past|everything)|go through|read through|synthesi[sz]\w*|identify (the )?(patterns|"
-    r"trends|gaps|bottlenecks|causes|drivers|risks|themes|regressions)|what is driving|"
+    r"root[- ]caus\w*|diagnos\w*|audit\w*|analy[sz](e|es|ed|ing|is)|assess\w*|benchmark\w*|evaluat\w*|"
+    r"review (all|every|our|the last|the past|everything)|go through|read through|synthesi[sz]\w*|"
+    r"(identify|find|spot|uncover) (the |any |all )?"
+    r"(patterns|trends|gaps|bottlenecks|causes?|root causes?|drivers|risks|themes|regressions|weak spots|"
+    r"single points? of failure|failure modes)|what (\w+ )?(drives|is driving|causes|caused|is causing)|"
+    r"reconcil\w*|trace (where|why|how|what)|pinpoint|track down|combin\w* (the|all|our|everything)|"
+    r"consolidat\w*|collat\w*|pull together|work out (why|which|what|how|whether)|"
+    r"gather\w*|literature|best practices|what (do|did|are) other|other (companies|teams|organi[sz]ations)|"
+    r"competitors?|rivals?|competitive (landscape|analysis|teardown)|state of the art|"
     r"why (did|do|does|is|are|has|have|we|our)\b.*\b(drop|dropp\w*|increas\w*|decreas\w*|fall|fell|rise|"
     r"rose|slow\w*|fail\w*|doubl\w*|went up|go up|spik\w*|miss\w*|grow\w*|churn\w*))\b",
     re.IGNORECASE,
@@ -53,18 +97,30 @@ _DELIVERABLES = (
     r"plan|strategy|roadmap|report|proposal|design doc\w*|technical design|framework|curriculum|timeline|"
     r"program(?:me)?|policy|process|model|runbook|playbook|analysis|pipeline|platform|architecture|schema|"
     r"specification|action plan|recommendations|assessment|review|audit|study|forecast|budget|"
-    r"system|approach|structure|schedule|program"
+    r"system|approach|structure|schedule|program|guide|handbook|documentation"
 )
 _MAKE = (
     r"design|create|write|draft|propose|develop|build|put together|come up with|produce|prepare|plan|"
-    r"work out|define|establish|set up|devise|outline|sketch|formulate|map out|do"
+    r"work out|define|establish|set up|devise|outline|sketch|formulate|map out|"
+    r"do(?!\s+(?:we|you|i|they|our|us)\b)|suggest|recommend|need|"
+    r"want|give me"
+)
+# Asks that open with research or design work: whatever their length, never a direct answer.
+WORK_LEAD = re.compile(
+    r"^(research|investigat\w*|root[- ]caus\w*|diagnos\w*|troubleshoot|audit|analy[sz]e|assess|evaluate|"
+    r"benchmark|study|survey|explore|synthesi[sz]e|design|architect|plan|devise|strategi[sz]e|map out|"
+    r"figure out|find out|dig into|look into|work out (why|which|what|how|whether))\b",
+    re.IGNORECASE,
 )
 # Producing a substantial artefact: "draft a three-year strategy", "write a design document".
 DELIVERABLE = re.compile(rf"\b(?:{_MAKE})\b(?:\W+[\w'-]+){{0,6}}?\W+(?:{_DELIVERABLES})\b", re.IGNORECASE)
 COMPARE = re.compile(
-    r"\b(compar\w*|versus|vs\.?|contrast\w*|pros and cons|pros,? cons|trade-?offs?|"
-    r"advantages and disadvantages|strengths and weaknesses|better (for|fit|choice|option)|"
-    r"which (is|one|should|would|of these|to) \w+|weigh\w*|buy or (lease|build|rent)|build or buy)\b",
+    r"\b(compar\w*|versus|(?-i:vs)\.?|contrast\w*|pros ?(and|&|/) ?cons|pros,? cons|trade-?offs?|"
+    r"(advantages|upsides|benefits) and (disadvantages|downsides|drawbacks)|strengths and weaknesses|"
+    r"better (for|fit|choice|option)|(is it|would it be) (better|cheaper|smarter|wiser|worth)|"
+    r"which\b[^.?!]{0,60}\b(better|best|worse|cheaper|faster|safer|easier|simpler|preferable)|"
+    r"which (one |of (these|them|the two) )?(should|would|to)|which (one|of these)|weigh\w*|"
+    r"(buy|rent|lease|build|hire|outsource|make) or (buy|rent|lease|build|hire|outsource|make))\b",
     re.IGNORECASE,
 )
 DIFFERENCE = re.compile(r"\b(differen(ce|ces|t) (between|from)|differ\w*|\w+ or \w+\?)", re.IGNORECASE)
@@ -79,7 +135,8 @@ IMPROVE = re.compile(
     re.IGNORECASE,
 )
 RECOMMEND = re.compile(
-    r"\b(recommend\w*|suggest\w*|advis\w*|should (we|i|our)|pick (one|the)|choose|decid\w*|which to)\b",
+    r"\b(recommend\w*|suggest\w*|advis\w*|should (we|i|our)|(we|i) should|prioriti[sz]\w*|pick (one|the)|"
+    r"choose|decid\w*|which to|rank\w*)\b",
     re.IGNORECASE,
 )
 SUMMARY = re.compile(
@@ -142,7 +199,8 @@ CHITCHAT = re.compile(
 )
 FOLLOW_UP = re.compile(r"^\W*(and|what about|how about|same|also|or)\b", re.IGNORECASE)
 MENTION = re.compile(r'(?<![\w@])@(?:"[^"\n]{1,200}"|[\w][\w.\-/]{0,199})(?:#\d{1,12}\b)?')
-QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|“[^”\n]{1,400}”|'[^'\n]{12,400}'")
+# Single quotes only at word edges: the apostrophes in "what's ... what's" quote nothing.
+QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|“[^”\n]{1,400}”|(?<!\w)'[^'\n]{12,400}'(?!\w)")
 CODE = re.compile(r"`[^`]+`|\b(select|insert|update|delete)\b .*\b(from|into|set|where)\b", re.IGNORECASE)
 ENUMERATION = re.compile(r"(?:^|\n)\s*(?:\d+[.)]|[-*•])\s+", re.MULTILINE)
 
@@ -188,6 +246,10 @@ FEATURE_NAMES = (
     "compare_x_recommend",
     "asks_x_work",
     "single_write",
+    "work_lead",
+    "command",
+    "parallel",
+    "diagnosis",
 )
 
 
@@ -211,6 +273,7 @@ def clean(question: str) -> str:
     text = MENTION.sub(" the document ", question or "")
     text = QUOTED.sub(" the text ", text)
     text = re.sub(r"```.*?```", " the code ", text, flags=re.DOTALL)
+    text = COMMAND.sub(lambda m: m.group(1).replace("-", " ").replace("_", " "), text)
     return " ".join(text.split())
 
 
@@ -218,10 +281,14 @@ def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two)."""
     asks: list[str] = []
     for sentence in _SENTENCES.split(text):
-        sentence = sentence.strip(" .;:!")
+        sentence = PREAMBLE.sub("", sentence).strip(" .;:!")
         if not sentence.strip("?"):
             continue
-        pieces = [p.strip(" ,.;:!?") for p in _SPLIT_JOIN.split(sentence)]
+        pieces = [
+            p.strip(" ,.;:!?")
+            for sequenced in _SEQUENCE.split(sentence)
+            for p in _SPLIT_JOIN.split(sequenced)
+        ]
         for index, piece in enumerate(pieces):
             if not re.search(r"\w", piece):
                 continue
@@ -284,7 +351,7 @@ def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Readi
         "code": 1.0 if CODE.search(raw) else 0.0,
         "short": 1.0 if len(words) <= 6 else 0.0,
         "our": _cap(len(re.findall(r"\b(our|we|us)\b", text, re.IGNORECASE)), 3),
-        "imperative": 1.0 if re.match(rf"^(?:please\s+)?(?:{_TASK_VERBS})\b", text, re.IGNORECASE) else 0.0,
+        "imperative": 1.0 if re.match(rf"^(?:{_TASK_VERBS})\b", first, re.IGNORECASE) else 0.0,
     }
     values["research_x_sources"] = values["research"] * values["sources"]
     values["design_x_aspects"] = max(values["design"], values["deliverable"]) * values["aspects"]
@@ -292,4 +359,8 @@ def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Readi
     values["compare_x_recommend"] = values["compare"] * values["recommend"]
     values["asks_x_work"] = values["two_asks"] * (1.0 if work else 0.0)
     values["single_write"] = values["write_task"] * (1.0 - values["two_asks"])
+    values["work_lead"] = 1.0 if any(WORK_LEAD.match(ask) for ask in asks) else 0.0
+    values["command"] = 1.0 if COMMAND.match(raw) else 0.0
+    values["parallel"] = 1.0 if PARALLEL.search(text) else 0.0
+    values["diagnosis"] = 1.0 if WHY.search(text) and CHANGE.search(text) else 0.0
     return Reading(tuple(asks), values)

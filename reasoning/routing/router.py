@@ -2,9 +2,16 @@
 
 It reads the question (reasoning/routing/features.py), weighs what it found with the model
 the project trained on its labelled questions, and says how sure it is. Below the
-configured confidence the adaptive mode asks the analysis model instead. A question the
-model thinks might be complex is never routed DIRECT: the router lifts it to medium and
-admits it is unsure.
+configured confidence the adaptive mode asks the analysis model instead.
+
+Two rules sit on top of the model, because a wrong DIRECT costs more than a wrong LIGHT:
+- a question the model thinks might be complex, or that asks for work (research, a
+  diagnosis, a design, a plan, a deliverable: "Root-cause the outage", "Need a realistic
+  plan"), is never routed DIRECT: the router lifts it to medium and admits it is unsure;
+- work about the team's own things that goes beyond one finding (a recommendation, several
+  asks, a broad scope, a horizon: "Why is our bill 40% higher? Find the cause and what to
+  do") is complex. On every labelled set the project has, this rule fired on complex
+  questions only, bar two it would otherwise have misrouted anyway.
 """
 
 from __future__ import annotations
@@ -18,6 +25,12 @@ from reasoning.types import ComplexityAnalysis, ComplexityLevel, ExecutionStrate
 
 # P(complex) at or above which a question is not routed DIRECT.
 COMPLEX_GUARD = 0.2
+# Features that mean the question asks for work: research, a design or plan, a deliverable.
+WORK = ("research", "design", "deliverable", "work_lead", "diagnosis")
+# Features that take work beyond one finding: a decision, an improvement, scope, a horizon.
+BEYOND_ONE_FINDING = ("recommend", "improve", "scope", "horizon_x_work", "two_asks")
+# How sure the router says it is when the work-about-us rule decides.
+RULE_CONFIDENCE = 0.8
 
 _STRATEGY = {
     ComplexityLevel.SIMPLE: ExecutionStrategy.DIRECT,
@@ -56,6 +69,11 @@ class RouteDecision:
     @property
     def strategy(self) -> ExecutionStrategy:
         return _STRATEGY[self.level]
+
+    @property
+    def asks_for_work(self) -> bool:
+        """The question asks for research, a diagnosis, a design, a plan or a deliverable."""
+        return any(self.reading.values[name] for name in WORK)
 
     def rationale(self) -> str:
         asks = len(self.reading.asks)
@@ -100,6 +118,13 @@ class Router:
         reading = read(question, attachments=attachments, conversation=conversation)
         probabilities = self.model.probabilities(reading.vector())
         level = max(LEVELS, key=lambda name: probabilities[name])
-        if level == "simple" and probabilities["complex"] >= self.complex_guard:
+        values = reading.values
+        work = any(values[name] for name in WORK)  # as RouteDecision.asks_for_work
+        if work and values["our"] and any(values[name] for name in BEYOND_ONE_FINDING):
+            confidence = max(probabilities["complex"], RULE_CONFIDENCE)
+            return RouteDecision(ComplexityLevel.COMPLEX, confidence, probabilities, reading)
+        # Work is never answered directly, however short or lookup-like the ask: the
+        # cheapest wrong route for complex work is LIGHT.
+        if level == "simple" and (probabilities["complex"] >= self.complex_guard or work):
             level = "medium"
         return RouteDecision(ComplexityLevel(level), probabilities[level], probabilities, reading)

@@ -1,7 +1,9 @@
-"""Adaptivity, measured on the router's held-out questions (never used to train or tune it).
+"""Adaptivity, measured on the router's held-out split and on the unseen set (never trained on).
 
 - Routing: the local router's decision per class with a confusion matrix, and the engine's
   first strategy with the offline model answering for the questions the router is unsure of.
+  The unseen set also per round of writing (A: blind; B, C, D: each sealed before a round of
+  router changes; see reasoning/routing/dataset.py).
 - Model calls per class, routed vs forced DEEP, with the offline model and the same tools the
   web app offers (calculator, clock, team document search), counting every call a run makes
   (reflection and cancelled speculative calls included).
@@ -24,7 +26,7 @@ from reasoning.llm.base import LLMRequest
 from reasoning.llm.offline import OfflineClient
 from reasoning.llm.scripted import ScriptedClient
 from reasoning.routing import Router
-from reasoning.routing.dataset import load, score
+from reasoning.routing.dataset import UNSEEN_SETS, Labelled, load, load_unseen, score
 from reasoning.routing.model import LEVELS
 from reasoning.text import keywords
 from reasoning.tools.local import LocalToolProvider, builtin_provider
@@ -70,6 +72,7 @@ class RunStats:
     tool_rounds: int
     escalations: list[tuple[str, str, str]] = field(default_factory=list)
     honest_stops: int = 0
+    checked_locally: bool = False
 
 
 async def offline_run(question: str, force: ExecutionStrategy | None = None) -> RunStats:
@@ -95,6 +98,7 @@ async def offline_run(question: str, force: ExecutionStrategy | None = None) -> 
         tool_rounds=len(sink.of("tool.called")),
         escalations=escalations,
         honest_stops=len(honest),
+        checked_locally=any(q.payload.get("checked_by") == "local" for q in sink.of("quality.completed")),
     )
 
 
@@ -104,28 +108,36 @@ def _why(payload: dict) -> str:
     return f"quality {payload['quality']:.2f} < {payload['threshold']:.2f}, {detail}"
 
 
-async def routing_and_calls() -> list[str]:
-    rows = load("heldout")
+ROUTER_SURE = ReasoningConfig().router_min_confidence
+# The everyday mix of the issue's first measurement: 13 simple, 10 medium, 8 complex questions.
+ISSUE_MIX = {"simple": 13, "medium": 10, "complex": 8}
+
+
+def routing_lines(rows: list[Labelled]) -> list[str]:
+    """The local router alone on `rows`: confusion matrix, accuracy, and how often it is sure."""
     router = Router()
+    decisions = {row.question: router.route(row.question) for row in rows}
+    local = score(rows, lambda q: decisions[q].level.value)
+    sure = [row for row in rows if decisions[row.question].confidence >= ROUTER_SURE]
+    right = sum(1 for row in sure if decisions[row.question].level.value == row.level)
     lines = [
-        f"adaptivity on the held-out split: {len(rows)} questions the router was never trained or tuned on"
+        f"  routing by the local router alone ({len(sure)} of {len(rows)} decided without any model call, "
+        f"{right / max(1, len(sure)):.1%} of those right):"
     ]
-    local = score(rows, lambda q: router.route(q).level.value)
-    sure = sum(
-        1 for row in rows if router.route(row.question).confidence >= ReasoningConfig().router_min_confidence
-    )
-    lines.append(
-        f"  routing by the local router alone ({sure} of {len(rows)} decided without any model call):"
-    )
-    lines += ["    " + line for line in local.lines()]
+    return lines + ["    " + line for line in local.lines()]
+
+
+async def calls_lines(rows: list[Labelled], label: str) -> tuple[list[str], dict[str, RunStats]]:
+    """The engine on `rows` with the offline model: its first strategy, and its model calls
+    routed vs forced DEEP per class."""
     routed = {row.question: await offline_run(row.question) for row in rows}
     engine_scores = score(rows, lambda q: routed[q].first)
     by = Counter(stats.routed_by for stats in routed.values())
-    lines.append(
+    lines = [
         "  first strategy chosen by the engine (offline model for unsure questions; "
         + ", ".join(f"{k}: {v}" for k, v in sorted(by.items()))
         + "):"
-    )
+    ]
     lines += ["    " + line for line in engine_scores.lines()]
     deep = {row.question: await offline_run(row.question, ExecutionStrategy.DEEP_REASONING) for row in rows}
     lines.append("  model calls per question, routed vs forced DEEP (offline model; reflection included):")
@@ -142,33 +154,64 @@ async def routing_and_calls() -> list[str]:
         )
     ratio = totals[0] / totals[1]
     verdict = "ok" if ratio <= 0.5 else "OVER 0.5"
+    mix = Counter(row.level for row in rows)
     lines.append(
         f"    all      routed {totals[0]} calls vs forced DEEP {totals[1]}: routed/forced = {ratio:.2f}, "
-        f"{1 - ratio:.0%} fewer  [{verdict}]"
+        f"{1 - ratio:.0%} fewer  [{verdict}] ({label}: {mix['simple']} simple, {mix['medium']} medium, "
+        f"{mix['complex']} complex)"
     )
-    mix = {"simple": 13, "medium": 10, "complex": 8}
     means = {
-        level: (
-            statistics.mean(routed[row.question].calls for row in rows if row.level == level),
-            statistics.mean(deep[row.question].calls for row in rows if row.level == level),
-        )
+        level: [
+            statistics.mean(runs[row.question].calls for row in rows if row.level == level)
+            for runs in (routed, deep)
+        ]
         for level in LEVELS
     }
-    weighted = [sum(mix[level] * means[level][i] for level in LEVELS) for i in (0, 1)]
+    weighted = [sum(ISSUE_MIX[level] * means[level][i] for level in LEVELS) for i in (0, 1)]
     lines.append(
         f"    weighted to the issue's everyday mix (13 simple, 10 medium, 8 complex): routed/forced = "
-        f"{weighted[0] / weighted[1]:.2f}; complex questions cost the same either way, so the saving "
-        "grows with the share of everyday questions"
+        f"{weighted[0] / weighted[1]:.2f} (complex questions cost about the same either way, so the "
+        "ratio follows the share of complex work)"
     )
-    simple = [routed[row.question] for row in rows if row.level == "simple"]
-    no_tools = [s.calls for s in simple if s.tool_rounds == 0]
-    with_tools = [s.calls for s in simple if s.tool_rounds]
+    sure = [
+        routed[row.question]
+        for row in rows
+        if row.level == "simple" and routed[row.question].routed_by == "router"
+    ]
+    direct = [s for s in sure if s.first == "simple"]
+    spread = Counter(s.calls for s in direct)
+    tools = [s for s in direct if s.tool_rounds]
+    checked = sum(1 for s in tools if s.checked_locally)
     lines.append(
-        f"    simple questions: at most {max(no_tools)} calls without a tool ({len(no_tools)} questions), "
-        f"at most {max(with_tools, default=0)} with one tool round ({len(with_tools)}; the tool round is "
-        "one extra call, as in a plain chat)"
+        f"    simple questions the router was sure of, answered DIRECT ({len(direct)}): "
+        + ", ".join(f"{count} cost {calls} call(s)" for calls, count in sorted(spread.items()))
+        + f"; {len(tools)} used a tool, {checked} of those approved by the local check (the others went "
+        "to the model evaluator: the local check was unsure)"
     )
-    lines += escalation_lines(routed)
+    return lines, routed
+
+
+async def routing_and_calls() -> list[str]:
+    rows = load("heldout")
+    lines = [f"adaptivity on the held-out split: {len(rows)} questions the router was never trained on"]
+    lines += routing_lines(rows)
+    calls, routed = await calls_lines(rows, "held-out split")
+    lines += calls + escalation_lines(routed)
+    unseen = load_unseen()
+    lines.append(
+        f"adaptivity on the unseen set: {len(unseen)} questions written apart from the training data "
+        "(reasoning/routing/unseen_*.jsonl; training never reads them)"
+    )
+    router = Router()
+    for name in UNSEEN_SETS:
+        part = score(load_unseen((name,)), lambda q: router.route(q).level.value)
+        lines.append(
+            f"  set {name.upper()}: {part.accuracy:.1%} of {part.total}, "
+            f"complex routed DIRECT: {part.complex_as_simple}"
+        )
+    lines += routing_lines(unseen)
+    calls, routed = await calls_lines(unseen, "unseen set")
+    lines += calls + escalation_lines(routed)
     return lines
 
 

@@ -27,3 +27,16 @@ async def test_the_adaptivity_bench_counts_every_call_of_a_run():
     )
     assert routed.first == "medium" and routed.routed_by == "router" and 0 < routed.calls < forced.calls
     assert await plain_call() > 0 and await engine_first_token() > 0
+
+
+async def test_routed_runs_on_the_held_out_split_make_at_most_half_the_calls_of_forced_deep():
+    """The issue's goal, as a regression guard (call counts are deterministic offline)."""
+    from reasoning import ExecutionStrategy
+    from reasoning.routing.dataset import load
+    from tests.bench.adaptivity import offline_run
+
+    routed = forced = 0
+    for row in load("heldout"):
+        routed += (await offline_run(row.question)).calls
+        forced += (await offline_run(row.question, ExecutionStrategy.DEEP_REASONING)).calls
+    assert routed <= 0.5 * forced, f"routed {routed} vs forced DEEP {forced}"

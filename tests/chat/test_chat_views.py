@@ -77,6 +77,14 @@ def test_the_answer_appears_on_the_page_with_its_trace(alice, alice_session, cli
         assert expected in page, expected
 
 
+def test_the_trace_says_what_checked_the_answer(alice, alice_session, client_for):
+    ask(alice_session, "What is 17*23?")
+    ask(alice_session, "What does LGTM mean?")
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert ">checked locally</span>" in page and "Checked locally, without a model call" in page
+    assert "checked by the evaluation model" in page
+
+
 class Elements(HTMLParser):
     def __init__(self) -> None:
         super().__init__()

@@ -221,7 +221,8 @@ async def test_a_speculative_call_still_running_is_cancelled_and_counted():
 
 async def test_the_question_travels_apart_from_its_attachments():
     document = Attachment("document", "Release process", "Rollback: redeploy the previous tag and tell #ops.")
-    question = 'What does @"Release process" say about rollback?'
+    # A question that asks for work, so the light strategy plans (a plain question gets one answer).
+    question = 'Propose a better rollback plan based on @"Release process".'
     llm = ScriptedClient(
         by_component={
             "analysis": [analysis("medium")],
@@ -288,3 +289,69 @@ async def test_lessons_cite_only_what_the_tools_really_found():
     lessons = " ".join(reflections[0].payload["reflection"]["lessons"])
     assert "search_documents" not in lessons, "the search found nothing, so no lesson may say it helped"
     assert "one plan step per part" in lessons
+
+
+# --- a light answer in one call ------------------------------------------------------------------------
+
+
+async def test_a_light_question_of_plain_parts_is_answered_in_one_call_covering_each_part():
+    llm = ScriptedClient(
+        by_component={
+            "agent": ["**Bloom filter**\n\nA probabilistic set.\n\n**Use**\n\nSkipping disk reads."],
+            "evaluation": [quality(True, 0.9)],
+        }
+    )
+    question = "Explain what a Bloom filter is and give one use case in a database."
+    result, sink = await run(engine(llm), question)
+    assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING and result.routed_by == "router"
+    assert [r.component for r in llm.history] == ["agent", "evaluation"], "no planner, one answer"
+    system = llm.requests_for("agent")[0].system
+    assert "1. Explain what a Bloom filter is?" in system and "2. Give one use case in a database?" in system
+    steps = sink.of("plan.created")[0].payload["plan"]["steps"]
+    assert len(steps) == 2
+    assert [e.payload["status"] for e in sink.of("step.completed")] == ["completed", "completed"]
+    assert result.answer.startswith("**Bloom filter**")
+
+
+async def test_one_light_answer_that_falls_short_still_escalates_to_deep():
+    llm = ScriptedClient(
+        by_component={
+            "agent": ["Postgres is fine.", "Finding one.", "Finding two."],
+            "evaluation": [quality(False, 0.4, "a verdict"), complete(True), quality(True, 0.85)],
+            "planning": [plan("SQLite for a small team", "PostgreSQL for a small team")],
+            "synthesis": ["A full comparison with a verdict."],
+        }
+    )
+    result, sink = await run(engine(llm), "Compare SQLite and PostgreSQL for a small team.")
+    assert [e.payload["strategy"] for e in sink.of("strategy.selected")] == [
+        "light_planning",
+        "deep_reasoning",
+    ]
+    assert len(llm.requests_for("planning")) == 1, "only DEEP planned"
+    assert result.answer == "A full comparison with a verdict."
+
+
+async def test_the_offline_model_answers_listed_parts_in_one_turn_with_one_tool_round():
+    result, sink = await run(offline(), "What is 17*23 and what time is it in Tokyo?")
+    assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
+    assert sink.of("run.finished")[0].payload["calls_by_component"] == {"agent": 2, "evaluation": 1}
+    assert {e.payload["tool"] for e in sink.of("tool.called")} == {"calculator", "clock"}
+    assert "391" in result.answer and "Asia/Tokyo" in result.answer
+
+
+async def test_an_honest_not_found_teaches_nothing_but_a_missing_part_does():
+    def script(answer: str) -> ScriptedClient:
+        return ScriptedClient(
+            by_component={
+                "agent": [answer],
+                "evaluation": [quality(False, 0.3, "the phone number", deeper=False)],
+                "reflection": [REFLECTION],
+            }
+        )
+
+    honest = script("I found nothing in the team's documents about the on-call phone number.")
+    result, _ = await run(engine(honest, **ALL_LAYERS), "What's the on-call phone number?")
+    assert result.reflection_trigger is None and honest.requests_for("reflection") == []
+    vague = script("Call the on-call engineer.")
+    result, _ = await run(engine(vague, **ALL_LAYERS), "What's the on-call phone number?")
+    assert result.reflection_trigger == "low_quality"

@@ -17,6 +17,7 @@ from typing import Any
 
 from reasoning.agent import run_agent, summarize
 from reasoning.analyzer import fallback_analysis
+from reasoning.answer_check import LOCAL_SCORE, LocalVerdict, check_answer
 from reasoning.cache import AnalysisCache
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
@@ -28,7 +29,13 @@ from reasoning.modes.adaptive.triage import PHASE_ANALYSIS, Triage
 from reasoning.modes.base import ReasoningFailed, ReasoningResult
 from reasoning.quality.reflection import ReflectionAgent, reflection_trigger, run_summary
 from reasoning.tracker import ResearchProgressTracker
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, require
+from reasoning.types import (
+    ComplexityAnalysis,
+    ComplexityLevel,
+    EvaluationResult,
+    ExecutionStrategy,
+    require,
+)
 
 PHASE_QUALITY = "Phase 2: Quality Evaluation"
 PHASE_ESCALATION = "Phase 3: Auto-Escalation"
@@ -64,7 +71,7 @@ class AdaptiveRun:
         self.force = force
         self.tracker_state = tracker_state
         self.gate = PlanGate(ctx)
-        self.strategies = Strategies(ctx, self.gate)
+        self.strategies = Strategies(ctx, self.gate, forced=force is not None)
         self.triage = Triage(
             ctx, self.strategies, analysis_cache=analysis_cache, force=force, tracker_state=tracker_state
         )
@@ -208,8 +215,12 @@ class AdaptiveRun:
         await ctx.emit(
             "quality.started", PHASE_QUALITY, strategy=strategy.value, threshold=threshold, draft=draft_id
         )
+        local = self.local_check(answer, strategy, analysis)
+        checked_by = "local" if local is not None and local.approved else "model"
         if not answer.strip():
             evaluation = EvaluationResult(False, 0.0, "The answer was empty.", missing_aspects=["an answer"])
+        elif local is not None and local.approved:
+            evaluation = EvaluationResult(True, LOCAL_SCORE, local.reason, deeper_would_help=False)
         else:
             try:
                 evaluation = await Evaluator(ctx).evaluate_response_quality(
@@ -228,8 +239,40 @@ class AdaptiveRun:
             approved=evaluation.is_complete,
             deeper_would_help=evaluation.deeper_would_help,
             draft=draft_id,
+            checked_by=checked_by,
+            **(
+                {"local_check": f"unsure: {local.reason}"} if local is not None and not local.approved else {}
+            ),
         )
         return evaluation, draft
+
+    def local_check(
+        self, answer: str, strategy: ExecutionStrategy, analysis: ComplexityAnalysis
+    ) -> LocalVerdict | None:
+        """The local check's verdict on a DIRECT answer the router sent there being sure the
+        question is simple, on the first attempt; None where the check does not apply."""
+        ctx = self.ctx
+        decision = self.triage.decision
+        result = self.strategies.direct_result
+        if not (
+            self.config.local_answer_check
+            and strategy == ExecutionStrategy.DIRECT
+            and self.triage.routed_by == "router"
+            and analysis.complexity_level == ComplexityLevel.SIMPLE
+            and decision is not None
+            and result is not None
+            and result.text.strip() == answer.strip()
+            and len(require(ctx.tracker, "the run's tracker").attempts) == 1
+        ):
+            return None
+        descriptions = {
+            record.name: spec.description
+            for record in result.tools
+            if (spec := ctx.tools.spec(record.name)) is not None
+        }
+        return check_answer(
+            ctx.question, answer, result.tools, asks=len(decision.reading.asks), descriptions=descriptions
+        )
 
     def answer_draft(self, answer: str) -> DraftStream | None:
         """The live draft whose streamed text is this answer, if it was streamed."""
@@ -265,7 +308,9 @@ class AdaptiveRun:
         )
         quality = evaluation.confidence if evaluation else None
         trigger = (
-            reflection_trigger(ctx, evaluation, escalations, kind) if self.config.enable_reflection else None
+            reflection_trigger(ctx, evaluation, escalations, kind, answer)
+            if self.config.enable_reflection
+            else None
         )
         await ctx.emit(
             "run.finished",

@@ -1,8 +1,19 @@
 """How each strategy produces an answer: DIRECT asks once, LIGHT plans a little, DEEP researches.
 
-Plan steps run as their dependencies finish, several at a time; a step completed in an
-earlier attempt is not run again. Answer-producing calls stream into drafts (DIRECT's
+Plan steps run as their dependencies finish, several at a time (steps.py); a step completed
+in an earlier attempt is not run again. Answer-producing calls stream into drafts (DIRECT's
 answer, LIGHT's single step, every synthesis); a plan step's finding is not a draft.
+
+LIGHT in one call: a first LIGHT attempt at a question that asks for no work (no research,
+diagnosis, design or plan; the router reads each part) is answered by one call. A question
+that spells out its parts ("Explain X and give an example") gets them as the plan and as a
+checklist, each answered under its own heading; a question that is one ask (a comparison,
+an explanation, a how-to) gets one structured answer. A plan of separately answered steps
+only concatenates them (the light mode has no synthesis call), so one answer is also the
+more coherent one. The quality check judges it at LIGHT's bar, as any LIGHT answer, and
+escalates to DEEP when a deeper strategy would help. A question asking for work, a LIGHT
+reached by escalation (one answer already fell short) and a forced LIGHT (forcing a strategy
+asks for all of its machinery) plan and run a call per step.
 """
 
 from __future__ import annotations
@@ -11,63 +22,39 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from reasoning.agent import summarize
+from reasoning.agent import AgentResult
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
 from reasoning.evaluator import Evaluator
 from reasoning.modes.adaptive.answering import Answerer
 from reasoning.modes.adaptive.gate import PlanGate
-from reasoning.routing.features import split_asks
+from reasoning.modes.adaptive.parts import combine, parts_plan, question_parts
+from reasoning.modes.adaptive.steps import StepRunner
+from reasoning.routing import Router
 from reasoning.synthesizer import Synthesizer
 from reasoning.text import markdown_inline
-from reasoning.tracker import PlanStep
 from reasoning.types import (
     ComplexityAnalysis,
+    ComplexityLevel,
     EvaluationResult,
     ExecutionStrategy,
-    ResearchPlan,
-    SubTask,
     require,
 )
 
 # Filtering a handful of findings rarely drops anything the synthesizer would not ignore.
 FILTER_MIN_FINDINGS = 4
-MAX_LIGHT_PARTS = 3
-
-
-def combine(results: list[dict[str, Any]]) -> str:
-    """Findings under their steps as headings (Markdown-safe: a step may contain `2**16`)."""
-    return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result'].strip()}" for r in results)
-
-
-def question_parts(question: str) -> list[str]:
-    """The separate asks a question spells out, when there are two or three of them."""
-    parts = [part for part in split_asks(question) if len(part.split()) >= 2]
-    return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
-
-
-def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchPlan:
-    """A light plan of one step per part (each step also sees the whole question)."""
-    steps = [part[:1].upper() + part[1:] for part in parts]
-    return ResearchPlan(
-        original_query=question,
-        subtasks=[
-            SubTask(id=f"step_{index}", query=step if step.endswith(("?", ".")) else f"{step}?", priority=1)
-            for index, step in enumerate(steps, 1)
-        ],
-        estimated_complexity="medium",
-        strategy_summary="One step per part of the question: its parts are clear, so no planning call.",
-        lessons_used=list(lessons),
-        confidence=0.8,
-    )
 
 
 class Strategies:
-    def __init__(self, ctx: RunContext, gate: PlanGate) -> None:
+    def __init__(self, ctx: RunContext, gate: PlanGate, *, forced: bool = False) -> None:
         self.ctx = ctx
         self.gate = gate
+        # A forced strategy runs in full: a forced LIGHT always plans.
+        self.forced = forced
         self.answerer = Answerer(ctx)
         self.steps = StepRunner(ctx, gate, self.answerer)
+        # The last DIRECT answer with the tool calls it made: what the local check weighs.
+        self.direct_result: AgentResult | None = None
 
     def _drafts(self, strategy: ExecutionStrategy, *, speculative: bool = False) -> Callable[[], DraftStream]:
         attempt = max(1, len(self.ctx.tracker.attempts)) if self.ctx.tracker else 1
@@ -92,10 +79,32 @@ class Strategies:
             hints={"query": ctx.question, "strategy": "direct"},
             open_draft=self._drafts(ExecutionStrategy.DIRECT, speculative=speculative),
         )
+        self.direct_result = result
         return result.text
+
+    def one_call_parts(self) -> list[str]:
+        """What one LIGHT answer must cover (the question's parts, or the question itself when
+        it is one ask), on a first attempt at a question that asks for no work; otherwise
+        none (LIGHT then plans and runs a call per step)."""
+        tracker = require(self.ctx.tracker, "the run's tracker")
+        if self.forced or tracker.plan is not None or len(tracker.attempts) != 1:
+            return []
+        router = Router()
+        whole = router.route(self.ctx.question)
+        parts = question_parts(self.ctx.question)
+        if not parts and len(whole.reading.asks) > 1:
+            return []  # more parts than a light answer covers: plan them
+        for text in parts or [self.ctx.question]:
+            decision = whole if text == self.ctx.question else router.route(text)
+            if decision.level == ComplexityLevel.COMPLEX or decision.asks_for_work:
+                return []
+        return parts or [self.ctx.question]
 
     async def light(self, analysis: ComplexityAnalysis) -> str:
         strategy = ExecutionStrategy.LIGHT_PLANNING
+        parts = self.one_call_parts()
+        if parts:
+            return await self.light_in_one_call(parts, analysis)
         await self.steps.make_plan(strategy, analysis, "light")
         await self.ctx.emit("iteration", current=1, total=1, subtask="light plan")
         plan = require(require(self.ctx.tracker, "the run's tracker").plan, "the plan")
@@ -113,6 +122,55 @@ class Strategies:
         await draft.delta(answer)
         await draft.close()
         return answer
+
+    async def light_in_one_call(self, parts: list[str], analysis: ComplexityAnalysis) -> str:
+        """The parts (or the one ask) as the plan, answered together by one call."""
+        ctx = self.ctx
+        strategy = ExecutionStrategy.LIGHT_PLANNING
+        single = len(parts) == 1
+        plan = parts_plan(ctx.question, parts, ctx.lessons)
+        plan.strategy_summary = (
+            "One ask that needs no research: one structured answer, checked at the light bar."
+            if single
+            else "No part needs research: one answer covers every part under its own heading, "
+            "and the quality check judges each."
+        )
+        await self.steps.make_plan(strategy, analysis, "light", plan=plan)
+        steps = require(require(ctx.tracker, "the run's tracker").plan, "the plan").steps
+        await ctx.emit("iteration", current=1, total=1, subtask="every part in one answer")
+        for step in steps:
+            await self.steps.start_step(step, strategy)
+        checklist = "\n".join(f"{index}. {step.description}" for index, step in enumerate(steps, 1))
+        notes = (
+            "Cover every aspect the question names (for a comparison: each option on each criterion, "
+            "then a verdict); use short headings where they help."
+            if single
+            else f"The question has {len(steps)} parts. Answer every one of them, each under a short "
+            f"heading that names it:\n{checklist}"
+        )
+        try:
+            result = await self.answerer.answer(
+                question=ctx.question,
+                history=ctx.history,
+                notes=notes,
+                strategy=strategy,
+                hints={
+                    "query": ctx.question,
+                    "strategy": strategy.value,
+                    **({} if single else {"parts": [s.description for s in steps]}),
+                },
+                open_draft=self._drafts(strategy),
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            for step in steps:
+                await self.steps.finish_step(step, strategy, error=describe_error(error))
+            return await self.direct()
+        for index, step in enumerate(steps):
+            shared = "" if index == 0 else f"Answered in the same reply as {steps[0].id}."
+            await self.steps.finish_step(step, strategy, result=result, findings=shared)
+        return result.text
 
     async def deep(self, analysis: ComplexityAnalysis) -> str:
         ctx = self.ctx
@@ -179,196 +237,3 @@ class Strategies:
             raise
         await draft.close()
         return text
-
-
-class StepRunner:
-    """Plans, and runs plan steps as their dependencies finish."""
-
-    def __init__(self, ctx: RunContext, gate: PlanGate, answerer: Answerer) -> None:
-        self.ctx = ctx
-        self.gate = gate
-        self.answerer = answerer
-
-    async def make_plan(self, strategy: ExecutionStrategy, analysis: ComplexityAnalysis, mode: str) -> None:
-        ctx = self.ctx
-        tracker = require(ctx.tracker, "the run's tracker")
-        context: dict[str, Any] = {
-            "mode": mode,
-            "complexity": analysis.complexity_level.value,
-            "available_tools": ctx.tools.names(),
-            "lessons": ctx.lessons,
-            "conversation": ctx.conversation_text(),
-            "attachments": ctx.attachment_titles() if ctx.attachments else "",
-        }
-        if len(tracker.attempts) > 1:
-            context["previous_attempts"] = [
-                {
-                    "strategy": a.strategy.value,
-                    "quality": a.quality_score,
-                    "evaluation": a.evaluation.reasoning if a.evaluation else None,
-                }
-                for a in tracker.attempts[:-1]
-            ]
-            context["knowledge_gaps"] = tracker.insights.knowledge_gaps
-            context["completed_steps"] = (
-                [s.description for s in tracker.plan.get_completed_steps()] if tracker.plan else []
-            )
-        deep = strategy == ExecutionStrategy.DEEP_REASONING
-        parts = [] if deep or tracker.plan is not None else question_parts(ctx.question)
-        if len(parts) >= 2:
-            # The question already lists its parts: they are the light plan, no planning call.
-            plan = parts_plan(ctx.question, parts, ctx.lessons)
-        else:
-            plan = await self.gate.vetted_plan(context, critic=deep)
-        if deep:
-            assessment = await self.gate.assess_plan(analysis, plan)
-            if assessment is not None and assessment.action == "replan":
-                plan = await self.gate.vetted_plan(
-                    {**context, "critique": self.gate.replan_note(assessment)}, critic=True
-                )
-                assessment = await self.gate.assess_plan(analysis, plan)
-            self.gate.route(assessment)
-        plan.complexity_analysis = analysis
-        refining = tracker.plan is not None
-        added = tracker.set_plan(plan, strategy)
-        await ctx.emit(
-            "plan.refined" if refining else "plan.created",
-            plan=self.plan_payload(),
-            added=[s.to_dict() for s in added],
-            mode=mode,
-            summary=plan.strategy_summary,
-            lessons_used=plan.lessons_used,
-            strategy=strategy.value,
-        )
-        await ctx.save_checkpoint()
-
-    def plan_payload(self) -> dict[str, Any] | None:
-        tracker = self.ctx.tracker
-        return tracker.plan.to_dict() if tracker and tracker.plan else None
-
-    async def add_step(self, description: str, *, reason: str, after: PlanStep | None = None) -> bool:
-        tracker = require(self.ctx.tracker, "the run's tracker")
-        plan = require(tracker.plan, "the plan")
-        known = {s.description.lower() for s in plan.steps}
-        if description.lower() in known or len(plan.steps) >= 3 * self.ctx.config.max_subtasks:
-            return False
-        step = PlanStep(
-            id=f"step_dyn_{len(plan.steps) + 1}",
-            description=description,
-            spawned_from=after.id if after else plan.current_step_id,
-        )
-        if not plan.add_dynamic_step(step, after.id if after else None):
-            return False
-        await self.ctx.emit("plan.refined", plan=self.plan_payload(), added=[step.to_dict()], reason=reason)
-        return True
-
-    async def run_ready_steps(
-        self, strategy: ExecutionStrategy, *, stream: Callable[[], DraftStream] | None = None
-    ) -> None:
-        """Run pending steps as their dependencies finish, at most max_parallel_steps at once."""
-        ctx = self.ctx
-        tracker = require(ctx.tracker, "the run's tracker")
-        plan = require(tracker.plan, "the plan")
-        limit = ctx.config.max_parallel_steps if ctx.config.parallel_execution else 1
-        running: dict[asyncio.Task[None], str] = {}
-        try:
-            while True:
-                started = set(running.values())
-                for step in [] if self.gate.halted else plan.ready_steps():
-                    if len(running) >= limit:
-                        break
-                    if step.id in started:
-                        continue
-                    tracker.update_step_status(step.id, "in_progress")
-                    running[asyncio.create_task(self.run_step(step, strategy, stream))] = step.id
-                if not running:
-                    return
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    running.pop(task)
-                    task.result()
-        finally:
-            for task in running:
-                task.cancel()
-
-    async def run_step(
-        self, step: PlanStep, strategy: ExecutionStrategy, stream: Callable[[], DraftStream] | None = None
-    ) -> None:
-        ctx = self.ctx
-        tracker = require(ctx.tracker, "the run's tracker")
-        await ctx.emit(
-            "step.started",
-            step_id=step.id,
-            description=step.description,
-            strategy=strategy.value,
-            depends_on=step.depends_on,
-        )
-        try:
-            result = await self.answerer.answer(
-                question=step.description,
-                history=[],
-                notes=self.step_notes(step, strategy),
-                strategy=strategy,
-                step_id=step.id,
-                hints={
-                    "query": step.description,
-                    "strategy": strategy.value,
-                    "step": step.id,
-                    "original_query": ctx.question,
-                },
-                open_draft=stream,
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            tracker.update_step_status(step.id, "failed", findings=[f"Error: {describe_error(error)}"])
-            await ctx.emit(
-                "step.completed",
-                step_id=step.id,
-                status="failed",
-                error=describe_error(error),
-                findings="",
-                tools_used=[],
-                strategy=strategy.value,
-            )
-            return
-        tracker.update_step_status(step.id, "completed", findings=[result.text], tools_used=result.tools_used)
-        await ctx.emit(
-            "step.completed",
-            step_id=step.id,
-            status="completed",
-            findings=summarize(result.text, 600),
-            tools_used=result.tools_used,
-            strategy=strategy.value,
-        )
-        await ctx.save_checkpoint()
-        if strategy == ExecutionStrategy.DEEP_REASONING and await self.gate.live_check(step, result.text):
-            await self.add_step(
-                f"Look more closely at: {step.description}", reason="meta-agent: think deeper", after=step
-            )
-
-    def step_notes(self, step: PlanStep, strategy: ExecutionStrategy) -> str:
-        tracker = require(self.ctx.tracker, "the run's tracker")
-        plan = require(tracker.plan, "the plan")
-        parts = [f"You are working on one part of a larger question: {self.ctx.question}"]
-        if strategy == ExecutionStrategy.DEEP_REASONING and len(tracker.attempts) > 1:
-            parts.append(tracker.context_for(strategy))
-        else:
-            needed = [plan.step(d) for d in step.depends_on]
-            earlier = [s for s in needed if s and s.status == "completed"]
-            if earlier:
-                parts.append("Findings from the steps this one builds on:")
-                parts += [f"- {s.description}: {summarize('; '.join(s.findings), 1500)}" for s in earlier]
-            if tracker.insights.knowledge_gaps:
-                parts.append("Address these gaps if they concern this part:")
-                parts += [f"- {gap}" for gap in tracker.insights.knowledge_gaps[:3]]
-        parts.append("Answer only this part, precisely; another step covers the rest.")
-        return "\n".join(parts)
-
-    def results(self) -> list[dict[str, Any]]:
-        plan = require(require(self.ctx.tracker, "the run's tracker").plan, "the plan")
-        return [
-            {"step_id": s.id, "query": s.description, "result": "\n".join(s.findings)}
-            for s in plan.get_completed_steps()
-            if any(f.strip() for f in s.findings)
-        ]

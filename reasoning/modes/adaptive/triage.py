@@ -41,6 +41,8 @@ class Triage:
         self.tracker_state = tracker_state
         # Who chose the first strategy: router, analysis, cache, forced, resumed or fallback.
         self.routed_by = ""
+        # The local router's reading of the question (None when it was not asked).
+        self.decision: RouteDecision | None = None
         self.speculation: asyncio.Task[str] | None = None
 
     async def analyze(self) -> ComplexityAnalysis:
@@ -57,6 +59,7 @@ class Triage:
             decision = Router().route(
                 ctx.question, attachments=len(ctx.attachments), conversation=len(ctx.history)
             )
+            self.decision = decision
             if decision.confidence >= self.config.router_min_confidence:
                 analysis, self.routed_by = decision.analysis(), "router"
             else:

@@ -1,0 +1,38 @@
+"""The parts a question spells out, and the light plan made of them (no planning call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reasoning.routing.features import split_asks
+from reasoning.text import markdown_inline
+from reasoning.types import ResearchPlan, SubTask
+
+MAX_LIGHT_PARTS = 3
+
+
+def combine(results: list[dict[str, Any]]) -> str:
+    """Findings under their steps as headings (Markdown-safe: a step may contain `2**16`)."""
+    return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result'].strip()}" for r in results)
+
+
+def question_parts(question: str) -> list[str]:
+    """The separate asks a question spells out, when there are two or three of them."""
+    parts = [part for part in split_asks(question) if len(part.split()) >= 2]
+    return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
+
+
+def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchPlan:
+    """A light plan of one step per part (each step also sees the whole question)."""
+    steps = [part[:1].upper() + part[1:] for part in parts]
+    return ResearchPlan(
+        original_query=question,
+        subtasks=[
+            SubTask(id=f"step_{index}", query=step if step.endswith(("?", ".")) else f"{step}?", priority=1)
+            for index, step in enumerate(steps, 1)
+        ],
+        estimated_complexity="medium",
+        strategy_summary="One step per part of the question: its parts are clear, so no planning call.",
+        lessons_used=list(lessons),
+        confidence=0.8,
+    )
