@@ -489,4 +489,4 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 # Lessons, tool servers and documents, and accounts are configured in their own modules.
-from chat import admin_accounts, admin_lessons, admin_tools  # noqa: E402, F401
+from chat import admin_accounts, admin_feedback, admin_lessons, admin_tools  # noqa: E402, F401

@@ -525,3 +525,90 @@ class MCPServer(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class AnswerFeedback(models.Model):
+    """A person's verdict on an answer: the check on the evaluator's own score.
+
+    One row per person and run, changed in place when they change their mind.
+    """
+
+    class Rating(models.IntegerChoices):
+        UP = 1, "Helpful"
+        DOWN = -1, "Not helpful"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback"
+    )
+    rating = models.SmallIntegerField(choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=2000)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        verbose_name = "answer feedback"
+        verbose_name_plural = "answer feedback"
+        indexes = [models.Index(fields=["rating", "updated_at"], name="feedback_rating_time")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "user"], name="feedback_once_per_user"),
+            models.CheckConstraint(condition=Q(rating__in=[1, -1]), name="feedback_rating_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on run {self.run_id}"
+
+
+class StaffAuditEntry(models.Model):
+    """What staff looked at, exported or changed: the audit of the auditors.
+
+    Append-only: rows are never changed or deleted through the ORM (see `save`/`delete`),
+    and the admin offers neither. The actor's name is kept if the account goes.
+    """
+
+    class Action(models.TextChoices):
+        VIEW = "view", "Viewed"
+        EXPORT = "export", "Exported"
+        ADD = "add", "Added"
+        CHANGE = "change", "Changed"
+        DELETE = "delete", "Deleted"
+        OTHER = "other", "Other"
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150)
+    action = models.CharField(max_length=10, choices=Action.choices)
+    object_type = models.CharField(max_length=60, help_text='What was touched, e.g. "run", "mcp server".')
+    object_id = models.CharField(max_length=64, blank=True)
+    summary = models.CharField(max_length=500)
+    details = models.JSONField(default=dict, blank=True)
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "staff audit entry"
+        verbose_name_plural = "staff audit log"
+        indexes = [
+            models.Index(fields=["-created_at"], name="staff_audit_recent"),
+            models.Index(fields=["object_type", "object_id"], name="staff_audit_object"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action__in=["view", "export", "add", "change", "delete", "other"]),
+                name="staff_audit_action_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} {self.action} {self.object_type} {self.object_id}".strip()
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise PermissionError("The staff audit log is append-only.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise PermissionError("The staff audit log is append-only.")

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import documents, services
-from chat.models import Attempt, MCPServer, ReasoningRun, TeamLesson
+from chat.models import AnswerFeedback, Attempt, MCPServer, ReasoningRun, StaffAuditEntry, TeamLesson
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,6 +37,14 @@ def rows_in_every_status(alice, bob):
     documents.document_create(owner=bob, title="Shared", content="y", shared=True)
     TeamLesson.objects.create(text="Split multi-part questions.", source_run=run, promoted_by=alice)
     TeamLesson.objects.create(text="A lesson whose run was deleted.")
+    AnswerFeedback.objects.create(run=run, user=alice, rating=AnswerFeedback.Rating.UP)
+    AnswerFeedback.objects.create(
+        run=run, user=bob, rating=AnswerFeedback.Rating.DOWN, comment="Missed the <b>date</b>"
+    )
+    for action in StaffAuditEntry.Action.values:
+        StaffAuditEntry.objects.create(
+            actor=alice, actor_name="alice", action=action, object_type="run", summary=action
+        )
     signing_in = Client(REMOTE_ADDR="10.4.4.4")
     signing_in.post("/accounts/login/", {"username": "alice", "password": "wrong"})  # a failure
     signing_in.post("/accounts/login/", {"username": "bob", "password": "bob-password-1"})  # a success
@@ -57,6 +65,10 @@ def _every_page(client) -> list[str]:
         opts = model._meta
         changelist = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
         response = client.get(changelist)
+        if not model_admin.has_view_permission(response.wsgi_request):
+            if response.status_code != 403:  # superuser-only pages (the staff audit log)
+                failures.append(f"{changelist}: {response.status_code}, expected 403")
+            continue
         if response.status_code != 200:
             failures.append(f"{changelist}: {response.status_code}")
             continue
