@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
 from chat.documents import document_get_for_user, document_search, format_results
-from reasoning.tools.builtin import CALCULATOR_SCHEMA
+from reasoning.tools.builtin import CALCULATOR_DESCRIPTION
 from reasoning.tools.builtin import calculator as calculate_text
 from reasoning.tools.builtin import clock as clock_text
 
@@ -36,10 +36,7 @@ def build_server() -> MCPServer:
         instructions="Nexus's built-in tools: exact arithmetic, the current time, and the team's documents.",
     )
 
-    @server.tool(
-        description="Evaluate an arithmetic expression exactly. "
-        + CALCULATOR_SCHEMA["properties"]["expression"]["description"]
-    )
+    @server.tool(description=CALCULATOR_DESCRIPTION)
     def calculator(expression: str) -> str:
         try:
             return calculate_text(expression)

@@ -167,6 +167,13 @@ CALCULATOR_SCHEMA = {
     },
     "required": ["expression"],
 }
+# One description wherever the calculator is offered (in process and over MCP): it names what
+# it computes in words, so a model, and the local answer check, can tell which questions it answers.
+CALCULATOR_DESCRIPTION = (
+    "Evaluate an arithmetic expression exactly: sums, products, percentages, powers, square roots and "
+    "other functions. Use it for any calculation. "
+    + CALCULATOR_SCHEMA["properties"]["expression"]["description"]
+)
 
 CLOCK_SCHEMA = {
     "type": "object",

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from reasoning.tools.builtin import CALCULATOR_SCHEMA, CLOCK_SCHEMA, calculator, clock
+from reasoning.tools.builtin import CALCULATOR_DESCRIPTION, CALCULATOR_SCHEMA, CLOCK_SCHEMA, calculator, clock
 from reasoning.tools.registry import CachePolicy, ToolOutput, ToolProvider, ToolSpec
 
 
@@ -56,7 +56,7 @@ def builtin_provider() -> LocalToolProvider:
     provider.add(
         "calculator",
         calculator,
-        description="Evaluate an arithmetic expression exactly. Use it for any calculation.",
+        description=CALCULATOR_DESCRIPTION,
         input_schema=CALCULATOR_SCHEMA,
     )
     provider.add(

@@ -132,6 +132,17 @@ async def test_a_tool_question_the_router_is_sure_of_costs_two_calls_and_says_wh
     assert sink.of("run.finished")[0].payload["llm_calls"] == 2
 
 
+async def test_a_function_named_in_words_is_covered_by_what_the_calculator_says_it_does():
+    # "square root" appears in neither the answer nor its expression: the calculator's
+    # description names it, so the check approves without an evaluator call.
+    llm = ScriptedClient(
+        by_component={"agent": [tool("calculator", expression="sqrt(1764)"), "`sqrt(1764)` = **42**."]}
+    )
+    _, sink = await run(engine(llm), "What is the square root of 1764?")
+    assert [r.component for r in llm.history] == ["agent", "agent"]
+    assert sink.of("quality.completed")[0].payload["checked_by"] == "local"
+
+
 async def test_when_the_local_check_is_unsure_the_model_evaluator_decides():
     llm = ScriptedClient(
         by_component={
