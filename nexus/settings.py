@@ -116,11 +116,20 @@ NEXUS_SECRETS_KEYS = env_fernet_keys(VAR_DIR, required=bool(DATABASE_URL) and no
 # --- channels, jobs, cache ---------------------------------------------------------------
 
 REDIS_URL = env_str("REDIS_URL")
+# Longer than channels_redis's blocking pop (5 s), so an idle receive is not a timeout.
+CHANNEL_LAYER_READ_TIMEOUT = 15
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            # redis-py 8 reads with a 5 s socket timeout by default, the same as the layer's
+            # blocking pop: an idle websocket's receive then fails ("Timeout reading") and the
+            # socket closes with 1011 every few seconds. Reads may wait out the pop, no longer.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_READ_TIMEOUT}],
+                "capacity": 1500,
+                "expiry": 30,
+            },
         }
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}

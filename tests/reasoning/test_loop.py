@@ -546,7 +546,8 @@ async def test_callbacks_adapter_receives_the_seed_callbacks():
             "evaluation": [quality(True, 0.95)],
         }
     )
-    await engine(llm).run("What is 2+2?", sink=CallbackSink(callbacks))
+    # The model evaluator, not the local check, so its verdict reaches the callback.
+    await engine(llm, local_answer_check=False).run("What is 2+2?", sink=CallbackSink(callbacks))
     assert log == [
         "analysis_start",
         "strategy:direct",
