@@ -13,6 +13,7 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.urls import Resolver404, resolve
 from django.utils.decorators import sync_and_async_middleware
 
 
@@ -23,28 +24,63 @@ def refuse_nul(text: str, *, what: str) -> str:
     return text
 
 
-@sync_and_async_middleware
-def refuse_nul_in_address(get_response: Any) -> Any:
-    """Middleware: a query string with a NUL character is a 400 that says so, for every page
-    at once (admin searches and filters included), before any of it reaches a query."""
+def _refusing(check: Any) -> Any:
+    """Middleware from `check(request) -> HttpResponse | None`: its answer, or the view's."""
 
-    def refused(request: HttpRequest) -> HttpResponse | None:
-        for key, values in request.GET.lists():
-            if "\x00" in key or any("\x00" in value for value in values):
-                return HttpResponseBadRequest(
-                    "The address contains a NUL character (%00), which cannot be used; remove it.",
-                    content_type="text/plain; charset=utf-8",
-                )
+    @sync_and_async_middleware
+    def factory(get_response: Any) -> Any:
+        if iscoroutinefunction(get_response):
+
+            async def middleware(request: HttpRequest) -> HttpResponse:
+                return check(request) or await get_response(request)
+
+            return middleware
+
+        def sync_middleware(request: HttpRequest) -> HttpResponse:
+            return check(request) or get_response(request)
+
+        return sync_middleware
+
+    return factory
+
+
+def _bad_request(text: str) -> HttpResponse:
+    return HttpResponseBadRequest(text, content_type="text/plain; charset=utf-8")
+
+
+def _nul_in_address(request: HttpRequest) -> HttpResponse | None:
+    for key, values in request.GET.lists():
+        if "\x00" in key or any("\x00" in value for value in values):
+            return _bad_request(
+                "The address contains a NUL character (%00), which cannot be used; remove it."
+            )
+    return None
+
+
+def _malformed_admin_selection(request: HttpRequest) -> HttpResponse | None:
+    """An admin action posted with row ids that are not ids: Django's admin would filter on
+    them and fail with a 500; say what is wrong instead."""
+    if request.method != "POST" or not request.path_info.startswith("/admin/"):
         return None
+    selected = request.POST.getlist("_selected_action")
+    if not selected:
+        return None
+    try:
+        model_admin = getattr(resolve(request.path_info).func, "model_admin", None)
+    except Resolver404:
+        return None
+    if model_admin is None:
+        return None
+    pk = model_admin.model._meta.pk
+    for value in selected:
+        try:
+            pk.to_python(value)
+        except ValidationError:
+            return _bad_request("The selected rows are not valid ids; reload the list and select them again.")
+    return None
 
-    if iscoroutinefunction(get_response):
 
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            return refused(request) or await get_response(request)
-
-        return middleware
-
-    def sync_middleware(request: HttpRequest) -> HttpResponse:
-        return refused(request) or get_response(request)
-
-    return sync_middleware
+# A query string with a NUL character is a 400 that says so, for every page at once (admin
+# searches and filters included), before any of it reaches a query.
+refuse_nul_in_address = _refusing(_nul_in_address)
+refuse_malformed_admin_selection = _refusing(_malformed_admin_selection)

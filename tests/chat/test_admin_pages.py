@@ -99,3 +99,27 @@ def test_every_admin_page_renders_for_staff_who_may_view_and_change(
     staff = make_user("editor", is_staff=True)
     staff.user_permissions.set(Permission.objects.filter(codename__regex=r"^(view|change)_"))
     assert _every_page(client_for(staff)) == []
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {},
+        {"action": ""},
+        {"action": "no_such_action", "_selected_action": ["1"]},
+        {"action": "delete_selected", "_selected_action": ["x"]},
+        {"action": "delete_selected", "_selected_action": ["1e9", "9" * 40]},
+        {"action": "delete_selected", "select_across": "1", "index": "0"},
+    ],
+)
+def test_hand_made_action_posts_are_answered_not_crashed(form, auditor, client_for):
+    client = client_for(auditor)
+    crashed = []
+    for model in admin.site._registry:
+        url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+        response = client.post(url, form)
+        if response.status_code >= 500:
+            crashed.append(f"{url}: {response.status_code}")
+        if form.get("_selected_action") == ["x"]:
+            assert response.status_code == 400 and b"not valid ids" in response.content, url
+    assert crashed == []
