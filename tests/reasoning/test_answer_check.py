@@ -9,7 +9,9 @@ from reasoning import ReasoningConfig
 from reasoning.agent import ToolRecord
 from reasoning.answer_check import LOCAL_SCORE, check_answer
 from reasoning.llm.scripted import ScriptedClient
-from reasoning.tools.registry import ToolOutcome
+from reasoning.tools.builtin import CLOCK_SCHEMA
+from reasoning.tools.local import LocalToolProvider
+from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from tests.reasoning.helpers import ALWAYS_ANALYSE, analysis, engine, quality, run, tool
 
 CLOCK = "Friday 03 January 2025, 14:05:22 Asia/Tokyo (ISO 2025-01-03T14:05:22+09:00)"
@@ -139,6 +141,19 @@ async def test_a_function_named_in_words_is_covered_by_what_the_calculator_says_
         by_component={"agent": [tool("calculator", expression="sqrt(1764)"), "`sqrt(1764)` = **42**."]}
     )
     _, sink = await run(engine(llm), "What is the square root of 1764?")
+    assert [r.component for r in llm.history] == ["agent", "agent"]
+    assert sink.of("quality.completed")[0].payload["checked_by"] == "local"
+
+
+async def test_a_greeting_around_the_question_is_not_a_part_the_answer_must_cover():
+    clock = LocalToolProvider("builtin")
+    clock.add(
+        "clock", lambda timezone="UTC": CLOCK, description=CLOCK_PURPOSE["clock"], input_schema=CLOCK_SCHEMA
+    )
+    llm = ScriptedClient(
+        by_component={"agent": [tool("clock", timezone="Asia/Tokyo"), "It is Friday 03 January 2025."]}
+    )
+    _, sink = await run(engine(llm, tools=ToolRegistry([clock])), "Good morning! What's the date today?")
     assert [r.component for r in llm.history] == ["agent", "agent"]
     assert sink.of("quality.completed")[0].payload["checked_by"] == "local"
 

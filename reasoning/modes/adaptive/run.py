@@ -270,9 +270,11 @@ class AdaptiveRun:
             for record in result.tools
             if (spec := ctx.tools.spec(record.name)) is not None
         }
-        return check_answer(
-            ctx.question, answer, result.tools, asks=len(decision.reading.asks), descriptions=descriptions
-        )
+        # The ask as the router read it, without a greeting or polite wrapper around it:
+        # "Good morning!" is not a part of the question the answer must cover.
+        asks = decision.reading.asks
+        question = asks[0] if len(asks) == 1 else ctx.question
+        return check_answer(question, answer, result.tools, asks=len(asks), descriptions=descriptions)
 
     def answer_draft(self, answer: str) -> DraftStream | None:
         """The live draft whose streamed text is this answer, if it was streamed."""
