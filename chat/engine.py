@@ -64,10 +64,15 @@ class DjangoAnalysisCache:
     """The analysis cache on Django's cache, so every process shares it (Redis in team mode)."""
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return cache.get(key)
+        try:
+            return cache.get(key)
+        except Exception as exc:  # Redis down: analyse again rather than fail the run
+            logger.warning("analysis cache unreachable: %s", exc)
+            return None
 
     def set(self, key: str, value: dict[str, Any], ttl: int) -> None:
-        cache.set(key, value, ttl)
+        with contextlib.suppress(Exception):
+            cache.set(key, value, ttl)
 
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
@@ -86,8 +91,21 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
     await sink.push({"type": "run.done", "run": run.pk})
+    await database_sync_to_async(start_next_runs)(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
+
+
+def start_next_runs(owner_id: int) -> None:
+    """Hand the owner's runs that waited for their turn to the executor, oldest first."""
+    from chat.dispatch import DispatchError, dispatch_run
+
+    for run_id in services.runs_next_for_owner(owner_id):
+        try:
+            dispatch_run(run_id)
+        except DispatchError:
+            return  # the sweeper retries once the queue is back
+        services.run_mark_dispatched(run_id)
 
 
 async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:

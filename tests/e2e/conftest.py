@@ -141,7 +141,6 @@ class Site:
                 "nexus",
                 "worker",
                 "--loglevel=INFO",
-                "--concurrency=2",
                 "-n",
                 f"w{uuid.uuid4().hex[:6]}@%h",
             ],
