@@ -154,7 +154,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             run = ReasoningRun.objects.select_related("session").get(pk=run_id)
             html += self._render_status(run, status[-1].payload["mode"])
             html += self._render_turn_parts(run, parts=("panel-head",))
-        if any(e.kind == "answer.final" for e in events):
+        if any(e.kind in ("answer.final", "run.started") for e in events):
             run = ReasoningRun.objects.select_related("session").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
         return html, events[-1].sequence

@@ -277,20 +277,33 @@ def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
 
 
 def run_queue_position(run: ReasoningRun) -> int:
-    """How many queued runs are ahead of this queued one (everyone's, oldest first)."""
-    return ReasoningRun.objects.filter(
+    """How many runs must start or finish before this queued one starts: the queued runs
+    posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
+    owner's running runs that must finish first."""
+    earlier = ReasoningRun.objects.filter(
         Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk),
         status=ReasoningRun.Status.QUEUED,
     ).count()
+    running = ReasoningRun.objects.filter(
+        session__owner_id=run.session.owner_id, status=ReasoningRun.Status.RUNNING
+    ).count()
+    return earlier + max(0, running - settings.NEXUS_MAX_RUNS_PER_USER + 1)
 
 
 def run_is_stuck(run: ReasoningRun) -> bool:
     """A queued run nobody will start on their own: its dispatch failed (the queue was down)
     and it is not merely waiting for its owner's earlier runs."""
-    if run.status != ReasoningRun.Status.QUEUED or run.dispatched_at is not None:
+    current = (
+        ReasoningRun.objects.filter(pk=run.pk).values("status", "dispatched_at", "session__owner_id").first()
+    )
+    if (
+        current is None
+        or current["status"] != ReasoningRun.Status.QUEUED
+        or current["dispatched_at"] is not None
+    ):
         return False
     owner_busy = ReasoningRun.objects.filter(
-        session__owner_id=run.session.owner_id, status=ReasoningRun.Status.RUNNING
+        session__owner_id=current["session__owner_id"], status=ReasoningRun.Status.RUNNING
     ).count()
     return owner_busy < settings.NEXUS_MAX_RUNS_PER_USER
 
