@@ -223,8 +223,9 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     return run
 
 
-def run_heartbeat(run_id: int, *, worker: str) -> None:
-    ReasoningRun.objects.filter(pk=run_id, worker=worker, status=ReasoningRun.Status.RUNNING).update(
+def runs_heartbeat(run_ids: list[int], *, worker: str) -> None:
+    """Mark the worker's running runs alive (one statement for all of them)."""
+    ReasoningRun.objects.filter(pk__in=run_ids, worker=worker, status=ReasoningRun.Status.RUNNING).update(
         heartbeat_at=timezone.now()
     )
 

@@ -18,6 +18,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
+from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ def _sweep_on_start(**kwargs: object) -> None:
     def loop() -> None:
         while True:
             try:
+                close_old_connections()  # a connection the database dropped is replaced
                 recovered = sweep_runs_task()
                 if recovered:
                     logger.info("re-queued %d orphaned run(s)", recovered)

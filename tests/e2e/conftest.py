@@ -77,7 +77,10 @@ class Process:
 
     def stop(self) -> None:
         if self.popen.poll() is None:
-            self.kill(signal.SIGTERM)
+            try:
+                self.kill(signal.SIGTERM)
+            except subprocess.TimeoutExpired:  # a worker's warm shutdown waits for its runs
+                self.kill(signal.SIGKILL)
         self._log.close()
 
 

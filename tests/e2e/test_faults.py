@@ -123,3 +123,75 @@ def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_ba
     answers = answers_for(fault_site, run_id)
     assert len(answers) == 1 and "42" in answers[0]
     assert worker.popen.poll() is None, "the worker outlived the broker outage"
+
+
+def interrupt_postgres(site: Site, seconds: float) -> None:
+    """A PostgreSQL restart as the site sees it, without touching the shared server: every
+    connection to the site's own database is cut and new ones are refused for `seconds`."""
+    url = site.env["DATABASE_URL"]
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        admin.execute(f'alter database "{name}" allow_connections false')
+        try:
+            admin.execute(
+                "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", (name,)
+            )
+            time.sleep(seconds)
+        finally:
+            admin.execute(f'alter database "{name}" allow_connections true')
+
+
+def runs_by_status(site: Site) -> dict[str, int]:
+    with psycopg.connect(site.env["DATABASE_URL"]) as db:
+        return dict(db.execute("select status, count(*) from chat_reasoningrun group by status").fetchall())
+
+
+def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_killed_worker(
+    fault_site, private_redis
+):
+    count = 50
+    slow = {
+        "OFFLINE_LATENCY_MS": "700",
+        "NEXUS_MAX_RUNS_PER_USER": str(count),
+        "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    fault_site.env.update(slow)
+    first = fault_site.start_worker()
+    fault_site.start_web()
+    client = fault_site.login()
+    run_ids = []
+    for number in range(count):
+        session_id = fault_site.new_session(client)
+        run_ids.append(
+            fault_site.ask(client, session_id, f"What is {number}*3 and what time is it in Tokyo?")
+        )
+
+    deadline = time.monotonic() + 60
+    while runs_by_status(fault_site).get("running", 0) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+        workers = db.execute("select count(distinct worker) from chat_reasoningrun where status = 'running'")
+        assert workers.fetchone()[0] == 1
+    assert runs_by_status(fault_site).get("running") == count, "one worker process holds every run at once"
+
+    second = fault_site.start_worker()  # idle: every job is with the first worker
+    private_redis.stop()  # the broker and channel layer vanish mid-run, then come back
+    time.sleep(2)
+    private_redis.start()
+    interrupt_postgres(fault_site, seconds=2)
+    time.sleep(1)
+    assert first.popen.poll() is None, "the worker outlived Redis and PostgreSQL restarts"
+    in_flight = runs_by_status(fault_site).get("running", 0)
+    assert in_flight > 0, "runs were still in flight when the worker was killed"
+    first.kill()
+    deadline = time.monotonic() + 120
+    while runs_by_status(fault_site).get("succeeded", 0) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert runs_by_status(fault_site) == {"succeeded": count}
+    for number, run_id in enumerate(run_ids):
+        answers = answers_for(fault_site, run_id)
+        assert len(answers) == 1 and str(number * 3) in answers[0], (run_id, answers)
+        with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+            kinds = db.execute("select kind from chat_traceevent where run_id = %s", (run_id,)).fetchall()
+        assert [k for (k,) in kinds].count("answer.final") == 1, run_id
+    assert second.popen.poll() is None
