@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0005_run_input_and_drafts'),
+        ('chat', '0006_feedback_and_staff_audit'),
     ]
 
     operations = [
