@@ -17,7 +17,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.e2e.conftest import Site, free_port, unavailable, wait_for_port
-from tests.e2e.test_team import answers_for, run_row
+from tests.e2e.test_team import answers_for, collect_events, run_row
 
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
@@ -123,6 +123,23 @@ def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_ba
     answers = answers_for(fault_site, run_id)
     assert len(answers) == 1 and "42" in answers[0]
     assert worker.popen.poll() is None, "the worker outlived the broker outage"
+
+    # No sticky sessions: a second daphne and a second worker; the message goes in through one
+    # daphne and its events stream to a websocket on the other.
+    other = Site(fault_site.env, fault_site.tmp)
+    try:
+        other.start_web()
+        fault_site.start_worker()
+        next_run, seen, html = asyncio.run(
+            collect_events(other, client, session_id, None, "What is 17*23?", post_via=fault_site)
+        )
+        row = run_row(fault_site, next_run)
+        assert row["status"] == "succeeded" and seen == row["sequences"], (
+            "every event, in order, on the other daphne"
+        )
+        assert "391" in html
+    finally:
+        other.stop()
 
 
 def interrupt_postgres(site: Site, seconds: float) -> None:
