@@ -55,6 +55,7 @@ def build_llm() -> LLMClient:
         timeout=config.llm_timeout,
         max_retries=config.llm_max_retries,
         offline_latency=settings.OFFLINE_LATENCY_MS / 1000,
+        offline_jitter=min(settings.OFFLINE_LATENCY_JITTER_PCT, 100) / 100,
     )
 
 

@@ -195,6 +195,8 @@ except ConfigError as exc:
 
 # Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
+# How much each offline call's latency varies, in percent either way (30: 0.7 to 1.3 times).
+OFFLINE_LATENCY_JITTER_PCT = env_int("OFFLINE_LATENCY_JITTER_PCT", 0, minimum=0)
 # Whose unreviewed reflections teach a user's planner: their own ("user"), or everyone's.
 NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user")
 # AGENT_MODE picks the engine's mode (reasoning.modes); reasoning_driven is the adaptive mode
