@@ -15,6 +15,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
@@ -26,6 +27,11 @@ TIME_LIMIT_MESSAGE = "The answer took longer than the time limit and was stopped
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
+# Database lanes: each run's synchronous database calls go to one of these threads (each with
+# its own connection), instead of all runs of the process queueing on asgiref's single
+# thread-sensitive thread. A run keeps its lane, so its calls stay on one thread and in order.
+DB_LANES = 8
+_lanes = [ThreadSensitiveContext() for _ in range(DB_LANES)]
 
 
 def run_loop() -> asyncio.AbstractEventLoop:
@@ -48,6 +54,7 @@ async def execute_with_time_limit(run_id: int) -> str:
     """Execute a run, failing it clearly when it outlives NEXUS_RUN_TIME_LIMIT."""
     from chat.engine import execute_run
 
+    SyncToAsync.thread_sensitive_context.set(_lanes[run_id % DB_LANES])  # this task's context only
     try:
         async with asyncio.timeout(settings.NEXUS_RUN_TIME_LIMIT):
             return await execute_run(run_id)
