@@ -108,6 +108,10 @@ else:
                 "timeout": 20,
             },
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
+            # Kept open between a run's database calls: reopening (and re-running the PRAGMAs)
+            # for every event was most of the CPU an event cost in embedded mode.
+            "CONN_MAX_AGE": 600,
+            "CONN_HEALTH_CHECKS": True,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
