@@ -45,7 +45,7 @@ format: install
 	$(BIN)/ruff check --fix .
 
 worker: install
-	$(BIN)/celery -A nexus worker --loglevel=INFO --concurrency=$${CONCURRENCY:-4}
+	$(BIN)/celery -A nexus worker --loglevel=INFO
 
 team: install
 	@scripts/team.sh

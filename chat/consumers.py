@@ -30,6 +30,7 @@ PAGE = "chat/session.html"
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
+CLOSE_UNAVAILABLE = 4503
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
@@ -45,15 +46,28 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not await self._owns_session(user.pk, self.session_id):
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        self.slot = await sockets.socket_claim(user.pk, self.channel_name)
-        if self.slot is None:
-            await self.close(code=CLOSE_TOO_MANY)
+        try:
+            self.slot = await sockets.socket_claim(user.pk, self.channel_name)
+            if self.slot is None:
+                await self.close(code=CLOSE_TOO_MANY)
+                return
+            await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
+        except Exception as exc:
+            # Live updates travel through Redis: without it say so plainly (the page still
+            # works, and a reload shows what happened), rather than fail with a server error.
+            logger.warning("websocket refused, Redis unreachable: %s", exc)
+            # Accepted first, so the browser receives the code and the reason (a refused
+            # handshake reaches the page as an anonymous error).
+            self.slot = None
+            await self.accept()
+            await self.close(
+                code=CLOSE_UNAVAILABLE, reason="Live updates are unavailable; reload in a moment."
+            )
             return
         self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
         self.group = session_group(self.session_id)
         self.sent: dict[int, int] = {}
-        await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -140,7 +154,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             run = ReasoningRun.objects.select_related("session").get(pk=run_id)
             html += self._render_status(run, status[-1].payload["mode"])
             html += self._render_turn_parts(run, parts=("panel-head",))
-        if any(e.kind == "answer.final" for e in events):
+        if any(e.kind in ("answer.final", "run.started") for e in events):
             run = ReasoningRun.objects.select_related("session").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
         return html, events[-1].sequence

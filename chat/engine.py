@@ -14,12 +14,14 @@ import contextlib
 import logging
 import os
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.cache import cache
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from chat import services
 from chat.lessons import lessons_for
@@ -33,6 +35,9 @@ from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
 
 logger = logging.getLogger(__name__)
+
+# What the database driver raises when the server restarts or drops the connection.
+DATABASE_LOST = (OperationalError, InterfaceError)
 
 
 def worker_name() -> str:
@@ -50,6 +55,7 @@ def build_llm() -> LLMClient:
         timeout=config.llm_timeout,
         max_retries=config.llm_max_retries,
         offline_latency=settings.OFFLINE_LATENCY_MS / 1000,
+        offline_jitter=min(settings.OFFLINE_LATENCY_JITTER_PCT, 100) / 100,
     )
 
 
@@ -64,30 +70,55 @@ class DjangoAnalysisCache:
     """The analysis cache on Django's cache, so every process shares it (Redis in team mode)."""
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return cache.get(key)
+        try:
+            return cache.get(key)
+        except Exception as exc:  # Redis down: analyse again rather than fail the run
+            logger.warning("analysis cache unreachable: %s", exc)
+            return None
 
     def set(self, key: str, value: dict[str, Any], ttl: int) -> None:
-        cache.set(key, value, ttl)
+        with contextlib.suppress(Exception):
+            cache.set(key, value, ttl)
 
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
-    """Execute a run to the end; returns "succeeded", "failed", or "skipped" (not ours to run)."""
+    """Execute a run to the end; returns "succeeded", "failed", "skipped" (not ours to run) or
+    "interrupted" (the database went away; the sweeper resumes it later)."""
     worker = worker or worker_name()
+    if run_id in _executing:  # a duplicate job for a run this process is already executing
+        return "skipped"
     await database_sync_to_async(close_old_connections)()
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
-    heartbeat = asyncio.create_task(_beat(run.pk, worker))
     sink = RunSink(run)
+    _executing[run.pk] = worker
+    _ensure_heartbeat()
     try:
         outcome = await _run_engine(run, sink)
     finally:
-        heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await heartbeat
+        _executing.pop(run.pk, None)
+    if outcome == "interrupted":
+        return outcome
     await sink.push({"type": "run.done", "run": run.pk})
+    try:
+        await database_sync_to_async(start_next_runs)(run.session.owner_id)
+    except DATABASE_LOST as exc:  # the sweeper starts them once the database is back
+        logger.warning("could not start the next runs of user %s: %s", run.session.owner_id, exc)
     await database_sync_to_async(close_old_connections)()
     return outcome
+
+
+def start_next_runs(owner_id: int) -> None:
+    """Hand the owner's runs that waited for their turn to the executor, oldest first."""
+    from chat.dispatch import DispatchError, dispatch_run
+
+    for run_id in services.runs_next_for_owner(owner_id):
+        try:
+            dispatch_run(run_id)
+        except DispatchError:
+            return  # the sweeper retries once the queue is back
+        services.run_mark_dispatched(run_id)
 
 
 async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
@@ -105,20 +136,39 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
         finally:
             await context["tools"].close()
         return "succeeded"
-    except ReasoningFailed as failure:
-        await database_sync_to_async(services.run_fail)(run.pk, failure.user_message)
-        return "failed"
+    except Exception as exc:
+        if not _database_lost(exc):
+            return await _record_failure(run, exc)
+        # Nothing can be recorded now. The run stops beating, so once the database is back the
+        # sweeper hands it to a worker that resumes from the last checkpoint.
+        logger.warning("run %s interrupted, the database was lost: %s", run.pk, exc)
+        return "interrupted"
     except asyncio.CancelledError:
         await database_sync_to_async(services.run_fail)(
             run.pk, "The answer took longer than the time limit and was stopped."
         )
         raise
-    except Exception:
-        logger.exception("run %s crashed", run.pk)
-        await database_sync_to_async(services.run_fail)(
-            run.pk, "Something went wrong inside Nexus while answering; the error is in the server log."
-        )
+
+
+def _database_lost(error: BaseException | None) -> bool:
+    """Whether the database connection dropping caused `error` (the engine may wrap it)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, DATABASE_LOST):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+async def _record_failure(run: ReasoningRun, error: Exception) -> str:
+    if isinstance(error, ReasoningFailed):
+        await database_sync_to_async(services.run_fail)(run.pk, error.user_message)
         return "failed"
+    logger.error("run %s crashed", run.pk, exc_info=error)
+    await database_sync_to_async(services.run_fail)(
+        run.pk, "Something went wrong inside Nexus while answering; the error is in the server log."
+    )
+    return "failed"
 
 
 def _run_context(run: ReasoningRun) -> dict[str, Any]:
@@ -168,10 +218,35 @@ async def reflect_on_run_feedback(run_id: int, *, rating: str, comment: str = ""
         return None
 
 
-async def _beat(run_id: int, worker: str) -> None:
-    while True:
+# Runs this process executes now ({run id: worker name}), and the one task that keeps their
+# heartbeats fresh: one UPDATE per beat for all of them, on a thread of its own, so a busy
+# event loop or a queue of database writes never lets a healthy run look orphaned.
+_executing: dict[int, str] = {}
+_heartbeats: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+_heartbeat_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nexus-heartbeat")
+
+
+def _ensure_heartbeat() -> None:
+    loop = asyncio.get_running_loop()
+    task = _heartbeats.get(loop)
+    if task is None or task.done():
+        _heartbeats[loop] = loop.create_task(_beat())
+
+
+async def _beat() -> None:
+    beat = sync_to_async(_beat_once, thread_sensitive=False, executor=_heartbeat_thread)
+    while _executing:
         await asyncio.sleep(settings.NEXUS_HEARTBEAT_SECONDS)
         try:
-            await database_sync_to_async(services.run_heartbeat)(run_id, worker=worker)
-        except Exception as exc:  # a missed beat is not worth stopping the run for
-            logger.warning("heartbeat for run %s failed: %s", run_id, exc)
+            await beat(dict(_executing))
+        except Exception as exc:  # a missed beat is not worth stopping the runs for
+            logger.warning("heartbeat for %d run(s) failed: %s", len(_executing), exc)
+
+
+def _beat_once(runs: dict[int, str]) -> None:
+    close_old_connections()
+    by_worker: dict[str, list[int]] = {}
+    for run_id, worker in runs.items():
+        by_worker.setdefault(worker, []).append(run_id)
+    for worker, run_ids in by_worker.items():
+        services.runs_heartbeat(run_ids, worker=worker)

@@ -11,6 +11,8 @@ never silently dropped.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import shlex
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from chat.models import Document, MCPServer
 from chat.tools import provider_for
 from reasoning.tools.mcp import MCPToolProvider, MCPUnavailable
 from reasoning.types import Attachment
+
+logger = logging.getLogger(__name__)
 
 MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
@@ -43,7 +47,7 @@ def _providers(user: Any) -> list[MCPToolProvider]:
 def _listing(user: Any, kind: str) -> list[dict[str, Any]]:
     """Resources or prompts of every enabled server, cached briefly; broken servers are skipped."""
     key = f"nexus:mcp:{kind}"
-    cached = cache.get(key)
+    cached = _cache_get(key)
     if cached is not None:
         return cached
     items: list[dict[str, Any]] = []
@@ -73,8 +77,17 @@ def _listing(user: Any, kind: str) -> list[dict[str, Any]]:
                 ]
         except Exception:  # noqa: S112 - an unavailable server simply offers nothing here
             continue
-    cache.set(key, items, LISTING_TTL)
+    with contextlib.suppress(Exception):  # the cache (Redis) being down only costs a refetch
+        cache.set(key, items, LISTING_TTL)
     return items
+
+
+def _cache_get(key: str) -> Any:
+    try:
+        return cache.get(key)
+    except Exception as exc:
+        logger.warning("cache unreachable: %s", exc)
+        return None
 
 
 def resources(user: Any) -> list[dict[str, Any]]:

@@ -125,6 +125,10 @@ class ReasoningRun(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     delivery_count = models.PositiveSmallIntegerField(default=0)
+    # When the run was last handed to the job queue; empty while it waits for its turn (the
+    # owner's concurrent-run limit) or because the queue was unreachable. A sweeper hands
+    # such runs over again (chat.services.runs_to_recover).
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     # The sequence number the next trace event gets (events are numbered without gaps).
     next_sequence = models.PositiveIntegerField(default=1)
     # The answer draft streaming right now (answer.delta events are folded here, not stored

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from chat import services
 from chat.models import ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
 
@@ -132,4 +133,13 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool) -> dict[str, Any]:
         "active": bool(run and run.is_active),
         "trace_open": trace_open,
         "mode": run_mode(run),
+        **queue_context(run),
     }
+
+
+def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
+    """For a queued run: how many runs wait ahead of it, and whether it is stuck (its dispatch
+    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn."""
+    if run is None or run.status != ReasoningRun.Status.QUEUED:
+        return {"queue_ahead": 0, "stuck": False}
+    return {"queue_ahead": services.run_queue_position(run), "stuck": services.run_is_stuck(run)}

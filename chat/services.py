@@ -190,8 +190,13 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     """Take a queued run, or a running one whose worker stopped beating; None if not ours.
 
     The update is a single conditional statement, so two workers can never both claim a run.
+    A queued run whose owner already has NEXUS_MAX_RUNS_PER_USER runs ahead of it is parked
+    (left queued, marked undispatched) until one of them finishes: one user's burst waits its
+    turn instead of filling every worker.
     """
     now = timezone.now()
+    if not _run_has_turn(run_id):
+        return None
     stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
     claimable = Q(status=ReasoningRun.Status.QUEUED) | Q(
         status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale
@@ -218,8 +223,9 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     return run
 
 
-def run_heartbeat(run_id: int, *, worker: str) -> None:
-    ReasoningRun.objects.filter(pk=run_id, worker=worker, status=ReasoningRun.Status.RUNNING).update(
+def runs_heartbeat(run_ids: list[int], *, worker: str) -> None:
+    """Mark the worker's running runs alive (one statement for all of them)."""
+    ReasoningRun.objects.filter(pk__in=run_ids, worker=worker, status=ReasoningRun.Status.RUNNING).update(
         heartbeat_at=timezone.now()
     )
 
@@ -243,15 +249,98 @@ def run_fail(run_id: int, message: str) -> bool:
     )
 
 
-def runs_to_recover(*, queued_after: int = 30) -> list[int]:
-    """Runs a sweeper should hand to a worker again: orphaned running ones, and queued ones
-    whose dispatch was lost (the broker was down when the message was posted)."""
+def _run_has_turn(run_id: int) -> bool:
+    """Whether a queued run may start now under its owner's concurrent-run limit; parks it if not."""
+    row = (
+        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED)
+        .values("session__owner_id", "created_at")
+        .first()
+    )
+    if row is None:  # running (a redelivery), finished or gone: run_claim decides
+        return True
+    mine = ReasoningRun.objects.filter(session__owner_id=row["session__owner_id"])
+    running = mine.filter(status=ReasoningRun.Status.RUNNING).count()
+    earlier = mine.filter(
+        Q(created_at__lt=row["created_at"]) | Q(created_at=row["created_at"], pk__lt=run_id),
+        status=ReasoningRun.Status.QUEUED,
+    ).count()
+    if running + earlier < settings.NEXUS_MAX_RUNS_PER_USER:
+        return True
+    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(dispatched_at=None)
+    return False
+
+
+def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
+    """Record that a queued run was handed to the job queue (or, `dispatched=False`, that it was not)."""
+    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(
+        dispatched_at=timezone.now() if dispatched else None
+    )
+
+
+def run_queue_position(run: ReasoningRun) -> int:
+    """How many runs must start or finish before this queued one starts: the queued runs
+    posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
+    owner's running runs that must finish first."""
+    earlier = ReasoningRun.objects.filter(
+        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk),
+        status=ReasoningRun.Status.QUEUED,
+    ).count()
+    running = ReasoningRun.objects.filter(
+        session__owner_id=run.session.owner_id, status=ReasoningRun.Status.RUNNING
+    ).count()
+    return earlier + max(0, running - settings.NEXUS_MAX_RUNS_PER_USER + 1)
+
+
+def run_is_stuck(run: ReasoningRun) -> bool:
+    """A queued run nobody will start on their own: its dispatch failed (the queue was down)
+    and it is not merely waiting for its owner's earlier runs."""
+    current = (
+        ReasoningRun.objects.filter(pk=run.pk).values("status", "dispatched_at", "session__owner_id").first()
+    )
+    if (
+        current is None
+        or current["status"] != ReasoningRun.Status.QUEUED
+        or current["dispatched_at"] is not None
+    ):
+        return False
+    owner_busy = ReasoningRun.objects.filter(
+        session__owner_id=current["session__owner_id"], status=ReasoningRun.Status.RUNNING
+    ).count()
+    return owner_busy < settings.NEXUS_MAX_RUNS_PER_USER
+
+
+def runs_next_for_owner(owner_id: int) -> list[int]:
+    """The owner's oldest queued runs that fit under the concurrent-run limit now, to dispatch
+    when one of their runs finishes (first come, first served)."""
+    mine = ReasoningRun.objects.filter(session__owner_id=owner_id)
+    free = settings.NEXUS_MAX_RUNS_PER_USER - mine.filter(status=ReasoningRun.Status.RUNNING).count()
+    if free <= 0:
+        return []
+    queued = mine.filter(status=ReasoningRun.Status.QUEUED).order_by("created_at", "pk")
+    return list(queued.values_list("pk", flat=True)[:free])
+
+
+def runs_to_recover() -> list[int]:
+    """Runs a sweeper should hand to a worker again: orphaned running ones, queued ones whose
+    dispatch failed or that waited for their turn, and (rarely) queued ones whose job the
+    broker lost. The queued ones are stamped as dispatched, so each is re-sent at most once
+    per interval; duplicates are harmless (run_claim lets one executor through)."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
-    waiting = now - timedelta(seconds=queued_after)
-    return list(
-        ReasoningRun.objects.filter(
-            Q(status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale)
-            | Q(status=ReasoningRun.Status.QUEUED, created_at__lt=waiting)
-        ).values_list("pk", flat=True)[:100]
+    lost = now - timedelta(seconds=max(30, 2 * settings.NEXUS_RUN_STALE_SECONDS))
+    queued = ReasoningRun.objects.filter(status=ReasoningRun.Status.QUEUED)
+    orphaned = list(
+        ReasoningRun.objects.filter(status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale)
+        .order_by("heartbeat_at")
+        .values_list("pk", flat=True)[:200]
     )
+    waiting = list(
+        queued.filter(
+            Q(dispatched_at__isnull=True, created_at__lt=now - timedelta(seconds=1))
+            | Q(dispatched_at__lt=lost)
+        )
+        .order_by("created_at", "pk")
+        .values_list("pk", flat=True)[:200]
+    )
+    ReasoningRun.objects.filter(pk__in=waiting, status=ReasoningRun.Status.QUEUED).update(dispatched_at=now)
+    return orphaned + waiting

@@ -11,14 +11,17 @@ columns with one UPDATE each, never stored as rows, and pushed as
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
@@ -57,7 +60,7 @@ class RunSink:
     async def __call__(self, event: Event) -> None:
         if event.kind == "answer.delta":
             p = event.payload
-            await database_sync_to_async(self.fold_delta)(event)
+            await self._write(self.fold_delta, event)
             await self.push(
                 {
                     "type": "answer.delta",
@@ -69,7 +72,7 @@ class RunSink:
                 }
             )
             return
-        await database_sync_to_async(self.persist)(event)
+        await self._write(self.persist, event)
         await self.push(
             {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
         )
@@ -96,9 +99,36 @@ class RunSink:
             logger.warning("could not push event of run %s: %s", self.run_id, exc)
 
     async def checkpoint(self, tracker_state: dict[str, Any]) -> None:
-        await database_sync_to_async(ReasoningRun.objects.filter(pk=self.run_id).update)(
+        await self._write(self._store_checkpoint, tracker_state)
+
+    def _store_checkpoint(self, tracker_state: dict[str, Any]) -> None:
+        ReasoningRun.objects.filter(pk=self.run_id).update(
             tracker_state=tracker_state, heartbeat_at=timezone.now()
         )
+
+    async def _write(self, write: Callable[[Any], None], item: Any) -> None:
+        """Write through a database restart: retry a lost connection for up to half the stale
+        time (never long enough for a sweeper to hand the run to another worker meanwhile),
+        then give up, so the run stops and is resumed from its checkpoint later. A retried
+        write that turns out to have been committed already counts as written."""
+        give_up = asyncio.get_running_loop().time() + settings.NEXUS_RUN_STALE_SECONDS / 2
+        pause = 0.2
+        retried = False
+        while True:
+            try:
+                await database_sync_to_async(write)(item)
+                return
+            except IntegrityError:
+                if retried:
+                    return
+                raise
+            except (OperationalError, InterfaceError) as exc:
+                if asyncio.get_running_loop().time() + pause > give_up:
+                    raise
+                logger.warning("database lost while recording run %s, retrying: %s", self.run_id, exc)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 5)
+            retried = True
 
     @transaction.atomic
     def persist(self, event: Event) -> None:

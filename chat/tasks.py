@@ -1,4 +1,10 @@
-"""Celery tasks: thin wrappers that take an id and call one service."""
+"""Celery tasks: thin wrappers that take an id and call one service.
+
+A run spends almost all its time waiting on the model, so a worker process executes many at
+once: Celery's `threads` pool (NEXUS_WORKER_RUNS threads) takes the jobs off the queue with
+acks_late, and each task thread hands its run to ONE asyncio event loop per worker process
+and waits for it. The loop holds the runs; the threads only hold the jobs' acknowledgements.
+"""
 
 from __future__ import annotations
 
@@ -6,41 +12,78 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Coroutine
+from typing import Any
 
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
+from django.db import close_old_connections
 
 logger = logging.getLogger(__name__)
 
+TIME_LIMIT_MESSAGE = "The answer took longer than the time limit and was stopped."
 
-@shared_task(
-    name="chat.execute_run",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=settings.CELERY_TASK_TIME_LIMIT,
-    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT,
-)
-def execute_run_task(run_id: int) -> str:
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+# Database lanes: each run's synchronous database calls go to one of these threads (each with
+# its own connection), instead of all runs of the process queueing on asgiref's single
+# thread-sensitive thread. A run keeps its lane, so its calls stay on one thread and in order.
+DB_LANES = 8
+_lanes = [ThreadSensitiveContext() for _ in range(DB_LANES)]
+
+
+def run_loop() -> asyncio.AbstractEventLoop:
+    """This process's event loop for runs, started in a daemon thread on first use (so a
+    prefork child gets its own, never its parent's)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="nexus-run-loop", daemon=True).start()
+    return _loop
+
+
+def run_on_loop(coroutine: Coroutine[Any, Any, str]) -> str:
+    """Execute `coroutine` on the process's run loop and wait for its result (task threads)."""
+    return asyncio.run_coroutine_threadsafe(coroutine, run_loop()).result()
+
+
+async def execute_with_time_limit(run_id: int) -> str:
+    """Execute a run, failing it clearly when it outlives NEXUS_RUN_TIME_LIMIT."""
     from chat.engine import execute_run
-    from chat.services import run_fail
 
+    SyncToAsync.thread_sensitive_context.set(_lanes[run_id % DB_LANES])  # this task's context only
     try:
-        return asyncio.run(execute_run(run_id))
-    except SoftTimeLimitExceeded:
-        run_fail(run_id, "The answer took longer than the time limit and was stopped.")
+        async with asyncio.timeout(settings.NEXUS_RUN_TIME_LIMIT):
+            return await execute_run(run_id)
+    except TimeoutError:
+        from channels.db import database_sync_to_async
+
+        from chat.services import run_fail
+
+        await database_sync_to_async(run_fail)(run_id, TIME_LIMIT_MESSAGE)
         return "failed"
+
+
+@shared_task(name="chat.execute_run", acks_late=True, reject_on_worker_lost=True)
+def execute_run_task(run_id: int) -> str:
+    return run_on_loop(execute_with_time_limit(run_id))
 
 
 @shared_task(name="chat.sweep_runs")
 def sweep_runs_task() -> int:
     """Re-queue runs whose worker died (stale heartbeat) or whose dispatch was lost."""
-    from chat.services import runs_to_recover
+    from chat.services import run_mark_dispatched, runs_to_recover
 
     run_ids = runs_to_recover()
     for run_id in run_ids:
-        execute_run_task.apply_async((run_id,))
+        try:
+            execute_run_task.apply_async((run_id,), retry=False)
+        except Exception:
+            run_mark_dispatched(run_id, dispatched=False)  # the queue is down: try again next sweep
+            raise
     return len(run_ids)
 
 
@@ -51,6 +94,7 @@ def _sweep_on_start(**kwargs: object) -> None:
     def loop() -> None:
         while True:
             try:
+                close_old_connections()  # a connection the database dropped is replaced
                 recovered = sweep_runs_task()
                 if recovered:
                     logger.info("re-queued %d orphaned run(s)", recovered)

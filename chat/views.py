@@ -6,6 +6,8 @@ through `session_get_for_user`, so another user's session is a 404.
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import messages as flash
 from django.core.cache import cache
@@ -26,6 +28,8 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
+
+logger = logging.getLogger(__name__)
 
 PAGE = "chat/session.html"
 MAX_COMPLETION_QUERY = 200
@@ -127,12 +131,18 @@ def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
     if not limit:
         return False
     key = f"nexus:rate:{what}:{request.user.pk}"
-    cache.add(key, 0, 60)
     try:
-        count = cache.incr(key)
-    except ValueError:
-        cache.set(key, 1, 60)
-        count = 1
+        cache.add(key, 0, 60)
+        try:
+            count = cache.incr(key)
+        except ValueError:
+            cache.set(key, 1, 60)
+            count = 1
+    except Exception as exc:
+        # The counter lives in Redis; losing a message because Redis is down would be worse
+        # than letting a burst through for the minute or two it takes to come back.
+        logger.warning("rate limit not checked (cache unreachable): %s", exc)
+        return False
     return count > limit
 
 
@@ -161,6 +171,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     notice = ""
     try:
         dispatch_run(run.pk)
+        services.run_mark_dispatched(run.pk)
     except DispatchError:
         notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
@@ -199,6 +210,7 @@ def run_retry(request: HttpRequest, session_id: int, run_id: int) -> HttpRespons
         dispatch_run(run.pk)
     except DispatchError as exc:
         return _error(request, f"{exc} Try again in a moment.", session.pk, status=503)
+    services.run_mark_dispatched(run.pk)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 

@@ -108,6 +108,10 @@ else:
                 "timeout": 20,
             },
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
+            # Kept open between a run's database calls: reopening (and re-running the PRAGMAs)
+            # for every event was most of the CPU an event cost in embedded mode.
+            "CONN_MAX_AGE": 600,
+            "CONN_HEALTH_CHECKS": True,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -149,6 +153,10 @@ NEXUS_RUN_TIME_LIMIT = env_int("NEXUS_RUN_TIME_LIMIT", 900, minimum=10)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
+# Runs one worker process executes at once, concurrently on one event loop (a run mostly
+# waits on the model), and runs one user may have executing at once (the rest wait in order).
+NEXUS_WORKER_RUNS = env_int("NEXUS_WORKER_RUNS", 50, minimum=1)
+NEXUS_MAX_RUNS_PER_USER = env_int("NEXUS_MAX_RUNS_PER_USER", 3, minimum=1)
 # Open websockets per user (every daphne process together); a dead process's slots expire.
 NEXUS_MAX_SOCKETS_PER_USER = env_int("NEXUS_MAX_SOCKETS_PER_USER", 20, minimum=1)
 NEXUS_SOCKET_TTL_SECONDS = env_int("NEXUS_SOCKET_TTL_SECONDS", 60, minimum=3)
@@ -159,8 +167,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_TIME_LIMIT = NEXUS_RUN_TIME_LIMIT + 60
-CELERY_TASK_SOFT_TIME_LIMIT = NEXUS_RUN_TIME_LIMIT
+# Threads only wait for runs executing on the worker's event loop (chat.tasks); the time
+# limit is enforced there, since the threads pool has no time limits of its own.
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = NEXUS_WORKER_RUNS
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": NEXUS_RUN_TIME_LIMIT + 120}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -189,6 +199,8 @@ except ConfigError as exc:
 
 # Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
+# How much each offline call's latency varies, in percent either way (30: 0.7 to 1.3 times).
+OFFLINE_LATENCY_JITTER_PCT = env_int("OFFLINE_LATENCY_JITTER_PCT", 0, minimum=0)
 # Whose unreviewed reflections teach a user's planner: their own ("user"), or everyone's.
 NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user")
 # AGENT_MODE picks the engine's mode (reasoning.modes); reasoning_driven is the adaptive mode

@@ -16,6 +16,7 @@ def make_client(
     timeout: float = 120.0,
     max_retries: int = 4,
     offline_latency: float = 0.0,
+    offline_jitter: float = 0.0,
 ) -> LLMClient:
     retry = RetryPolicy(max_retries=max_retries)
     if provider == "anthropic":
@@ -29,5 +30,5 @@ def make_client(
     if provider == "offline":
         from reasoning.llm.offline import OfflineClient
 
-        return OfflineClient(model, latency=offline_latency)
+        return OfflineClient(model, latency=offline_latency, jitter=offline_jitter)
     raise ValueError(f"unknown LLM provider {provider!r}; valid providers: {', '.join(PROVIDERS)}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -49,29 +50,33 @@ class OfflineClient(LLMClient):
     supports_tools = True
     answer_notice = LABEL
 
-    def __init__(self, model: str = "nexus-offline", *, latency: float = 0.0) -> None:
+    def __init__(self, model: str = "nexus-offline", *, latency: float = 0.0, jitter: float = 0.0) -> None:
         super().__init__(model)
         self._ids = itertools.count(1)
-        # Seconds each call takes; 0 by default. Demos and load tests set it to behave like a model.
+        # Seconds each call takes; 0 by default. Demos and load tests set it to behave like a
+        # model, and `jitter` (a fraction, 0.3 = ±30%) varies it per call as a real model does.
         self.latency = latency
+        self.jitter = jitter
 
     def with_model(self, model: str) -> OfflineClient:
-        return OfflineClient(model, latency=self.latency)
+        return OfflineClient(model, latency=self.latency, jitter=self.jitter)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[str | LLMResponse]:
         """Like a model: with a latency set, the first words come after half of it and the
         rest stream over the other half."""
         response = self.respond(request)
-        pieces = re.findall(r"\S+\s*|\s+", response.text) if self.latency else [response.text]
+        # Simulated timing, not security: any pseudo-random spread will do.
+        latency = self.latency * random.uniform(1 - self.jitter, 1 + self.jitter)  # nosec B311
+        pieces = re.findall(r"\S+\s*|\s+", response.text) if latency else [response.text]
         pieces = ["".join(pieces[i : i + STREAM_WORDS]) for i in range(0, len(pieces), STREAM_WORDS)]
-        if self.latency:
-            await asyncio.sleep(self.latency / 2)
-        gap = self.latency / 2 / max(1, len(pieces))
+        if latency:
+            await asyncio.sleep(latency / 2)
+        gap = latency / 2 / max(1, len(pieces))
         for index, piece in enumerate(p for p in pieces if p):
             if index and gap:
                 await asyncio.sleep(gap)
             yield piece
-        if self.latency:
+        if latency:
             await asyncio.sleep(gap)
         yield response
 

@@ -141,7 +141,23 @@
     socket = event.detail.socketWrapper;
     sync();
   });
-  document.addEventListener("htmx:wsClose", () => { socket = null; });
+  // 4503: the server has no Redis right now. Say so under the composer; the ws extension
+  // keeps reconnecting, and the next open clears the message.
+  document.addEventListener("htmx:wsClose", (event) => {
+    socket = null;
+    const closed = event.detail && event.detail.event;
+    const box = document.getElementById("composer-error");
+    if (closed && closed.code === 4503 && box) {
+      box.replaceChildren(Object.assign(document.createElement("p"), {
+        className: "error live-updates", role: "alert",
+        textContent: closed.reason || "Live updates are unavailable; reload in a moment.",
+      }));
+    }
+  });
+  document.addEventListener("htmx:wsOpen", () => {
+    const stale = document.querySelector("#composer-error .live-updates");
+    if (stale) stale.remove();
+  });
 
   // Drop fragments this page already has (live push and catch-up can overlap).
   document.addEventListener("htmx:oobBeforeSwap", (event) => {

@@ -133,7 +133,7 @@ def team(tmp: Path) -> list[str]:
         site.start_worker()
         site.start_web()
         lines = [describe("team", asyncio.run(event_latencies(site)))]
-        lines.append(concurrent_runs(site, 2, db_url))
+        lines.append(concurrent_runs(site, int(site.env.get("NEXUS_WORKER_RUNS", "50")), db_url))
         return lines
     finally:
         if site is not None:

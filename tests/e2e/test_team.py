@@ -17,17 +17,24 @@ EVENT_ID = re.compile(r'id="ev-(\d+)-(\d+)"')
 
 
 async def collect_events(
-    site, client, session_id: int, run_id: int | None, question: str | None = None, timeout: float = 60
+    site,
+    client,
+    session_id: int,
+    run_id: int | None,
+    question: str | None = None,
+    timeout: float = 60,
+    post_via=None,
 ) -> tuple[int, list[int], str]:
-    """Open the session's websocket like the page does, optionally post `question`, and read
-    fragments until the run completes. Returns the run id, the event sequence seen, and the HTML."""
+    """Open the session's websocket like the page does, optionally post `question` (through
+    the site `post_via`, default the same one), and read fragments until the run completes.
+    Returns the run id, the event sequence seen, and the HTML."""
     cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
     uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
     seen: list[int] = []
     html: list[str] = []
     async with connect(uri, origin=site.url, additional_headers={"Cookie": cookie}) as ws:
         if question is not None:
-            run_id = await asyncio.to_thread(site.ask, client, session_id, question)
+            run_id = await asyncio.to_thread((post_via or site).ask, client, session_id, question)
         await ws.send(json.dumps({"type": "sync", "cursor": {str(run_id): 0}}))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -88,3 +88,23 @@ def test_reading_questions():
         and zone_in("in Europe/Oslo") == "Europe/Oslo"
     )
     assert covers("What is 17*23", "The answer is 391.") and not covers("What is 17*23", "It is 390.")
+
+
+async def test_a_jittered_offline_call_takes_between_the_bounds_and_varies(monkeypatch):
+    from reasoning.llm.base import LLMRequest
+
+    waited: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr("reasoning.llm.offline.asyncio.sleep", record)
+    client = OfflineClient(latency=1.0, jitter=0.3)
+    totals = []
+    for _ in range(20):
+        waited.clear()
+        async for _chunk in client.stream(LLMRequest(messages=[{"role": "user", "content": "What is 2+2?"}])):
+            pass
+        totals.append(sum(waited))
+    assert all(0.7 - 1e-9 <= total <= 1.3 + 1e-9 for total in totals) and len(set(totals)) > 1
+    assert OfflineClient(latency=1.0, jitter=0.3).with_model("other").jitter == 0.3

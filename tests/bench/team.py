@@ -1,0 +1,180 @@
+"""The issue-11 benchmark: 100 runs posted at once with a model that takes 1 s per call
+(±30%), on the team deployment (2 daphne + 2 workers) and embedded, side by side.
+
+Printed per mode: one run alone, the 100 runs' total (first post to last answer) and their
+ratio (target ≤ 1.3); emit → websocket event latency p50/p95 measured on a run in the middle
+of the load; CPU milliseconds the server processes spent per stored event; and each worker
+process's memory with its runs in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import redis
+from websockets.asyncio.client import connect
+
+from tests.bench.web import EVENT, QUESTION, describe, run_rows, wait_done
+from tests.e2e.conftest import POSTGRES, REDIS, Process, Site
+
+COUNT = 100
+LATENCY = {"OFFLINE_LATENCY_MS": "1000", "OFFLINE_LATENCY_JITTER_PCT": "30"}
+LOAD = {"NEXUS_MAX_RUNS_PER_USER": str(COUNT), "NEXUS_RATE_LIMIT_PER_MINUTE": "0", **LATENCY}
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(process: Process) -> float:
+    """User + system CPU time of a process (and its threads)."""
+    fields = Path(f"/proc/{process.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mb(process: Process) -> float:
+    for line in Path(f"/proc/{process.popen.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def event_count(site: Site, db_url: str | None, ids: list[int]) -> int:
+    marks = ",".join(str(int(i)) for i in ids)
+    query = f"select count(*) from chat_traceevent where run_id in ({marks})"  # nosec B608 - ints
+    if db_url:
+        with psycopg.connect(db_url) as db:
+            return db.execute(query).fetchone()[0]
+    import sqlite3
+
+    with sqlite3.connect(Path(site.env["NEXUS_VAR_DIR"]) / "nexus.sqlite3") as db:
+        return db.execute(query).fetchone()[0]
+
+
+async def watch(site: Site, client, session_id: int, ready: threading.Event, done: list[float]) -> None:
+    """Listen on one session's websocket and note each event's emit → receipt latency."""
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
+    async with connect(uri, origin=site.url, additional_headers={"Cookie": cookie}) as ws:
+        await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+        ready.set()
+        while True:
+            frame = await asyncio.wait_for(ws.recv(), timeout=300)
+            received = time.time()
+            done += [received - float(t) for _, t in EVENT.findall(frame)]
+            if 'data-kind="run.finished"' in frame:
+                return
+
+
+def load(label: str, sites: list[Site], workers: list[Process], db_url: str | None) -> list[str]:
+    clients = [site.login() for site in sites]
+    alone_started = time.perf_counter()
+    alone = sites[0].ask(clients[0], sites[0].new_session(clients[0]), QUESTION)
+    wait_done(sites[0], db_url, [alone], timeout=300)
+    single = time.perf_counter() - alone_started
+
+    # Sessions first (not timed); then every message at once, through every daphne.
+    targets = [(sites[i % len(sites)], clients[i % len(sites)]) for i in range(COUNT)]
+    sessions = [site.new_session(client) for site, client in targets]
+    watched = sessions[COUNT // 2]
+    latencies: list[float] = []
+    ready = threading.Event()
+    watcher = threading.Thread(
+        target=asyncio.run, args=(watch(sites[-1], clients[-1], watched, ready, latencies),), daemon=True
+    )
+    watcher.start()
+    ready.wait(30)
+    servers = [p for site in sites for p in site.processes]
+    cpu_before = sum(cpu_seconds(p) for p in servers)
+    peak_rss = dict.fromkeys(workers, 0.0)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = list(
+            pool.map(
+                lambda pair: pair[0][0].ask(pair[0][1], pair[1], QUESTION),
+                zip(targets, sessions, strict=True),
+            )
+        )
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        for worker in workers:
+            peak_rss[worker] = max(peak_rss[worker], rss_mb(worker))
+        rows = run_rows(sites[0], db_url, ids)
+        if all(status in ("succeeded", "failed") for status, _ in rows):
+            break
+        time.sleep(0.1)
+    total = time.perf_counter() - started
+    cpu = sum(cpu_seconds(p) for p in servers) - cpu_before
+    watcher.join(30)
+    events = event_count(sites[0], db_url, ids)
+    failed = sum(1 for status, _ in rows if status == "failed")
+    lines = [
+        f"  {label}: {COUNT} runs posted at once {total:.1f} s; one run alone {single:.1f} s; "
+        f"total/one run = {total / single:.2f} (target <= 1.3)" + (f"; {failed} FAILED" if failed else ""),
+        f"  {label}: CPU {cpu * 1000 / max(1, events):.1f} ms per stored event ({events} events, "
+        f"{cpu:.1f} CPU s in the server processes)",
+    ]
+    if latencies:
+        lines.append(describe(label, latencies) + " (one run, under that load)")
+    for number, worker in enumerate(workers, 1):
+        lines.append(
+            f"  {label}: worker {number} RSS {peak_rss[worker]:.0f} MB at most with its runs in flight"
+        )
+    return lines
+
+
+def team(tmp: Path) -> list[str]:
+    try:
+        admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
+        redis.Redis.from_url(REDIS, socket_connect_timeout=3).flushdb()
+    except Exception as exc:
+        return [f"  team: skipped, PostgreSQL or Redis unavailable ({exc})"]
+    name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
+    admin.execute(f'create database "{name}"')
+    db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
+    sites: list[Site] = []
+    try:
+        first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **LOAD)
+        second = Site(first.env, tmp)
+        sites = [first, second]
+        workers = [first.start_worker(), first.start_worker()]
+        idle = [rss_mb(w) for w in workers]
+        first.start_web()
+        second.start_web()
+        lines = load("team", sites, workers, db_url)
+        lines.append(f"  team: worker RSS idle {', '.join(f'{m:.0f}' for m in idle)} MB")
+        return lines
+    finally:
+        for site in reversed(sites):
+            site.stop()
+        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
+        admin.execute(f'drop database if exists "{name}"')
+
+
+def embedded(tmp: Path) -> list[str]:
+    site = Site.prepared(tmp, **LOAD)
+    try:
+        web = site.start_web()
+        return load("embedded", [site], [web], None)
+    finally:
+        site.stop()
+
+
+def main() -> list[str]:
+    lines = [f"team load: {COUNT} runs at once, offline model at 1 s ±30% per call, question: {QUESTION!r}"]
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+        lines += team(Path(first))
+        lines += embedded(Path(second))
+    return lines
+
+
+if __name__ == "__main__":
+    import tests.env  # noqa: F401
+
+    print("\n".join(main()))

@@ -1,0 +1,93 @@
+"""Fairness: one user's burst waits its turn in order, and the page says where a run stands."""
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from chat import services
+from chat.models import ReasoningRun
+from tests.conftest import run_now
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("dispatched")]
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def post_in_new_chats(client, count: int) -> list[ReasoningRun]:
+    """Post one message in each of `count` new chats (one turn per chat), as a browser does."""
+    runs = []
+    for number in range(count):
+        client.post(reverse("chat:session-new"))
+        session = services.session_list_for_user(client.user).first()
+        response = client.post(
+            reverse("chat:message-create", args=[session.pk]), {"content": f"What is {number}+1?"}, **HTMX
+        )
+        assert response.status_code == 200
+        runs.append(ReasoningRun.objects.filter(session=session).get())
+    return runs
+
+
+@pytest.fixture
+def clients(alice, bob, client_for):
+    made = {}
+    for user in (alice, bob):
+        made[user.username] = client_for(user)
+        made[user.username].user = user
+    return made
+
+
+@pytest.fixture
+def next_started(monkeypatch) -> list[int]:
+    """Runs handed to the executor when an earlier run of their owner finishes."""
+    ids: list[int] = []
+    monkeypatch.setattr("chat.dispatch.dispatch_run", ids.append)
+    return ids
+
+
+@override_settings(NEXUS_MAX_RUNS_PER_USER=2)
+def test_one_users_burst_waits_its_turn_in_order_and_never_starves_another(clients, next_started):
+    first, second, third, fourth = post_in_new_chats(clients["alice"], 4)
+    assert services.run_claim(first.pk, worker="w:1") and services.run_claim(second.pk, worker="w:1")
+    assert services.run_claim(fourth.pk, worker="w:1") is None, "alice is at her limit"
+    assert services.run_claim(third.pk, worker="w:1") is None
+    (bobs,) = post_in_new_chats(clients["bob"], 1)
+    assert services.run_claim(bobs.pk, worker="w:1"), "bob is not held up by alice's burst"
+    assert set(ReasoningRun.objects.filter(status="queued").values_list("pk", flat=True)) == {
+        third.pk,
+        fourth.pk,
+    }
+
+    services.run_mark_succeeded(first)
+    assert services.runs_next_for_owner(clients["alice"].user.pk) == [third.pk], "oldest first"
+    assert services.run_claim(fourth.pk, worker="w:1") is None, "a later run cannot jump the queue"
+    assert services.run_claim(third.pk, worker="w:1")
+
+
+@override_settings(NEXUS_MAX_RUNS_PER_USER=1)
+def test_a_finished_run_starts_its_owners_next_one(clients, next_started):
+    first, second = post_in_new_chats(clients["alice"], 2)
+    assert run_now(first.pk) == "succeeded"
+    assert next_started == [second.pk]
+    second.refresh_from_db()
+    assert second.status == "queued" and second.dispatched_at is not None
+
+
+@override_settings(NEXUS_MAX_RUNS_PER_USER=1)
+def test_a_waiting_run_says_how_many_are_ahead_and_offers_no_retry(clients):
+    first, _second, third = post_in_new_chats(clients["alice"], 3)
+    services.run_claim(first.pk, worker="w:1")
+    services.run_claim(third.pk, worker="w:1")  # parked: alice's first run is still running
+    running = clients["alice"].get(reverse("chat:session", args=[first.session_id])).content.decode()
+    assert "Queued" not in running and "Retry now" not in running and "Analyzing…" in running
+    waiting = clients["alice"].get(reverse("chat:session", args=[third.session_id])).content.decode()
+    assert "Queued (2 ahead)" in waiting and "Retry now" not in waiting
+    assert "Waiting for a worker" not in waiting
+
+
+def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
+    (run,) = post_in_new_chats(clients["alice"], 1)
+    page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
+    assert "Starting…" in page and "Retry now" not in page
+    services.run_mark_dispatched(run.pk, dispatched=False)
+    page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
+    assert "Retry now" in page

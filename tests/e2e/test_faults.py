@@ -1,0 +1,214 @@
+"""Faults a team deployment survives, on real processes: Redis going away and coming back,
+a worker killed with many runs in flight. Each test runs its own redis-server (never the
+shared one) and its own throw-away PostgreSQL database."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.e2e.conftest import Site, free_port, unavailable, wait_for_port
+from tests.e2e.test_team import answers_for, collect_events, run_row
+
+pytestmark = [pytest.mark.team, pytest.mark.slow]
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, on a free port, that the test may stop and restart."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.port = free_port()
+        self.dir = tmp / "redis"
+        self.dir.mkdir()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        options = ["--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir)]
+        self.popen = subprocess.Popen(
+            ["redis-server", *options, "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.terminate()
+            self.popen.wait(timeout=10)
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    if shutil.which("redis-server") is None:
+        unavailable("redis-server is not installed (apt-get install redis-server)")
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fault_site(tmp_path: Path, postgres_database: str, private_redis: PrivateRedis) -> Iterator[Site]:
+    site = Site.prepared(
+        tmp_path,
+        DATABASE_URL=postgres_database,
+        REDIS_URL=private_redis.url,
+        NEXUS_RUN_STALE_SECONDS="3",
+        NEXUS_HEARTBEAT_SECONDS="1",
+        NEXUS_RUN_TIME_LIMIT="60",
+        NEXUS_RATE_LIMIT_PER_MINUTE="20",
+    )
+    yield site
+    site.stop()
+
+
+def wait_for_status(site: Site, run_id: int, status: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = run_row(site, run_id)
+        if row["status"] == status:
+            return row
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} is {row['status']}, not {status}")
+
+
+async def websocket_close_code(site: Site, client, session_id: int) -> int | None:
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
+    try:
+        async with connect(
+            uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10
+        ) as ws:
+            await asyncio.wait_for(ws.recv(), timeout=10)
+    except ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd else None
+    except InvalidStatus as refused:
+        return refused.response.status_code
+    return None
+
+
+def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_back(fault_site, private_redis):
+    worker = fault_site.start_worker()
+    fault_site.start_web()
+    client = fault_site.login()
+    session_id = fault_site.new_session(client)
+    private_redis.stop()
+
+    response = client.post(
+        f"/sessions/{session_id}/messages/",
+        data={"content": "What is 6*7?"},
+        headers={**fault_site.csrf(client), "HX-Request": "true"},
+    )
+    assert response.status_code == 200, response.text[:500]
+    assert "Your message is saved" in response.text and "as soon as" in response.text
+    with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+        (run_id,) = db.execute("select id from chat_reasoningrun").fetchone()
+    assert run_row(fault_site, run_id)["status"] == "queued"
+    assert asyncio.run(websocket_close_code(fault_site, client, session_id)) == 4503, (
+        "a websocket opened while Redis is down is closed with a clear code, not a server error"
+    )
+
+    private_redis.start()
+    wait_for_status(fault_site, run_id, "succeeded")
+    answers = answers_for(fault_site, run_id)
+    assert len(answers) == 1 and "42" in answers[0]
+    assert worker.popen.poll() is None, "the worker outlived the broker outage"
+
+    # No sticky sessions: a second daphne and a second worker; the message goes in through one
+    # daphne and its events stream to a websocket on the other.
+    other = Site(fault_site.env, fault_site.tmp)
+    try:
+        other.start_web()
+        fault_site.start_worker()
+        next_run, seen, html = asyncio.run(
+            collect_events(other, client, session_id, None, "What is 17*23?", post_via=fault_site)
+        )
+        row = run_row(fault_site, next_run)
+        assert row["status"] == "succeeded" and seen == row["sequences"], (
+            "every event, in order, on the other daphne"
+        )
+        assert "391" in html
+    finally:
+        other.stop()
+
+
+def interrupt_postgres(site: Site, seconds: float) -> None:
+    """A PostgreSQL restart as the site sees it, without touching the shared server: every
+    connection to the site's own database is cut and new ones are refused for `seconds`."""
+    url = site.env["DATABASE_URL"]
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        admin.execute(f'alter database "{name}" allow_connections false')
+        try:
+            admin.execute(
+                "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s", (name,)
+            )
+            time.sleep(seconds)
+        finally:
+            admin.execute(f'alter database "{name}" allow_connections true')
+
+
+def runs_by_status(site: Site) -> dict[str, int]:
+    with psycopg.connect(site.env["DATABASE_URL"]) as db:
+        return dict(db.execute("select status, count(*) from chat_reasoningrun group by status").fetchall())
+
+
+def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_killed_worker(
+    fault_site, private_redis
+):
+    count = 50
+    slow = {
+        "OFFLINE_LATENCY_MS": "700",
+        "NEXUS_MAX_RUNS_PER_USER": str(count),
+        "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    fault_site.env.update(slow)
+    first = fault_site.start_worker()
+    fault_site.start_web()
+    client = fault_site.login()
+    run_ids = []
+    for number in range(count):
+        session_id = fault_site.new_session(client)
+        run_ids.append(
+            fault_site.ask(client, session_id, f"What is {number}*3 and what time is it in Tokyo?")
+        )
+
+    deadline = time.monotonic() + 60
+    while runs_by_status(fault_site).get("running", 0) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+        workers = db.execute("select count(distinct worker) from chat_reasoningrun where status = 'running'")
+        assert workers.fetchone()[0] == 1
+    assert runs_by_status(fault_site).get("running") == count, "one worker process holds every run at once"
+
+    second = fault_site.start_worker(wait=False)  # idle until the sweeper re-queues the first one's runs
+    private_redis.stop()  # the broker and channel layer vanish mid-run, then come back
+    time.sleep(2)
+    private_redis.start()
+    interrupt_postgres(fault_site, seconds=2)
+    time.sleep(1)
+    assert first.popen.poll() is None, "the worker outlived Redis and PostgreSQL restarts"
+    in_flight = runs_by_status(fault_site).get("running", 0)
+    assert in_flight > 0, "runs were still in flight when the worker was killed"
+    first.kill()
+    deadline = time.monotonic() + 120
+    while runs_by_status(fault_site).get("succeeded", 0) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert runs_by_status(fault_site) == {"succeeded": count}
+    for number, run_id in enumerate(run_ids):
+        answers = answers_for(fault_site, run_id)
+        assert len(answers) == 1 and str(number * 3) in answers[0], (run_id, answers)
+        with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+            kinds = db.execute("select kind from chat_traceevent where run_id = %s", (run_id,)).fetchall()
+        assert [k for (k,) in kinds].count("answer.final") == 1, run_id
+    assert second.popen.poll() is None
