@@ -17,6 +17,8 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from chat import staff_audit
+from chat.admin_audit import ViewAuditedAdmin, filters_of
 from chat.audit import runs_export
 from chat.models import (
     Attempt,
@@ -159,7 +161,8 @@ class EscalatedFilter(admin.SimpleListFilter):
 
 
 @admin.register(ReasoningRun)
-class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "run"
     list_display = [
         "id",
         "question",
@@ -238,6 +241,16 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ReasoningRun]:
         return super().get_queryset(request).select_related("session__owner", "user_message")
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        search = request.GET.get("q", "").strip()
+        if request.method == "GET" and search and response.status_code == 200:
+            # A search reads conversations by their content: who looked for what is recorded.
+            staff_audit.record(
+                request, "view", "run list", "", f"Searched runs for {search!r}", filters=filters_of(request)
+            )
+        return response
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
         queryset = self.get_queryset(request).prefetch_related("plans__steps", "events", "answers")
@@ -372,6 +385,17 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Export selected runs as JSON")
     def export_json(self, request: HttpRequest, queryset: QuerySet[ReasoningRun]) -> HttpResponse:
         document = runs_export(queryset)
+        staff_audit.record(
+            request,
+            "export",
+            "run",
+            "",
+            f"Exported {len(document['runs'])} selected run(s) as JSON",
+            count=len(document["runs"]),
+            format="json",
+            run_ids=sorted(queryset.values_list("pk", flat=True)),
+            filters=filters_of(request),
+        )
         response = HttpResponse(
             json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json"
         )
@@ -407,7 +431,8 @@ class RunChildAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(RunChildAdmin):
+class AttemptAdmin(ViewAuditedAdmin, RunChildAdmin):
+    audit_object_type = "attempt"
     list_display = ["run_id", "number", "strategy", "status", "quality_score", "approved", "outcome"]
     list_filter = ["strategy", "status"]
 
@@ -467,7 +492,8 @@ class PlanAdmin(RunChildAdmin):
 
 
 @admin.register(ChatSession)
-class ChatSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ChatSessionAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "session"
     list_display = ["id", "title", "owner", "created_at", "updated_at"]
     list_select_related = ["owner"]
     search_fields = ["title", "owner__username"]
@@ -476,7 +502,8 @@ class ChatSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "message"
     list_display = ["id", "session", "role", "preview", "run_id", "created_at"]
     list_select_related = ["session"]
     list_filter = ["role"]
