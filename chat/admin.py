@@ -11,16 +11,22 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from chat import admin_trail as trail
 from chat import staff_audit
 from chat.admin_audit import ViewAuditedAdmin, filters_of
-from chat.audit import runs_export
+from chat.audit import runs_export, runs_for_export
 from chat.models import (
+    AnswerFeedback,
     Attempt,
     ChatSession,
     Critique,
@@ -29,7 +35,6 @@ from chat.models import (
     Plan,
     PlanStep,
     ReasoningRun,
-    Reflection,
     ToolExecution,
     TraceEvent,
 )
@@ -70,81 +75,6 @@ class ReadOnlyInline(ReadOnlyMixin):
         return False
 
 
-class AttemptInline(ReadOnlyInline, admin.TabularInline):
-    model = Attempt
-    fields = [
-        "number",
-        "strategy",
-        "status",
-        "quality_score",
-        "approved",
-        "outcome",
-        "started_at",
-        "completed_at",
-    ]
-
-
-class ToolExecutionInline(ReadOnlyInline, admin.TabularInline):
-    model = ToolExecution
-    fields = [
-        "created_at",
-        "strategy",
-        "step_id",
-        "server",
-        "tool",
-        "arguments",
-        "success",
-        "cached",
-        "duration_ms",
-        "result_summary",
-        "error",
-    ]
-
-    @admin.display(description="result")
-    def result_summary(self, obj: ToolExecution) -> str:
-        return Truncator(obj.result).chars(160)
-
-
-class LLMCallInline(ReadOnlyInline, admin.TabularInline):
-    model = LLMCall
-    fields = [
-        "created_at",
-        "component",
-        "provider",
-        "model",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "latency_ms",
-        "retries",
-        "stop_reason",
-        "cost",
-        "error",
-    ]
-
-
-class CritiqueInline(ReadOnlyInline, admin.TabularInline):
-    model = Critique
-    fields = [
-        "round",
-        "quick",
-        "overall_score",
-        "feasibility_score",
-        "correctness_score",
-        "efficiency_score",
-        "safety_score",
-        "recommendation",
-        "issues",
-        "rationale",
-    ]
-
-
-class ReflectionInline(ReadOnlyInline, admin.StackedInline):
-    model = Reflection
-    fields = ["confidence", "lessons", "insights", "improvements", "created_at"]
-
-
 class EscalatedFilter(admin.SimpleListFilter):
     title = "escalated"
     parameter_name = "escalated"
@@ -160,16 +90,30 @@ class EscalatedFilter(admin.SimpleListFilter):
         return queryset
 
 
+def _feedback_count(rating: int) -> Coalesce:
+    """How many people rated a run this way, as a subquery (no GROUP BY over the run list)."""
+    counted = (
+        AnswerFeedback.objects.filter(run=OuterRef("pk"), rating=rating)
+        .order_by()
+        .values("run")
+        .annotate(n=Count("pk"))
+        .values("n")[:1]
+    )
+    return Coalesce(Subquery(counted), 0)
+
+
 @admin.register(ReasoningRun)
 class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    """A run's page reads top-down: the summary card, then each part of the trail in a
+    collapsible section whose title says how many rows it holds."""
+
     audit_object_type = "run"
     list_display = [
         "id",
         "question",
         "owner",
         "status",
-        "initial_strategy",
-        "final_strategy",
+        "strategies",
         "escalation_count",
         "quality",
         "total_tokens",
@@ -189,58 +133,94 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     search_fields = ["user_message__content", "query", "session__owner__username"]
     list_select_related = ["session__owner", "user_message"]
     list_per_page = 50
+    date_hierarchy = "created_at"
     actions = ["export_json"]
-    inlines = [AttemptInline, ToolExecutionInline, LLMCallInline, CritiqueInline, ReflectionInline]
-    fieldsets = [
-        (None, {"fields": ["session_link", "question", "attached", "status", "error", "answer"]}),
-        (
-            "Analysis",
-            {
-                "fields": [
-                    "complexity_level",
-                    "initial_strategy",
-                    "final_strategy",
-                    "rationale",
-                    "confidence",
-                    "estimated_iterations",
-                    "requires_research",
-                    "requires_synthesis",
-                    "multi_part_query",
-                    "tool_count_estimate",
-                ]
-            },
-        ),
-        (
-            "Outcome",
-            {
-                "fields": [
-                    "escalation_count",
-                    "final_quality",
-                    "answer_kind",
-                    "provider",
-                    "model",
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                    "cost",
-                    "latency_ms",
-                    "worker",
-                    "delivery_count",
-                    "created_at",
-                    "started_at",
-                    "finished_at",
-                ]
-            },
-        ),
-        ("Plan", {"fields": ["plan_table"]}),
-        ("Quality layers", {"fields": ["quality_layers"]}),
-        ("Timeline", {"fields": ["timeline"]}),
-        ("Tracker state", {"classes": ["collapse"], "fields": ["tracker_json"]}),
+    ANALYSIS = [
+        "complexity_level",
+        "initial_strategy",
+        "final_strategy",
+        "rationale",
+        "confidence",
+        "estimated_iterations",
+        "requires_research",
+        "requires_synthesis",
+        "multi_part_query",
+        "tool_count_estimate",
+        "attached",
+    ]
+    OUTCOME = [
+        "escalation_count",
+        "final_quality",
+        "answer_kind",
+        "provider",
+        "model",
+        "worker",
+        "delivery_count",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
+    SECTIONS = [
+        "summary_card",
+        "attempts_table",
+        "plan_table",
+        "tools_table",
+        "calls_table",
+        "critiques_table",
+        "reflection_block",
+        "quality_layers",
+        "timeline",
+        "tracker_json",
     ]
 
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        if obj is None:
+            return [(None, {"fields": []})]
+        steps = sum(len(plan.steps.all()) for plan in obj.plans.all())
+        events = obj.events.all()
+        layers = sum(1 for e in events if e.kind in ("meta.assessment", "confidence.assessed"))
+        collapse = {"classes": ["collapse", "nexus-section"]}
+        return [
+            (None, {"classes": ["nexus-summary"], "fields": ["summary_card"]}),
+            (f"Attempts ({len(obj.attempts.all())})", {**collapse, "fields": ["attempts_table"]}),
+            (f"Plan steps ({steps})", {**collapse, "fields": ["plan_table"]}),
+            (f"Tool executions ({len(obj.tool_executions.all())})", {**collapse, "fields": ["tools_table"]}),
+            (f"LLM calls ({len(obj.llm_calls.all())})", {**collapse, "fields": ["calls_table"]}),
+            (f"Critiques ({len(obj.critiques.all())})", {**collapse, "fields": ["critiques_table"]}),
+            ("Reflection", {**collapse, "fields": ["reflection_block"]}),
+            (f"Meta-agent and confidence ({layers})", {**collapse, "fields": ["quality_layers"]}),
+            (f"Timeline ({len(events)} events)", {**collapse, "fields": ["timeline"]}),
+            ("Analysis", {**collapse, "fields": self.ANALYSIS}),
+            ("Outcome details", {**collapse, "fields": self.OUTCOME}),
+            ("Tracker state", {**collapse, "fields": ["tracker_json"]}),
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*self.SECTIONS, *self.ANALYSIS, *self.OUTCOME]
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[ReasoningRun]:
-        return super().get_queryset(request).select_related("session__owner", "user_message")
+        up, down = _feedback_count(1), _feedback_count(-1)
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("session__owner", "user_message")
+            .annotate(feedback_up=up, feedback_down=down, feedback_score=up - down)
+        )
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        # The feedback column appears once anyone has given feedback: until then it is noise.
+        columns = list(super().get_list_display(request))
+        if AnswerFeedback.objects.exists():
+            columns.insert(columns.index("quality") + 1, "feedback")
+        return columns
+
+    def get_urls(self) -> list[Any]:
+        diff = path(
+            "<path:object_id>/diff/",
+            self.admin_site.admin_view(self.diff_view),
+            name="chat_reasoningrun_diff",
+        )
+        return [diff, *super().get_urls()]
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
@@ -253,41 +233,92 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         return response
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        queryset = self.get_queryset(request).prefetch_related("plans__steps", "events", "answers")
+        # What the export reads (attempts, plans and steps, tools, calls, critiques, reflection,
+        # events, answers) plus the feedback: a fixed number of queries however long the run.
+        queryset = runs_for_export(self.get_queryset(request)).prefetch_related("feedback__user")
         try:
             return queryset.get(pk=object_id)
         except (ReasoningRun.DoesNotExist, ValueError):
             return None
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+    def diff_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rejected drafts beside what replaced them, one block per escalation."""
+        run = self.get_object(request, object_id)
+        if run is None:
+            raise Http404("No such run.")
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        staff_audit.record(
+            request, "view", "run", run.pk, f"Compared the attempts of run {run.pk}", page="diff"
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Run {run.pk}: what each escalation changed",
+            "run": run,
+            "changes": trail.attempt_changes(run),
+            "run_url": reverse("admin:chat_reasoningrun_change", args=[run.pk]),
+        }
+        return TemplateResponse(request, "admin/chat/reasoningrun/diff.html", context)
+
+    def _diff_url(self, obj: ReasoningRun) -> str:
+        return reverse("admin:chat_reasoningrun_diff", args=[obj.pk])
 
     @admin.display(description="question", ordering="user_message__content")
     def question(self, obj: ReasoningRun) -> str:
-        return Truncator(obj.user_message.content).chars(80)
+        text = obj.user_message.content
+        return format_html('<span class="nexus-clip" title="{}">{}</span>', text, Truncator(text).chars(90))
 
     @admin.display(description="owner", ordering="session__owner__username")
     def owner(self, obj: ReasoningRun) -> str:
         return obj.session.owner.get_username()
 
+    @admin.display(description="strategy", ordering="final_strategy")
+    def strategies(self, obj: ReasoningRun) -> str:
+        first = trail.STRATEGY_SHORT.get(obj.initial_strategy, obj.initial_strategy)
+        last = trail.STRATEGY_SHORT.get(obj.final_strategy, obj.final_strategy)
+        return first if first == last else f"{first} → {last}"
+
     @admin.display(description="quality", ordering="final_quality")
     def quality(self, obj: ReasoningRun) -> str:
         return "–" if obj.final_quality is None else f"{obj.final_quality:.2f}"
+
+    @admin.display(description="feedback", ordering="feedback_score")
+    def feedback(self, obj: ReasoningRun) -> str:
+        up, down = getattr(obj, "feedback_up", 0), getattr(obj, "feedback_down", 0)
+        return f"👍 {up} · 👎 {down}" if up or down else "–"
 
     @admin.display(description="tokens")
     def total_tokens(self, obj: ReasoningRun) -> int:
         return obj.total_tokens
 
-    @admin.display(description="session")
-    def session_link(self, obj: ReasoningRun) -> str:
-        return format_html(
-            "{} (#{}, owner {})", obj.session.title, obj.session_id, obj.session.owner.get_username()
+    @admin.display(description="summary")
+    def summary_card(self, obj: ReasoningRun) -> str:
+        return trail.summary_card(
+            obj,
+            diff_url=self._diff_url(obj),
+            session_url=reverse("admin:chat_chatsession_change", args=[obj.session_id]),
         )
 
-    @admin.display(description="answer")
-    def answer(self, obj: ReasoningRun) -> str:
-        answers = list(obj.answers.all())
-        return answers[0].content if answers else "–"
+    @admin.display(description="attempts")
+    def attempts_table(self, obj: ReasoningRun) -> str:
+        return trail.attempts_table(obj, self._diff_url(obj))
+
+    @admin.display(description="tool executions")
+    def tools_table(self, obj: ReasoningRun) -> str:
+        return trail.tools_table(obj)
+
+    @admin.display(description="LLM calls")
+    def calls_table(self, obj: ReasoningRun) -> str:
+        return trail.calls_table(obj)
+
+    @admin.display(description="critiques")
+    def critiques_table(self, obj: ReasoningRun) -> str:
+        return trail.critiques_table(obj)
+
+    @admin.display(description="reflection")
+    def reflection_block(self, obj: ReasoningRun) -> str:
+        return trail.reflection_block(obj)
 
     @admin.display(description="attached")
     def attached(self, obj: ReasoningRun) -> str:
@@ -308,23 +339,13 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
                 step.step_id,
                 step.status,
                 ", ".join(step.depends_on),
-                Truncator(step.description).chars(120),
+                trail.long_text(step.description, 160),
                 ", ".join(step.tools_used),
             )
             for plan in obj.plans.all()
             for step in plan.steps.all()
         ]
-        if not rows:
-            return "–"
-        return format_html(
-            '<table class="nexus-audit"><thead><tr><th>rev</th><th>by</th><th>step</th><th>status</th>'
-            "<th>depends on</th><th>description</th><th>tools</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join(
-                "",
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                rows,
-            ),
-        )
+        return trail.table(["rev", "by", "step", "status", "depends on", "description", "tools"], rows)
 
     @admin.display(description="meta-agent and confidence")
     def quality_layers(self, obj: ReasoningRun) -> str:
@@ -334,20 +355,15 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
             if event.kind == "meta.assessment":
                 rows.append(
                     (
-                        event.sequence,
+                        f"#{event.sequence}",
                         f"meta ({p.get('assessment', '')})",
                         f"confidence {p.get('confidence', 0):.2f}; {p.get('feedback', '')}; concerns: "
                         f"{', '.join(p.get('concerns', [])) or 'none'}",
                     )
                 )
             elif event.kind == "confidence.assessed":
-                rows.append((event.sequence, f"decision: {p.get('action')}", p.get("reasoning", "")))
-        if not rows:
-            return "–"
-        return format_html(
-            '<table class="nexus-audit"><tbody>{}</tbody></table>',
-            format_html_join("", "<tr><td>#{}</td><td>{}</td><td>{}</td></tr>", rows),
-        )
+                rows.append((f"#{event.sequence}", f"decision: {p.get('action')}", p.get("reasoning", "")))
+        return trail.table(["event", "layer", "verdict"], rows)
 
     @admin.display(description="trace")
     def timeline(self, obj: ReasoningRun) -> str:
@@ -355,28 +371,21 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         if not events:
             return "–"
         start = events[0].created_at
+        diff_url = self._diff_url(obj)
         rows = [
             (
                 e.sequence,
                 f"+{(e.created_at - start).total_seconds():.2f}s",
                 e.phase,
-                e.kind,
+                format_html('<code>{}</code> <a href="{}">compare attempts</a>', e.kind, diff_url)
+                if e.kind == "escalation"
+                else format_html("<code>{}</code>", e.kind),
                 e.level,
-                Truncator(json.dumps(e.payload, ensure_ascii=False)).chars(240),
-                _staff_detail(e.payload),
+                format_html("{}{}", trail.long_text(e.payload, 200), _staff_detail(e.payload)),
             )
             for e in events
         ]
-        return format_html(
-            '<table class="nexus-audit"><thead><tr><th>#</th><th>time</th><th>phase</th><th>kind</th>'
-            "<th>level</th><th>payload</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join(
-                "",
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
-                "<td>{}</td><td><code>{}</code>{}</td></tr>",
-                rows,
-            ),
-        )
+        return trail.table(["#", "time", "phase", "kind", "level", "payload"], rows)
 
     @admin.display(description="tracker state")
     def tracker_json(self, obj: ReasoningRun) -> str:
