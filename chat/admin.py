@@ -14,7 +14,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -23,8 +23,8 @@ from django.utils.text import Truncator
 
 from chat import admin_trail as trail
 from chat import staff_audit
-from chat.admin_audit import ViewAuditedAdmin, filters_of
-from chat.audit import runs_export, runs_for_export
+from chat.admin_audit import ViewAuditedAdmin, changelist_queryset, filters_of
+from chat.audit import runs_export, runs_export_lines, runs_for_export, runs_summary_csv
 from chat.models import (
     AnswerFeedback,
     Attempt,
@@ -220,10 +220,48 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
             self.admin_site.admin_view(self.diff_view),
             name="chat_reasoningrun_diff",
         )
-        return [diff, *super().get_urls()]
+        export = path(
+            "export/", self.admin_site.admin_view(self.bulk_export_view), name="chat_reasoningrun_export"
+        )
+        return [diff, export, *super().get_urls()]
+
+    def bulk_export_view(self, request: HttpRequest) -> StreamingHttpResponse:
+        """Every run the list's current filters, search and date range match, streamed as
+        JSON Lines (whole runs, importable) or CSV (one summary row per run)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        fmt = request.GET.get("format", "jsonl")
+        if fmt not in ("jsonl", "csv"):
+            raise Http404("Unknown export format.")
+        runs = changelist_queryset(self, request)
+        count = runs.count()
+        staff_audit.record(
+            request,
+            "export",
+            "run",
+            "",
+            f"Exported {count} run(s) as {fmt.upper()}",
+            count=count,
+            format=fmt,
+            filters=filters_of(request),
+        )
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        if fmt == "csv":
+            response = StreamingHttpResponse(runs_summary_csv(runs), content_type="text/csv; charset=utf-8")
+        else:
+            response = StreamingHttpResponse(runs_export_lines(runs), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="nexus-runs-{stamp}.{fmt}"'
+        return response
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        response = super().changelist_view(request, extra_context)
+        # "Export all matching" carries the list's own filters, search and date range.
+        query = request.GET.copy()
+        export = reverse("admin:chat_reasoningrun_export")
+        links = {}
+        for fmt in ("jsonl", "csv"):
+            query["format"] = fmt
+            links[f"export_{fmt}_url"] = f"{export}?{query.urlencode()}"
+        response = super().changelist_view(request, {**(extra_context or {}), **links})
         search = request.GET.get("q", "").strip()
         if request.method == "GET" and search and response.status_code == 200:
             # A search reads conversations by their content: who looked for what is recorded.
