@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -38,6 +38,7 @@ from chat.models import (
     ToolExecution,
     TraceEvent,
 )
+from chat.search import run_matches
 
 admin.site.site_header = "Nexus audit"
 admin.site.site_title = "Nexus audit"
@@ -206,6 +207,16 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
             .select_related("session__owner", "user_message")
             .annotate(feedback_up=up, feedback_down=down, feedback_score=up - down)
         )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ReasoningRun], search_term: str
+    ) -> tuple[QuerySet[ReasoningRun], bool]:
+        """Full text over questions, answers, tool calls and errors (chat/search.py), or the
+        owner's exact user name; combined with whatever filters the list has."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        return queryset.filter(run_matches(term) | Q(session__owner__username__iexact=term)), False
 
     def get_list_display(self, request: HttpRequest) -> list[str]:
         # The feedback column appears once anyone has given feedback: until then it is noise.
