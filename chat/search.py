@@ -15,6 +15,7 @@ import re
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
 from django.db.models import Q, QuerySet, TextField, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Concat
 
 from chat.models import LLMCall, Message, ReasoningRun, ToolExecution
@@ -37,20 +38,41 @@ def tool_document() -> Concat:
     )
 
 
-def _postgres_matches(text: str) -> Q:
+# Up to this many matching runs are fetched as a list of ids (the runs are then read by
+# primary key); more than that, and the list is filtered by the subquery instead.
+ID_LIST_LIMIT = 20_000
+
+
+def _postgres_matches(text: str, also: QuerySet | None) -> Q:
     query = SearchQuery(text, config=CONFIG, search_type="websearch")
 
     def hits(model: type, *expressions: object) -> QuerySet:
-        return model.objects.annotate(_doc=SearchVector(*expressions, config=CONFIG)).filter(_doc=query)
+        found = model.objects.annotate(_doc=SearchVector(*expressions, config=CONFIG)).filter(_doc=query)
+        return found.order_by()
 
     messages = hits(Message, "content")
-    return (
-        Q(user_message__in=messages.values("pk"))
-        | Q(pk__in=messages.filter(run__isnull=False).values("run_id"))
-        | Q(pk__in=hits(ToolExecution, tool_document()).values("run_id"))
-        | Q(pk__in=hits(LLMCall, "error").values("run_id"))
-        | Q(pk__in=hits(ReasoningRun, "error").values("pk"))
-    )
+    # One UNION of index scans. An OR of IN-subqueries instead would make PostgreSQL test
+    # every run, a full scan of the run table per search.
+    parts = [
+        ReasoningRun.objects.filter(user_message__in=messages.values("pk")).order_by().values("pk"),
+        messages.filter(run__isnull=False).values("run_id"),
+        hits(ToolExecution, tool_document()).values("run_id"),
+        hits(LLMCall, "error").values("run_id"),
+        hits(ReasoningRun, "error").values("pk"),
+    ]
+    if also is not None:
+        parts.append(also.order_by())
+    compiled = [part.query.sql_with_params() for part in parts]
+    sql = " UNION ".join(f"({part_sql})" for part_sql, _ in compiled)
+    params = [param for _, part_params in compiled for param in part_params]
+    with connection.cursor() as cursor:
+        # The SQL is the ORM's own compilation of the querysets above; every value is a parameter.
+        limited = f"SELECT * FROM ({sql}) AS hits LIMIT %s"  # noqa: S608  # nosec B608
+        cursor.execute(limited, [*params, ID_LIST_LIMIT + 1])
+        ids = [row[0] for row in cursor.fetchall()]
+    if len(ids) <= ID_LIST_LIMIT:
+        return Q(pk__in=ids)
+    return Q(pk__in=RawSQL(sql, params))  # noqa: S611  # nosec B611 - SQL built by the ORM, values as parameters
 
 
 def fts5_query(text: str) -> str:
@@ -59,23 +81,26 @@ def fts5_query(text: str) -> str:
     return " ".join(f'"{word}"' for word in _WORD.findall(text))
 
 
-def _sqlite_matches(text: str) -> Q:
+def _sqlite_matches(text: str, also: QuerySet | None) -> Q:
     query = fts5_query(text)
+    extra = Q(pk__in=also) if also is not None else Q(pk__in=[])
     if not query:
-        return Q(pk__in=[])
+        return extra
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT run_id FROM chat_run_fts WHERE chat_run_fts MATCH %s", [query])
         ids = [row[0] for row in cursor.fetchall()]
-    return Q(pk__in=ids)
+    return Q(pk__in=ids) | extra
 
 
-def run_matches(text: str) -> Q:
+def run_matches(text: str, *, also: QuerySet | None = None) -> Q:
     """A filter for the runs whose question, answer, tool calls or errors contain every word
-    of `text` (within one of those pieces)."""
+    of `text` (within one of those pieces), or whose ids `also` (a values("pk") queryset) gives."""
     text = text.strip()
     if not text:
         return Q()
-    return _postgres_matches(text) if connection.vendor == "postgresql" else _sqlite_matches(text)
+    if connection.vendor == "postgresql":
+        return _postgres_matches(text, also)
+    return _sqlite_matches(text, also)
 
 
 def run_search(queryset: QuerySet[ReasoningRun], text: str) -> QuerySet[ReasoningRun]:
