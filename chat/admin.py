@@ -11,14 +11,23 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from chat.audit import runs_export
+from chat import admin_trail as trail
+from chat import staff_audit
+from chat.admin_audit import ViewAuditedAdmin, changelist_queryset, filters_of
+from chat.audit import runs_export, runs_export_lines, runs_for_export, runs_summary_csv
 from chat.models import (
+    AnswerFeedback,
     Attempt,
     ChatSession,
     Critique,
@@ -27,10 +36,10 @@ from chat.models import (
     Plan,
     PlanStep,
     ReasoningRun,
-    Reflection,
     ToolExecution,
     TraceEvent,
 )
+from chat.search import run_matches
 
 admin.site.site_header = "Nexus audit"
 admin.site.site_title = "Nexus audit"
@@ -68,81 +77,6 @@ class ReadOnlyInline(ReadOnlyMixin):
         return False
 
 
-class AttemptInline(ReadOnlyInline, admin.TabularInline):
-    model = Attempt
-    fields = [
-        "number",
-        "strategy",
-        "status",
-        "quality_score",
-        "approved",
-        "outcome",
-        "started_at",
-        "completed_at",
-    ]
-
-
-class ToolExecutionInline(ReadOnlyInline, admin.TabularInline):
-    model = ToolExecution
-    fields = [
-        "created_at",
-        "strategy",
-        "step_id",
-        "server",
-        "tool",
-        "arguments",
-        "success",
-        "cached",
-        "duration_ms",
-        "result_summary",
-        "error",
-    ]
-
-    @admin.display(description="result")
-    def result_summary(self, obj: ToolExecution) -> str:
-        return Truncator(obj.result).chars(160)
-
-
-class LLMCallInline(ReadOnlyInline, admin.TabularInline):
-    model = LLMCall
-    fields = [
-        "created_at",
-        "component",
-        "provider",
-        "model",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "latency_ms",
-        "retries",
-        "stop_reason",
-        "cost",
-        "error",
-    ]
-
-
-class CritiqueInline(ReadOnlyInline, admin.TabularInline):
-    model = Critique
-    fields = [
-        "round",
-        "quick",
-        "overall_score",
-        "feasibility_score",
-        "correctness_score",
-        "efficiency_score",
-        "safety_score",
-        "recommendation",
-        "issues",
-        "rationale",
-    ]
-
-
-class ReflectionInline(ReadOnlyInline, admin.StackedInline):
-    model = Reflection
-    fields = ["confidence", "lessons", "insights", "improvements", "created_at"]
-
-
 class EscalatedFilter(admin.SimpleListFilter):
     title = "escalated"
     parameter_name = "escalated"
@@ -158,15 +92,49 @@ class EscalatedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class OwnerFilter(admin.SimpleListFilter):
+    """Whose runs: read from the sessions table, not a DISTINCT over every run (which grows
+    with the run table and showed in the search benchmark)."""
+
+    title = "owner"
+    parameter_name = "owner"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        owners = ChatSession.objects.order_by().values_list("owner_id", flat=True).distinct()
+        users = get_user_model().objects.filter(pk__in=owners).order_by("username")
+        return [(str(user.pk), user.get_username()) for user in users]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ReasoningRun]) -> QuerySet[ReasoningRun]:
+        value = self.value()
+        if value and value.isdigit():
+            return queryset.filter(session__owner_id=int(value))
+        return queryset
+
+
+def _feedback_count(rating: int) -> Coalesce:
+    """How many people rated a run this way, as a subquery (no GROUP BY over the run list)."""
+    counted = (
+        AnswerFeedback.objects.filter(run=OuterRef("pk"), rating=rating)
+        .order_by()
+        .values("run")
+        .annotate(n=Count("pk"))
+        .values("n")[:1]
+    )
+    return Coalesce(Subquery(counted), 0)
+
+
 @admin.register(ReasoningRun)
-class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    """A run's page reads top-down: the summary card, then each part of the trail in a
+    collapsible section whose title says how many rows it holds."""
+
+    audit_object_type = "run"
     list_display = [
         "id",
         "question",
         "owner",
         "status",
-        "initial_strategy",
-        "final_strategy",
+        "strategies",
         "escalation_count",
         "quality",
         "total_tokens",
@@ -180,101 +148,246 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "initial_strategy",
         "final_strategy",
         EscalatedFilter,
-        ("session__owner", admin.RelatedOnlyFieldListFilter),
+        OwnerFilter,
         "created_at",
     ]
     search_fields = ["user_message__content", "query", "session__owner__username"]
     list_select_related = ["session__owner", "user_message"]
     list_per_page = 50
     actions = ["export_json"]
-    inlines = [AttemptInline, ToolExecutionInline, LLMCallInline, CritiqueInline, ReflectionInline]
-    fieldsets = [
-        (None, {"fields": ["session_link", "question", "attached", "status", "error", "answer"]}),
-        (
-            "Analysis",
-            {
-                "fields": [
-                    "complexity_level",
-                    "initial_strategy",
-                    "final_strategy",
-                    "rationale",
-                    "confidence",
-                    "estimated_iterations",
-                    "requires_research",
-                    "requires_synthesis",
-                    "multi_part_query",
-                    "tool_count_estimate",
-                ]
-            },
-        ),
-        (
-            "Outcome",
-            {
-                "fields": [
-                    "escalation_count",
-                    "final_quality",
-                    "answer_kind",
-                    "provider",
-                    "model",
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                    "cost",
-                    "latency_ms",
-                    "worker",
-                    "delivery_count",
-                    "created_at",
-                    "started_at",
-                    "finished_at",
-                ]
-            },
-        ),
-        ("Plan", {"fields": ["plan_table"]}),
-        ("Quality layers", {"fields": ["quality_layers"]}),
-        ("Timeline", {"fields": ["timeline"]}),
-        ("Tracker state", {"classes": ["collapse"], "fields": ["tracker_json"]}),
+    ANALYSIS = [
+        "complexity_level",
+        "initial_strategy",
+        "final_strategy",
+        "rationale",
+        "confidence",
+        "estimated_iterations",
+        "requires_research",
+        "requires_synthesis",
+        "multi_part_query",
+        "tool_count_estimate",
+        "attached",
+    ]
+    OUTCOME = [
+        "escalation_count",
+        "final_quality",
+        "answer_kind",
+        "provider",
+        "model",
+        "worker",
+        "delivery_count",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
+    SECTIONS = [
+        "summary_card",
+        "attempts_table",
+        "plan_table",
+        "tools_table",
+        "calls_table",
+        "critiques_table",
+        "reflection_block",
+        "quality_layers",
+        "timeline",
+        "tracker_json",
     ]
 
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        if obj is None:
+            return [(None, {"fields": []})]
+        steps = sum(len(plan.steps.all()) for plan in obj.plans.all())
+        events = obj.events.all()
+        layers = sum(1 for e in events if e.kind in ("meta.assessment", "confidence.assessed"))
+        collapse = {"classes": ["collapse", "nexus-section"]}
+        return [
+            (None, {"classes": ["nexus-summary"], "fields": ["summary_card"]}),
+            (f"Attempts ({len(obj.attempts.all())})", {**collapse, "fields": ["attempts_table"]}),
+            (f"Plan steps ({steps})", {**collapse, "fields": ["plan_table"]}),
+            (f"Tool executions ({len(obj.tool_executions.all())})", {**collapse, "fields": ["tools_table"]}),
+            (f"LLM calls ({len(obj.llm_calls.all())})", {**collapse, "fields": ["calls_table"]}),
+            (f"Critiques ({len(obj.critiques.all())})", {**collapse, "fields": ["critiques_table"]}),
+            ("Reflection", {**collapse, "fields": ["reflection_block"]}),
+            (f"Meta-agent and confidence ({layers})", {**collapse, "fields": ["quality_layers"]}),
+            (f"Timeline ({len(events)} events)", {**collapse, "fields": ["timeline"]}),
+            ("Analysis", {**collapse, "fields": self.ANALYSIS}),
+            ("Outcome details", {**collapse, "fields": self.OUTCOME}),
+            ("Tracker state", {**collapse, "fields": ["tracker_json"]}),
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*self.SECTIONS, *self.ANALYSIS, *self.OUTCOME]
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[ReasoningRun]:
-        return super().get_queryset(request).select_related("session__owner", "user_message")
+        up, down = _feedback_count(1), _feedback_count(-1)
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("session__owner", "user_message")
+            .annotate(feedback_up=up, feedback_down=down, feedback_score=up - down)
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ReasoningRun], search_term: str
+    ) -> tuple[QuerySet[ReasoningRun], bool]:
+        """Full text over questions, answers, tool calls and errors (chat/search.py), or the
+        owner's exact user name; combined with whatever filters the list has."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        owner = ReasoningRun.objects.filter(session__owner__username__iexact=term).values("pk")
+        return queryset.filter(run_matches(term, also=owner)), False
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        # The feedback column appears once anyone has given feedback: until then it is noise.
+        columns = list(super().get_list_display(request))
+        if AnswerFeedback.objects.exists():
+            columns.insert(columns.index("quality") + 1, "feedback")
+        return columns
+
+    def get_urls(self) -> list[Any]:
+        diff = path(
+            "<path:object_id>/diff/",
+            self.admin_site.admin_view(self.diff_view),
+            name="chat_reasoningrun_diff",
+        )
+        export = path(
+            "export/", self.admin_site.admin_view(self.bulk_export_view), name="chat_reasoningrun_export"
+        )
+        return [diff, export, *super().get_urls()]
+
+    def bulk_export_view(self, request: HttpRequest) -> StreamingHttpResponse:
+        """Every run the list's current filters, search and date range match, streamed as
+        JSON Lines (whole runs, importable) or CSV (one summary row per run)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        fmt = request.GET.get("format", "jsonl")
+        if fmt not in ("jsonl", "csv"):
+            raise Http404("Unknown export format.")
+        runs = changelist_queryset(self, request)
+        count = runs.count()
+        staff_audit.record(
+            request,
+            "export",
+            "run",
+            "",
+            f"Exported {count} run(s) as {fmt.upper()}",
+            count=count,
+            format=fmt,
+            filters=filters_of(request),
+        )
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        if fmt == "csv":
+            response = StreamingHttpResponse(runs_summary_csv(runs), content_type="text/csv; charset=utf-8")
+        else:
+            response = StreamingHttpResponse(runs_export_lines(runs), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="nexus-runs-{stamp}.{fmt}"'
+        return response
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # "Export all matching" carries the list's own filters, search and date range.
+        query = request.GET.copy()
+        export = reverse("admin:chat_reasoningrun_export")
+        links = {}
+        for fmt in ("jsonl", "csv"):
+            query["format"] = fmt
+            links[f"export_{fmt}_url"] = f"{export}?{query.urlencode()}"
+        response = super().changelist_view(request, {**(extra_context or {}), **links})
+        search = request.GET.get("q", "").strip()
+        if request.method == "GET" and search and response.status_code == 200:
+            # A search reads conversations by their content: who looked for what is recorded.
+            staff_audit.record(
+                request, "view", "run list", "", f"Searched runs for {search!r}", filters=filters_of(request)
+            )
+        return response
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
-        queryset = self.get_queryset(request).prefetch_related("plans__steps", "events", "answers")
+        # What the export reads (attempts, plans and steps, tools, calls, critiques, reflection,
+        # events, answers) plus the feedback: a fixed number of queries however long the run.
+        queryset = runs_for_export(self.get_queryset(request)).prefetch_related("feedback__user")
         try:
             return queryset.get(pk=object_id)
         except (ReasoningRun.DoesNotExist, ValueError):
             return None
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+    def diff_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rejected drafts beside what replaced them, one block per escalation."""
+        run = self.get_object(request, object_id)
+        if run is None:
+            raise Http404("No such run.")
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        staff_audit.record(
+            request, "view", "run", run.pk, f"Compared the attempts of run {run.pk}", page="diff"
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Run {run.pk}: what each escalation changed",
+            "run": run,
+            "changes": trail.attempt_changes(run),
+            "run_url": reverse("admin:chat_reasoningrun_change", args=[run.pk]),
+        }
+        return TemplateResponse(request, "admin/chat/reasoningrun/diff.html", context)
+
+    def _diff_url(self, obj: ReasoningRun) -> str:
+        return reverse("admin:chat_reasoningrun_diff", args=[obj.pk])
 
     @admin.display(description="question", ordering="user_message__content")
     def question(self, obj: ReasoningRun) -> str:
-        return Truncator(obj.user_message.content).chars(80)
+        text = obj.user_message.content
+        return format_html('<span class="nexus-clip" title="{}">{}</span>', text, Truncator(text).chars(90))
 
     @admin.display(description="owner", ordering="session__owner__username")
     def owner(self, obj: ReasoningRun) -> str:
         return obj.session.owner.get_username()
 
+    @admin.display(description="strategy", ordering="final_strategy")
+    def strategies(self, obj: ReasoningRun) -> str:
+        first = trail.STRATEGY_SHORT.get(obj.initial_strategy, obj.initial_strategy)
+        last = trail.STRATEGY_SHORT.get(obj.final_strategy, obj.final_strategy)
+        return first if first == last else f"{first} → {last}"
+
     @admin.display(description="quality", ordering="final_quality")
     def quality(self, obj: ReasoningRun) -> str:
         return "–" if obj.final_quality is None else f"{obj.final_quality:.2f}"
+
+    @admin.display(description="feedback", ordering="feedback_score")
+    def feedback(self, obj: ReasoningRun) -> str:
+        up, down = getattr(obj, "feedback_up", 0), getattr(obj, "feedback_down", 0)
+        return f"👍 {up} · 👎 {down}" if up or down else "–"
 
     @admin.display(description="tokens")
     def total_tokens(self, obj: ReasoningRun) -> int:
         return obj.total_tokens
 
-    @admin.display(description="session")
-    def session_link(self, obj: ReasoningRun) -> str:
-        return format_html(
-            "{} (#{}, owner {})", obj.session.title, obj.session_id, obj.session.owner.get_username()
+    @admin.display(description="summary")
+    def summary_card(self, obj: ReasoningRun) -> str:
+        return trail.summary_card(
+            obj,
+            diff_url=self._diff_url(obj),
+            session_url=reverse("admin:chat_chatsession_change", args=[obj.session_id]),
         )
 
-    @admin.display(description="answer")
-    def answer(self, obj: ReasoningRun) -> str:
-        answers = list(obj.answers.all())
-        return answers[0].content if answers else "–"
+    @admin.display(description="attempts")
+    def attempts_table(self, obj: ReasoningRun) -> str:
+        return trail.attempts_table(obj, self._diff_url(obj))
+
+    @admin.display(description="tool executions")
+    def tools_table(self, obj: ReasoningRun) -> str:
+        return trail.tools_table(obj)
+
+    @admin.display(description="LLM calls")
+    def calls_table(self, obj: ReasoningRun) -> str:
+        return trail.calls_table(obj)
+
+    @admin.display(description="critiques")
+    def critiques_table(self, obj: ReasoningRun) -> str:
+        return trail.critiques_table(obj)
+
+    @admin.display(description="reflection")
+    def reflection_block(self, obj: ReasoningRun) -> str:
+        return trail.reflection_block(obj)
 
     @admin.display(description="attached")
     def attached(self, obj: ReasoningRun) -> str:
@@ -295,23 +408,13 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 step.step_id,
                 step.status,
                 ", ".join(step.depends_on),
-                Truncator(step.description).chars(120),
+                trail.long_text(step.description, 160),
                 ", ".join(step.tools_used),
             )
             for plan in obj.plans.all()
             for step in plan.steps.all()
         ]
-        if not rows:
-            return "–"
-        return format_html(
-            '<table class="nexus-audit"><thead><tr><th>rev</th><th>by</th><th>step</th><th>status</th>'
-            "<th>depends on</th><th>description</th><th>tools</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join(
-                "",
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                rows,
-            ),
-        )
+        return trail.table(["rev", "by", "step", "status", "depends on", "description", "tools"], rows)
 
     @admin.display(description="meta-agent and confidence")
     def quality_layers(self, obj: ReasoningRun) -> str:
@@ -321,20 +424,15 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             if event.kind == "meta.assessment":
                 rows.append(
                     (
-                        event.sequence,
+                        f"#{event.sequence}",
                         f"meta ({p.get('assessment', '')})",
                         f"confidence {p.get('confidence', 0):.2f}; {p.get('feedback', '')}; concerns: "
                         f"{', '.join(p.get('concerns', [])) or 'none'}",
                     )
                 )
             elif event.kind == "confidence.assessed":
-                rows.append((event.sequence, f"decision: {p.get('action')}", p.get("reasoning", "")))
-        if not rows:
-            return "–"
-        return format_html(
-            '<table class="nexus-audit"><tbody>{}</tbody></table>',
-            format_html_join("", "<tr><td>#{}</td><td>{}</td><td>{}</td></tr>", rows),
-        )
+                rows.append((f"#{event.sequence}", f"decision: {p.get('action')}", p.get("reasoning", "")))
+        return trail.table(["event", "layer", "verdict"], rows)
 
     @admin.display(description="trace")
     def timeline(self, obj: ReasoningRun) -> str:
@@ -342,28 +440,21 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         if not events:
             return "–"
         start = events[0].created_at
+        diff_url = self._diff_url(obj)
         rows = [
             (
                 e.sequence,
                 f"+{(e.created_at - start).total_seconds():.2f}s",
                 e.phase,
-                e.kind,
+                format_html('<code>{}</code> <a href="{}">compare attempts</a>', e.kind, diff_url)
+                if e.kind == "escalation"
+                else format_html("<code>{}</code>", e.kind),
                 e.level,
-                Truncator(json.dumps(e.payload, ensure_ascii=False)).chars(240),
-                _staff_detail(e.payload),
+                format_html("{}{}", trail.long_text(e.payload, 200), _staff_detail(e.payload)),
             )
             for e in events
         ]
-        return format_html(
-            '<table class="nexus-audit"><thead><tr><th>#</th><th>time</th><th>phase</th><th>kind</th>'
-            "<th>level</th><th>payload</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join(
-                "",
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
-                "<td>{}</td><td><code>{}</code>{}</td></tr>",
-                rows,
-            ),
-        )
+        return trail.table(["#", "time", "phase", "kind", "level", "payload"], rows)
 
     @admin.display(description="tracker state")
     def tracker_json(self, obj: ReasoningRun) -> str:
@@ -372,6 +463,17 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Export selected runs as JSON")
     def export_json(self, request: HttpRequest, queryset: QuerySet[ReasoningRun]) -> HttpResponse:
         document = runs_export(queryset)
+        staff_audit.record(
+            request,
+            "export",
+            "run",
+            "",
+            f"Exported {len(document['runs'])} selected run(s) as JSON",
+            count=len(document["runs"]),
+            format="json",
+            run_ids=sorted(queryset.values_list("pk", flat=True)),
+            filters=filters_of(request),
+        )
         response = HttpResponse(
             json.dumps(document, indent=2, ensure_ascii=False), content_type="application/json"
         )
@@ -407,7 +509,8 @@ class RunChildAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(RunChildAdmin):
+class AttemptAdmin(ViewAuditedAdmin, RunChildAdmin):
+    audit_object_type = "attempt"
     list_display = ["run_id", "number", "strategy", "status", "quality_score", "approved", "outcome"]
     list_filter = ["strategy", "status"]
 
@@ -467,7 +570,8 @@ class PlanAdmin(RunChildAdmin):
 
 
 @admin.register(ChatSession)
-class ChatSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ChatSessionAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "session"
     list_display = ["id", "title", "owner", "created_at", "updated_at"]
     list_select_related = ["owner"]
     search_fields = ["title", "owner__username"]
@@ -476,7 +580,8 @@ class ChatSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "message"
     list_display = ["id", "session", "role", "preview", "run_id", "created_at"]
     list_select_related = ["session"]
     list_filter = ["role"]

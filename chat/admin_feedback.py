@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from chat.admin import ReadOnlyMixin
+from chat.admin_audit import export_audit_csv, export_audit_jsonl
 from chat.models import AnswerFeedback, StaffAuditEntry
 
 
@@ -30,6 +31,7 @@ class StaffAuditEntryAdmin(admin.ModelAdmin):
     search_fields = ["actor_name", "summary", "object_id"]
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in StaffAuditEntry._meta.fields]
+    actions = [export_audit_csv, export_audit_jsonl]
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return request.user.is_active and request.user.is_superuser

@@ -14,7 +14,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from chat import staff_audit
 from chat.admin import RunChildAdmin
+from chat.admin_audit import ChangeAuditedAdmin
 from chat.lessons import lessons_promote
 from chat.models import ReasoningRun, Reflection, TeamLesson
 
@@ -48,7 +50,17 @@ class ReflectionAdmin(RunChildAdmin):
         description="Promote their lessons to the team (after reading them)", permissions=["promote"]
     )
     def promote_lessons(self, request: HttpRequest, queryset: QuerySet[Reflection]) -> None:
-        added = lessons_promote(reflections=queryset, by=request.user)
+        reflections = list(queryset)
+        added = lessons_promote(reflections=reflections, by=request.user)
+        staff_audit.record(
+            request,
+            "add",
+            "team lesson",
+            "",
+            f"Promoted {added} lesson(s) to the team from {len(reflections)} reflection(s)",
+            added=added,
+            runs=[r.run_id for r in reflections],
+        )
         self.message_user(
             request,
             f"{added} lesson(s) now reach every user's planner; edit or remove them under Team lessons.",
@@ -56,9 +68,11 @@ class ReflectionAdmin(RunChildAdmin):
 
 
 @admin.register(TeamLesson)
-class TeamLessonAdmin(admin.ModelAdmin):
+class TeamLessonAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     """Reviewed lessons every user's planner receives; staff reword or delete them here."""
 
+    audit_object_type = "team lesson"
+    audit_value_fields = ("text",)
     list_display = ["text", "source", "promoted_by", "promoted_at"]
     list_select_related = ["source_run", "promoted_by"]
     search_fields = ["text"]

@@ -24,6 +24,8 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
+from chat import staff_audit
+from chat.admin_audit import ChangeAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
 from chat.models import Document, MCPServer
@@ -148,7 +150,20 @@ class MCPServerForm(forms.ModelForm):
 
 
 @admin.register(MCPServer)
-class MCPServerAdmin(admin.ModelAdmin):
+class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
+    audit_object_type = "mcp server"
+    # Secrets (env_secret, headers_secret) are logged by name only, never by value.
+    audit_value_fields = (
+        "name",
+        "transport",
+        "enabled",
+        "command",
+        "args",
+        "cwd",
+        "url",
+        "call_timeout",
+        "tool_policies",
+    )
     form = MCPServerForm
     list_display = ["name", "transport", "enabled", "status", "tool_count", "last_checked", "builtin"]
     list_filter = ["enabled", "transport", "last_status"]
@@ -236,6 +251,13 @@ class MCPServerAdmin(admin.ModelAdmin):
     def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
         for server in queryset:
             error = async_to_sync(check_server)(server)
+            staff_audit.record(
+                request,
+                "other",
+                "mcp server",
+                server.pk,
+                f"Checked the connection of {server.name}: {error or 'connected'}",
+            )
             if error:
                 self.message_user(request, f"{server.name}: {error}", level=messages.ERROR)
             else:
@@ -244,11 +266,13 @@ class MCPServerAdmin(admin.ModelAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     """Documents belong to their owners: staff may look (and delete, with the permission), but
     only a superuser edits one, since sharing a private document or rewriting a shared one
     changes what every user's runs read."""
 
+    audit_object_type = "document"
+    audit_value_fields = ("title", "shared", "format")
     list_display = ["title", "owner", "shared", "format", "updated_at"]
     list_filter = ["shared", "format"]
     list_select_related = ["owner"]

@@ -6,8 +6,10 @@ number and plan revision, so an export imported elsewhere exports to the same do
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -162,3 +164,122 @@ def runs_import(document: dict[str, Any], *, owners: Mapping[str, Any]) -> list[
         TraceEvent.objects.bulk_create(TraceEvent(run=run, **_load(TraceEvent, e)) for e in data["events"])
         created.append(run)
     return created
+
+
+# --- Bulk export: one run per line, streamed ----------------------------------------------
+
+LINES_FORMAT = "nexus-runs-lines"
+EXPORT_BATCH = 200
+
+
+def runs_export_lines(queryset: models.QuerySet[ReasoningRun], *, batch: int = EXPORT_BATCH) -> Iterator[str]:
+    """The export as JSON Lines: a header line, then one run per line in id order.
+
+    Runs are read `batch` at a time by keyset (id > the last one sent), each batch with the
+    same fixed number of queries, so memory stays flat however many runs match. Each run
+    line is exactly an element of `runs_export(...)["runs"]`.
+    """
+    yield json.dumps({"format": LINES_FORMAT, "version": VERSION}) + "\n"
+    ids = queryset.order_by("pk").values_list("pk", flat=True)
+    last = 0
+    while True:
+        chunk = list(ids.filter(pk__gt=last)[:batch])
+        if not chunk:
+            return
+        for run in runs_export(ReasoningRun.objects.filter(pk__in=chunk))["runs"]:
+            yield json.dumps(run, ensure_ascii=False) + "\n"
+        last = chunk[-1]
+
+
+def runs_import_lines(lines: Iterable[str | bytes], *, owners: Mapping[str, Any]) -> list[ReasoningRun]:
+    """Import a JSON Lines export (see `runs_export_lines`), all or nothing."""
+    rows = (line for line in lines if line.strip())
+    header = json.loads(next(rows, "{}"))
+    if header.get("format") != LINES_FORMAT or header.get("version") != VERSION:
+        raise ValueError(f"not a {LINES_FORMAT} v{VERSION} file")
+    runs = [json.loads(line) for line in rows]
+    return runs_import({"format": FORMAT, "version": VERSION, "runs": runs}, owners=owners)
+
+
+SUMMARY_COLUMNS = [
+    "id",
+    "created_at",
+    "owner",
+    "session",
+    "status",
+    "question",
+    "answer",
+    "initial_strategy",
+    "final_strategy",
+    "escalations",
+    "quality",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "latency_ms",
+    "tool_calls",
+    "feedback_up",
+    "feedback_down",
+    "error",
+]
+
+
+class _Echo:
+    """What csv.writer writes to: each line is handed back to be streamed."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _cell(value: Any) -> Any:
+    # A cell starting with =, +, - or @ is a formula to a spreadsheet: keep it text.
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def runs_summary_csv(queryset: models.QuerySet[ReasoningRun], *, batch: int = 2000) -> Iterator[str]:
+    """One CSV row per run (question, answer, strategy, quality, tokens, cost, feedback),
+    streamed by keyset in batches, for spreadsheets and compliance reviews."""
+    writer = csv.writer(_Echo())
+    yield writer.writerow(SUMMARY_COLUMNS)
+    runs = (
+        queryset.order_by("pk")
+        .select_related("session__owner", "user_message")
+        .annotate(
+            n_tool_calls=models.Count("tool_executions", distinct=True),
+            n_up=models.Count("feedback", filter=models.Q(feedback__rating=1), distinct=True),
+            n_down=models.Count("feedback", filter=models.Q(feedback__rating=-1), distinct=True),
+        )
+    )
+    answers = Message.objects.filter(role=Message.Role.ASSISTANT)
+    last = 0
+    while True:
+        chunk = list(runs.filter(pk__gt=last)[:batch])
+        if not chunk:
+            return
+        text = dict(answers.filter(run__in=[r.pk for r in chunk]).values_list("run_id", "content"))
+        for run in chunk:
+            row = {
+                "id": run.pk,
+                "created_at": run.created_at.isoformat(),
+                "owner": run.session.owner.get_username(),
+                "session": run.session_id,
+                "status": run.status,
+                "question": run.user_message.content,
+                "answer": text.get(run.pk, ""),
+                "initial_strategy": run.initial_strategy,
+                "final_strategy": run.final_strategy,
+                "escalations": run.escalation_count,
+                "quality": "" if run.final_quality is None else f"{run.final_quality:.3f}",
+                "input_tokens": run.input_tokens,
+                "output_tokens": run.output_tokens,
+                "cost": str(run.cost),
+                "latency_ms": "" if run.latency_ms is None else run.latency_ms,
+                "tool_calls": run.n_tool_calls,
+                "feedback_up": run.n_up,
+                "feedback_down": run.n_down,
+                "error": run.error,
+            }
+            yield writer.writerow([_cell(row[c]) for c in SUMMARY_COLUMNS])
+        last = chunk[-1].pk

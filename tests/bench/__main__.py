@@ -4,7 +4,7 @@ import asyncio
 import sys
 
 import tests.env  # noqa: F401  - the same known environment as the tests (offline model, a secrets key)
-from tests.bench import adaptivity, engine, team, web
+from tests.bench import adaptivity, audit, engine, team, web
 
 
 def main() -> int:
@@ -12,6 +12,7 @@ def main() -> int:
     print("\n".join(asyncio.run(adaptivity.main())), flush=True)
     print("\n".join(web.main()), flush=True)
     print("\n".join(team.main()), flush=True)
+    print("\n".join(audit.main()), flush=True)
     return 0
 
 

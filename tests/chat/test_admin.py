@@ -182,3 +182,49 @@ def test_every_change_page_renders_for_a_full_run(auditor, alice_session, client
         name = model._meta.model_name
         response = client.get(reverse(f"admin:chat_{name}_change", args=[obj.pk]))
         assert response.status_code == 200, name
+
+
+def test_bulk_export_streams_every_matching_run_as_json_lines_that_import_back(
+    auditor, alice, bob, client_for
+):
+    from chat.audit import runs_import_lines
+    from chat.models import StaffAuditEntry
+
+    mine = [full_run(services.session_create(owner=alice), f"What is {n}*5?") for n in range(3)]
+    full_run(services.session_create(owner=bob), "What is 9*9?")
+    client = client_for(auditor)
+    listing = client.get("/admin/chat/reasoningrun/", {"owner": alice.pk}).content.decode()
+    assert "Export 3 as JSON Lines" in listing
+    url = reverse("admin:chat_reasoningrun_export")
+    response = client.get(url, {"owner": alice.pk, "format": "jsonl"})
+    assert response.streaming and response["Content-Type"] == "application/x-ndjson"
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert json.loads(lines[0])["format"] == "nexus-runs-lines" and len(lines) == 4
+    expected = runs_export(ReasoningRun.objects.filter(pk__in=[r.pk for r in mine]))
+    assert [json.loads(line) for line in lines[1:]] == expected["runs"]
+    entry = StaffAuditEntry.objects.get(action="export")
+    assert entry.details["count"] == 3 and entry.details["format"] == "jsonl"
+    assert entry.details["filters"] == {"owner": str(alice.pk)}
+    for run in mine:
+        run.session.delete()
+    restored = runs_import_lines(lines, owners={"alice": alice})
+    again = runs_export(ReasoningRun.objects.filter(pk__in=[r.pk for r in restored]))
+    assert again == expected
+
+
+def test_bulk_export_of_a_date_range_as_csv_summaries(auditor, alice, client_for):
+    import csv
+    import datetime as dt
+    import io
+
+    old, new = (full_run(services.session_create(owner=alice), f"What is {n}*2?") for n in (1, 2))
+    ReasoningRun.objects.filter(pk=old.pk).update(created_at=dt.datetime(2024, 1, 5, tzinfo=dt.UTC))
+    response = client_for(auditor).get(
+        reverse("admin:chat_reasoningrun_export"),
+        {"created_at__gte": "2025-01-01 00:00:00+00:00", "format": "csv"},
+    )
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [int(r["id"]) for r in rows] == [new.pk]
+    (row,) = rows
+    assert row["question"] == "What is 2*2?" and row["owner"] == "alice" and "4" in row["answer"]
+    assert row["status"] == "succeeded" and int(row["tool_calls"]) >= 1

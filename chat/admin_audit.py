@@ -1,0 +1,229 @@
+"""Admin mixins that write the staff audit log, and its export.
+
+Two kinds of staff action are recorded through `chat.staff_audit.record`:
+
+- *Reading* someone's conversation: opening a run, session, message or attempt page
+  (`ViewAuditedAdmin`), searching the run list, comparing attempts, exporting runs.
+- *Changing* what every run depends on: tool servers, team lessons, documents
+  (`ChangeAuditedAdmin`). Django's own admin log hooks (`log_addition`, `log_change`,
+  `log_deletions`) are the one place every add, edit and delete passes, so the mixin
+  records there; the entry names the changed fields, never their values (a tool server's
+  secrets are among them).
+
+Issue 15's budgets (or any new configuration model) join the log by mixing
+`ChangeAuditedAdmin` into their ModelAdmin and setting `audit_object_type = "budget"`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils import timezone
+
+from chat import staff_audit
+from chat.models import StaffAuditEntry
+
+# Query parameters of a changelist that are not filters (paging, ordering, popups).
+NON_FILTER_PARAMS = {"p", "o", "_changelist_filters", "_popup", "_to_field", "format"}
+
+
+def filters_of(request: HttpRequest) -> dict[str, str]:
+    """The changelist filters and search a request carries, as one flat dict for the log."""
+    params = request.GET
+    if "_changelist_filters" in params:  # a change page remembers the list it came from
+        from django.http import QueryDict
+
+        params = QueryDict(params["_changelist_filters"])
+    return {key: params.get(key, "") for key in sorted(params) if key not in NON_FILTER_PARAMS}
+
+
+class ViewAuditedAdmin:
+    """Records who opened which object's page: a conversation read by staff is an access."""
+
+    audit_object_type = ""
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        response = super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+        if request.method == "GET" and response.status_code == 200:
+            staff_audit.record(
+                request,
+                StaffAuditEntry.Action.VIEW,
+                self.audit_object_type or self.opts.model_name,  # type: ignore[attr-defined]
+                object_id,
+                f"Viewed {self.audit_object_type} {object_id}",
+            )
+        return response
+
+
+class ChangeAuditedAdmin:
+    """Records every add, change and delete made through this admin, with the field names
+    (and the new values of `audit_value_fields`, which must never include a secret)."""
+
+    audit_object_type = ""
+    audit_value_fields: tuple[str, ...] = ()
+
+    def _audit_type(self) -> str:
+        return self.audit_object_type or str(self.opts.verbose_name)  # type: ignore[attr-defined]
+
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> Any:
+        staff_audit.record(
+            request,
+            StaffAuditEntry.Action.ADD,
+            self._audit_type(),
+            obj.pk,
+            f"Added {self._audit_type()} {obj}",
+        )
+        return super().log_addition(request, obj, message)  # type: ignore[misc]
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> Any:
+        # The admin's own message names fields by their labels (and counts an unchanged JSON
+        # field as changed); the log keeps the names of the fields whose value changed.
+        changed = [
+            f
+            for f in form.changed_data
+            if f not in form.initial or form.initial[f] != form.cleaned_data.get(f)
+        ]
+        request._audit_changed_fields = sorted(changed)  # type: ignore[attr-defined]
+        return super().construct_change_message(request, form, formsets, add)  # type: ignore[misc]
+
+    def log_change(self, request: HttpRequest, obj: Model, message: Any) -> Any:
+        fields = getattr(request, "_audit_changed_fields", [])
+        staff_audit.record(
+            request,
+            StaffAuditEntry.Action.CHANGE,
+            self._audit_type(),
+            obj.pk,
+            f"Changed {self._audit_type()} {obj}" + (f": {', '.join(fields)}" if fields else ""),
+            changed_fields=fields,
+            new_values={f: _plain(getattr(obj, f, None)) for f in fields if f in self.audit_value_fields},
+        )
+        return super().log_change(request, obj, message)  # type: ignore[misc]
+
+    def log_deletions(self, request: HttpRequest, queryset: Iterable[Model]) -> Any:
+        for obj in queryset:
+            staff_audit.record(
+                request,
+                StaffAuditEntry.Action.DELETE,
+                self._audit_type(),
+                obj.pk,
+                f"Deleted {self._audit_type()} {obj}",
+            )
+        return super().log_deletions(request, queryset)  # type: ignore[misc]
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else str(value)
+
+
+AUDIT_COLUMNS = [
+    "created_at",
+    "actor_name",
+    "action",
+    "object_type",
+    "object_id",
+    "summary",
+    "details",
+    "ip_address",
+]
+
+
+def _entry_row(entry: StaffAuditEntry) -> dict[str, Any]:
+    return {
+        "created_at": entry.created_at.isoformat(),
+        "actor_name": entry.actor_name,
+        "action": entry.action,
+        "object_type": entry.object_type,
+        "object_id": entry.object_id,
+        "summary": entry.summary,
+        "details": entry.details,
+        "ip_address": entry.ip_address,
+    }
+
+
+class _Echo:
+    """A file-like object csv.writer writes to, handing each line back for streaming."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def audit_entries_csv(entries: QuerySet[StaffAuditEntry]) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(AUDIT_COLUMNS)
+    for entry in entries.iterator(chunk_size=2000):
+        row = _entry_row(entry)
+        row["details"] = json.dumps(row["details"], ensure_ascii=False, sort_keys=True)
+        # A cell starting with =, +, - or @ is a formula to a spreadsheet: quote it as text.
+        yield writer.writerow([_spreadsheet_safe(row[c]) for c in AUDIT_COLUMNS])
+
+
+def audit_entries_jsonl(entries: QuerySet[StaffAuditEntry]) -> Iterator[str]:
+    for entry in entries.iterator(chunk_size=2000):
+        yield json.dumps(_entry_row(entry), ensure_ascii=False) + "\n"
+
+
+def _spreadsheet_safe(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def audit_log_download(
+    request: HttpRequest, entries: QuerySet[StaffAuditEntry], fmt: str
+) -> StreamingHttpResponse:
+    """Stream the entries as CSV or JSON Lines, and record that the log itself was exported."""
+    entries = entries.order_by("created_at", "id")
+    count = entries.count()
+    staff_audit.record(
+        request,
+        StaffAuditEntry.Action.EXPORT,
+        "staff audit log",
+        "",
+        f"Exported {count} staff audit entries as {fmt.upper()}",
+        count=count,
+        format=fmt,
+        filters=filters_of(request),
+    )
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    if fmt == "csv":
+        response = StreamingHttpResponse(audit_entries_csv(entries), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(audit_entries_jsonl(entries), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="nexus-staff-audit-{stamp}.{fmt}"'
+    return response
+
+
+@admin.action(description="Export selected entries as CSV")
+def export_audit_csv(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[StaffAuditEntry]
+) -> StreamingHttpResponse:
+    return audit_log_download(request, queryset, "csv")
+
+
+@admin.action(description="Export selected entries as JSON Lines")
+def export_audit_jsonl(
+    modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[StaffAuditEntry]
+) -> StreamingHttpResponse:
+    return audit_log_download(request, queryset, "jsonl")
+
+
+def changelist_queryset(modeladmin: admin.ModelAdmin, request: HttpRequest) -> QuerySet[Any]:
+    """What the changelist shows for this request's filters, search and date range, unpaged:
+    an export of "everything matching" uses exactly the filters the list applies."""
+    from copy import copy
+
+    listing = copy(request)
+    listing.GET = request.GET.copy()
+    for param in NON_FILTER_PARAMS - {"o"}:
+        listing.GET.pop(param, None)
+    return modeladmin.get_changelist_instance(listing).get_queryset(listing)
