@@ -31,6 +31,7 @@ from reasoning.llm.factory import make_client
 from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
+from teamops.budgets import UserSpendingLimit, refusal_for
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,12 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
+    refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
+    if refusal is not None and run.next_sequence == 1:
+        # Queued before the budget ran out (or retried): refused before any model call.
+        await database_sync_to_async(services.run_fail)(run.pk, refusal)
+        await RunSink(run).push({"type": "run.done", "run": run.pk})
+        return "failed"
     heartbeat = asyncio.create_task(_beat(run.pk, worker))
     sink = RunSink(run)
     try:
@@ -101,6 +108,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
                 resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
+                budget=UserSpendingLimit(run.session.owner_id),
             )
         finally:
             await context["tools"].close()

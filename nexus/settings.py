@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "chat",
+    "teamops",
 ]
 
 MIDDLEWARE = [
