@@ -32,6 +32,7 @@ from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
 from teamops.budgets import UserSpendingLimit, refusal_for
+from teamops.rollup import rollup_run_safely
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         # Queued before the budget ran out (or retried): refused before any model call.
         await database_sync_to_async(services.run_fail)(run.pk, refusal)
         await RunSink(run).push({"type": "run.done", "run": run.pk})
+        await database_sync_to_async(rollup_run_safely)(run.pk)
         return "failed"
     heartbeat = asyncio.create_task(_beat(run.pk, worker))
     sink = RunSink(run)
@@ -93,6 +95,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
     await sink.push({"type": "run.done", "run": run.pk})
+    await database_sync_to_async(rollup_run_safely)(run.pk)
     await database_sync_to_async(close_old_connections)()
     return outcome
 

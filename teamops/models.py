@@ -90,3 +90,89 @@ class UsageCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.period} {self.start}: {self.tokens} tokens, ${self.cost}"
+
+
+# Upper bounds (ms) of the latency histogram's buckets; the last bucket is open-ended.
+# Percentiles on the dashboard are read from these counts (interpolated within a bucket).
+LATENCY_BOUNDS_MS = (
+    250, 500, 750, 1000, 1500, 2000, 3000, 4000, 5000, 7500,
+    10000, 15000, 20000, 30000, 45000, 60000, 90000, 120000, 180000,
+)  # fmt: skip
+LATENCY_FIELDS = tuple(f"lat_{index:02d}" for index in range(len(LATENCY_BOUNDS_MS) + 1))
+
+
+def _latency_histogram() -> dict[str, models.Field]:
+    return {name: models.PositiveIntegerField(default=0) for name in LATENCY_FIELDS}
+
+
+class UsageDay(models.Model):
+    """Finished runs rolled up per day, person, model and final strategy, so the dashboard
+    reads a few thousand rows instead of every run. Filled when a run finishes (and by
+    `manage.py usage_rollup` for older runs); never changed by hand."""
+
+    day = models.DateField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=120, blank=True)
+    strategy = models.CharField(max_length=20, blank=True)
+    runs = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    escalated = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
+    quality_sum = models.FloatField(default=0.0)
+    quality_n = models.PositiveIntegerField(default=0)
+    q_low = models.PositiveIntegerField(default=0)
+    q_fair = models.PositiveIntegerField(default=0)
+    q_good = models.PositiveIntegerField(default=0)
+    q_high = models.PositiveIntegerField(default=0)
+    q_none = models.PositiveIntegerField(default=0)
+    locals().update(_latency_histogram())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["day", "user", "model", "strategy"], name="one_usage_row_per_group"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="usage_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day} user {self.user_id} {self.model} {self.strategy}: {self.runs} runs"
+
+
+class CallDay(models.Model):
+    """Model calls of finished runs per day, person and the model that was called."""
+
+    day = models.DateField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=120, blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=16, decimal_places=6, default=Decimal(0))
+    locals().update(_latency_histogram())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["day", "user", "model"], name="one_call_row_per_group")
+        ]
+        indexes = [models.Index(fields=["day"], name="call_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day} user {self.user_id} {self.model}: {self.calls} calls"
+
+
+class CountedRun(models.Model):
+    """A run already rolled up (a run is counted once, however often recording is tried).
+    No foreign key: deleting a chat does not un-count its spending."""
+
+    run_id = models.BigIntegerField(primary_key=True)
+    batch = models.CharField(max_length=32, db_index=True)
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} (counted)"

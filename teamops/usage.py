@@ -1,6 +1,9 @@
 """Usage selectors: runs, tokens, cache hits, cost, latency percentiles, escalation rate
-and quality distribution, per day, person, model or strategy. Every figure is aggregated by
-the database (GROUP BY); nothing here iterates over runs."""
+and quality distribution, per day, person, model or strategy.
+
+They read the rollup tables (teamops.rollup), aggregated again by the database (GROUP BY):
+a month of a busy team is a few thousand rows, never every run. Latency percentiles come
+from the rollup's histogram, interpolated within a bucket (exact to the bucket's width)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Avg, Count, F, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from chat.models import LLMCall, ReasoningRun, Strategy
-from teamops.aggregates import Percentile
+from chat.models import Strategy
+from teamops.models import LATENCY_BOUNDS_MS, LATENCY_FIELDS, CallDay, UsageDay
 
 DIMENSIONS = {
     "day": "Day",
@@ -29,7 +31,6 @@ QUALITY_BUCKETS = (
     ("q_high", "0.85 and up", Q(final_quality__gte=0.85)),
     ("q_none", "not scored", Q(final_quality__isnull=True)),
 )
-FINISHED = (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
 DEFAULT_DAYS = 30
 
 
@@ -84,36 +85,60 @@ def _date(value: str | None) -> date | None:
         return None
 
 
-def runs_in(filters: UsageFilters) -> QuerySet[ReasoningRun]:
-    runs = ReasoningRun.objects.filter(
-        created_at__gte=filters.since, created_at__lt=filters.until, status__in=FINISHED
-    )
+def _window(rows: QuerySet[Any], filters: UsageFilters, *, runs: bool = True) -> QuerySet[Any]:
+    rows = rows.filter(day__gte=filters.start, day__lte=filters.end)
     if filters.user_id:
-        runs = runs.filter(session__owner_id=filters.user_id)
+        rows = rows.filter(user_id=filters.user_id)
     if filters.model:
-        runs = runs.filter(model=filters.model)
-    if filters.strategy:
-        runs = runs.filter(final_strategy=filters.strategy)
-    return runs
+        rows = rows.filter(model=filters.model)
+    if filters.strategy and runs:
+        rows = rows.filter(strategy=filters.strategy)
+    return rows
 
 
-def _run_figures() -> dict[str, Any]:
-    figures: dict[str, Any] = {
-        "runs": Count("id"),
-        "input_tokens": Coalesce(Sum("input_tokens"), 0),
-        "output_tokens": Coalesce(Sum("output_tokens"), 0),
-        "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
-        "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
-        "cost": Sum("cost"),
-        "latency_p50": Percentile("latency_ms", 0.5),
-        "latency_p95": Percentile("latency_ms", 0.95),
-        "escalated": Count("id", filter=Q(escalation_count__gt=0)),
-        "failed": Count("id", filter=Q(status=ReasoningRun.Status.FAILED)),
-        "quality_avg": Avg("final_quality"),
-    }
-    for key, _label, condition in QUALITY_BUCKETS:
-        figures[key] = Count("id", filter=condition)
-    return figures
+def _sums(names: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    return {name: Sum(name, default=0) for name in names}
+
+
+RUN_SUMS = (
+    "runs",
+    "failed",
+    "escalated",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "quality_sum",
+    "quality_n",
+    *[key for key, _label, _condition in QUALITY_BUCKETS],
+    *LATENCY_FIELDS,
+)
+CALL_SUMS = (
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    *LATENCY_FIELDS,
+)
+
+
+def percentile(row: dict[str, Any], fraction: float) -> float | None:
+    """The `fraction` percentile of a latency histogram, interpolated within its bucket."""
+    counts = [row[name] for name in LATENCY_FIELDS]
+    total = sum(counts)
+    if not total:
+        return None
+    rank = fraction * total
+    seen = 0
+    lower = 0.0
+    for count, upper in zip(counts, [*LATENCY_BOUNDS_MS, None], strict=True):
+        top = float(upper) if upper is not None else lower * 1.5
+        if count and seen + count >= rank:
+            return lower + (top - lower) * (rank - seen) / count
+        seen += count
+        lower = top
+    return lower
 
 
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
@@ -123,69 +148,51 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
     )
     prompt = row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
     row["cache_hit_rate"] = row["cache_read_tokens"] / prompt if prompt else 0.0
-    row["escalation_rate"] = row["escalated"] / row["runs"] if row["runs"] else 0.0
     row["cost"] = row["cost"] or 0
+    row["latency_p50"] = percentile(row, 0.5)
+    row["latency_p95"] = percentile(row, 0.95)
+    if "runs" in row:
+        row["escalation_rate"] = row["escalated"] / row["runs"] if row["runs"] else 0.0
+        row["quality_avg"] = row["quality_sum"] / row["quality_n"] if row["quality_n"] else None
     return row
+
+
+GROUPS = {"day": "day", "user": "user__username", "model": "model", "strategy": "strategy"}
 
 
 def breakdown(filters: UsageFilters, dimension: str) -> list[dict[str, Any]]:
     """One row per day, person, model or strategy, with every figure."""
-    runs = runs_in(filters)
-    if dimension == "day":
-        grouped = runs.annotate(key=TruncDate("created_at", tzinfo=timezone.get_current_timezone()))
-    elif dimension == "user":
-        grouped = runs.annotate(key=F("session__owner__username"))
-    elif dimension == "model":
-        grouped = runs.annotate(key=F("model"))
-    elif dimension == "strategy":
-        grouped = runs.annotate(key=F("final_strategy"))
-    else:
+    if dimension not in GROUPS:
         raise ValueError(f"unknown dimension {dimension!r}")
-    rows = grouped.values("key").annotate(**_run_figures()).order_by("key")
+    rows = (
+        _window(UsageDay.objects.all(), filters)
+        .annotate(key=F(GROUPS[dimension]))
+        .values("key")
+        .annotate(cost=Sum("cost"), **_sums(RUN_SUMS))
+        .order_by("key")
+    )
     return [_finish(row) for row in rows]
 
 
 def totals(filters: UsageFilters) -> dict[str, Any]:
-    return _finish(runs_in(filters).aggregate(**_run_figures()))
+    return _finish(_window(UsageDay.objects.all(), filters).aggregate(cost=Sum("cost"), **_sums(RUN_SUMS)))
 
 
 def model_calls(filters: UsageFilters) -> list[dict[str, Any]]:
     """Per model actually called (analysis, evaluation and answering models differ)."""
-    calls = LLMCall.objects.filter(run__in=runs_in(filters))
     rows = (
-        calls.values("model")
-        .annotate(
-            calls=Count("id"),
-            input_tokens=Coalesce(Sum("input_tokens"), 0),
-            output_tokens=Coalesce(Sum("output_tokens"), 0),
-            cache_read_tokens=Coalesce(Sum("cache_read_tokens"), 0),
-            cache_write_tokens=Coalesce(Sum("cache_write_tokens"), 0),
-            cost=Sum("cost"),
-            latency_p50=Percentile("latency_ms", 0.5),
-            latency_p95=Percentile("latency_ms", 0.95),
-        )
+        _window(CallDay.objects.all(), filters, runs=False)
+        .values("model")
+        .annotate(cost=Sum("cost"), **_sums(CALL_SUMS))
         .order_by("model")
     )
-    result = []
-    for row in rows:
-        row["tokens"] = (
-            row["input_tokens"] + row["output_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
-        )
-        prompt = row["input_tokens"] + row["cache_read_tokens"] + row["cache_write_tokens"]
-        row["cache_hit_rate"] = row["cache_read_tokens"] / prompt if prompt else 0.0
-        row["cost"] = row["cost"] or 0
-        result.append(row)
-    return result
+    return [_finish(row) for row in rows]
 
 
 def choices(filters: UsageFilters) -> dict[str, list[Any]]:
     """What the filter menus offer: people and models that have runs in the window."""
-    window = ReasoningRun.objects.filter(created_at__gte=filters.since, created_at__lt=filters.until)
+    window = UsageDay.objects.filter(day__gte=filters.start, day__lte=filters.end)
     return {
-        "users": list(
-            window.values_list("session__owner_id", "session__owner__username")
-            .distinct()
-            .order_by("session__owner__username")
-        ),
+        "users": list(window.values_list("user_id", "user__username").distinct().order_by("user__username")),
         "models": list(window.exclude(model="").values_list("model", flat=True).distinct().order_by("model")),
     }

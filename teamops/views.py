@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from chat import staff_audit
 from chat.models import StaffAuditEntry
 from teamops import budgets, usage
+from teamops.rollup import rollup_recent
 
 CSV_COLUMNS = [
     ("key", "group"),
@@ -112,6 +113,7 @@ def _tables(filters: usage.UsageFilters, names: list[str]) -> list[dict[str, Any
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The team's usage (staff): charts, the table beneath each, CSV for each table."""
     _require_staff(request)
+    rollup_recent()
     filters = usage.UsageFilters.from_query(request.GET)
     table = request.GET.get("csv")
     if table in usage.DIMENSIONS or table == "calls":
@@ -149,6 +151,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @login_required
 def my_usage(request: HttpRequest) -> HttpResponse:
     """A person's own usage and how much of each budget that binds them is spent."""
+    rollup_recent()
     filters = usage.UsageFilters.from_query(request.GET, user_id=request.user.pk)
     return render(
         request,

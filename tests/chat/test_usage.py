@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.core.management import call_command
+from django.db import connection, connections
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from chat import services
 from chat.models import StaffAuditEntry
+from teamops.models import CallDay, UsageDay
+from teamops.rollup import rollup, rollup_run
 from tests.chat.usage_data import finished_run
 
 pytestmark = pytest.mark.django_db
@@ -28,13 +34,14 @@ def team_runs(alice, bob):
     finished_run(
         bob,
         at=now,
-        latency_ms=5000,
+        latency_ms=4800,
         quality=0.4,
         escalations=2,
         strategy="deep_reasoning",
         cost="1.50",
         calls=("claude-opus",),
     )
+    assert rollup() == 5
     return now
 
 
@@ -49,9 +56,10 @@ def test_staff_see_the_team_per_day_person_model_and_strategy(team_runs, auditor
     by_user = rows_of(html, "user")
     assert '<th scope="row">alice</th><td>4</td><td>2,450</td>' in by_user
     assert '<th scope="row">bob</th><td>1</td><td>150</td>' in by_user
-    # Latency percentiles from the database: alice's 100, 200, 300, 400 ms.
-    assert "<td>$0.28</td><td>250 ms</td><td>385 ms</td><td>0%</td>" in by_user
-    assert "<td>$1.50</td><td>5.0 s</td><td>5.0 s</td><td>100%</td>" in by_user
+    # Latency percentiles from the rollup's histogram: alice's 100, 200 | 300, 400 ms fall in
+    # the buckets below 250 ms and 250-500 ms; bob's 4.8 s in 4-5 s.
+    assert "<td>$0.28</td><td>250 ms</td><td>475 ms</td><td>0%</td>" in by_user
+    assert "<td>$1.50</td><td>4.5 s</td><td>5.0 s</td><td>100%</td>" in by_user
     by_strategy = rows_of(html, "strategy")
     assert '<th scope="row">deep_reasoning</th><td>1</td>' in by_strategy
     # Cache hits: 800 of 1,800 prompt tokens on alice's run today.
@@ -84,7 +92,7 @@ def test_each_table_downloads_as_csv_and_the_export_is_audited(team_runs, audito
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert [(r["group"], r["runs"], r["tokens"], r["latency p50 ms"]) for r in rows] == [
         ("alice", "4", "2450", "250.0"),
-        ("bob", "1", "150", "5000.0"),
+        ("bob", "1", "150", "4500.0"),
     ]
     entry = StaffAuditEntry.objects.get(action="export", object_type="usage")
     assert entry.object_id == "user" and entry.actor == auditor
@@ -118,3 +126,51 @@ def test_people_see_only_their_own_usage_and_budgets(team_runs, bob, client_for)
     assert "Yours, monthly: 0 of 10 USD (0%)" in html
     html = client.get("/usage/mine/", {"user": team_runs and 1}).content.decode()
     assert '<dd id="total-runs">1</dd>' in html, "the person filter cannot show someone else"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_run_is_counted_once_and_stays_counted(alice_session, alice, auditor, client_for):
+    from tests.conftest import ask
+
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")
+    row = UsageDay.objects.get(user=alice)
+    assert (row.runs, row.escalated, row.input_tokens) == (1, 1, run.input_tokens)
+    assert CallDay.objects.filter(user=alice).aggregate(n=Sum("calls"))["n"] == run.llm_calls.count()
+    assert rollup_run(run.pk) == 0 and rollup() == 0, "recording again counts nothing twice"
+    services.session_delete(session=alice_session)
+    html = client_for(auditor).get("/usage/").content.decode()
+    assert '<dd id="total-runs">1</dd>' in html, "deleting a chat does not erase its spending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_workers_rolling_up_the_same_runs_at_once_count_each_run_once(alice):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent connections run in the PostgreSQL pass (scripts/test.sh)")
+    now = timezone.now()
+    for index in range(40):
+        finished_run(alice, at=now - timedelta(minutes=index), calls=("m",))
+    barrier = threading.Barrier(4)
+    counted: list[int] = []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            counted.append(rollup())
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(counted) == 40
+    assert UsageDay.objects.aggregate(n=Sum("runs"))["n"] == 40
+    assert CallDay.objects.aggregate(n=Sum("calls"))["n"] == 40
+
+
+def test_the_backfill_command_counts_older_runs(alice):
+    finished_run(alice, at=timezone.now() - timedelta(days=20))
+    out = io.StringIO()
+    call_command("usage_rollup", stdout=out)
+    assert out.getvalue().strip() == "Rolled up 1 run." and UsageDay.objects.get().runs == 1
