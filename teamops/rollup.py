@@ -51,7 +51,7 @@ def _upsert(table: str, keys: list[str], columns: list[str], select: QuerySet[An
     # "WHERE true": SQLite needs it to parse INSERT … SELECT … ON CONFLICT unambiguously.
     # Only our own table and column names are interpolated; values travel as parameters.
     statement = (
-        f"INSERT INTO {table} ({names}) SELECT {names} FROM ({sql}) AS batch WHERE true "  # noqa: S608
+        f"INSERT INTO {table} ({names}) SELECT {names} FROM ({sql}) AS batch WHERE true "  # noqa: S608  # nosec B608
         f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {additions}"
     )
     with connection.cursor() as cursor:
@@ -69,7 +69,7 @@ def _claim(runs: QuerySet[ReasoningRun]) -> str:
     sql, params = pending.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {CountedRun._meta.db_table} (run_id, batch) "  # noqa: S608
+            f"INSERT INTO {CountedRun._meta.db_table} (run_id, batch) "  # noqa: S608  # nosec B608
             f"SELECT * FROM ({sql}) AS pending WHERE true ON CONFLICT DO NOTHING",
             params,
         )
