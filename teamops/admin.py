@@ -22,7 +22,6 @@ class BudgetAdmin(admin.ModelAdmin):
     list_select_related = ["user", "group"]
     list_filter = ["period", "metric", "enabled", "group"]
     search_fields = ["user__username", "group__name", "note"]
-    autocomplete_fields = ["user"]
     fields = ["user", "group", "period", "metric", "limit", "enabled", "note"]
 
     @admin.display(description="Limit")
