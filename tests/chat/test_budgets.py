@@ -15,7 +15,7 @@ from chat import services
 from chat.models import LLMCall, Message, ReasoningRun, StaffAuditEntry, TraceEvent
 from teamops.budgets import refusal_for, usage_charge
 from teamops.models import Budget, Period, UsageCounter
-from tests.conftest import ask, run_now
+from tests.conftest import ask, run_now, starting_with
 
 # Runs execute on another thread (as in a worker): their rows must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -158,3 +158,36 @@ def test_staff_set_budgets_in_the_admin_and_each_change_is_audited(auditor, alic
         },
     )
     assert both.status_code == 200 and Budget.objects.count() == 1, "a budget is a person's or a group's"
+
+
+def test_runs_executing_at_once_are_all_counted(alice):
+    """Four runs answered at the same time on four connections (as four workers would)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent connections run in the PostgreSQL pass (scripts/test.sh)")
+    runs = [
+        services.message_post(session=services.session_create(owner=alice), content=TWO_PARTS)
+        for _ in range(4)
+    ]
+    barrier = threading.Barrier(len(runs))
+    outcomes: list[str] = []
+
+    def worker(run_id: int) -> None:
+        try:
+            barrier.wait()
+            outcomes.append(run_now(run_id))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=(run.pk,)) for run in runs]
+    with starting_with("direct"):  # each run escalates once: more calls in flight at once
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert outcomes == ["succeeded"] * 4
+    calls = LLMCall.objects.filter(run__in=runs)
+    tokens = calls.aggregate(
+        t=Sum("input_tokens") + Sum("output_tokens") + Sum("cache_read_tokens") + Sum("cache_write_tokens")
+    )["t"]
+    counter = UsageCounter.objects.get(user=alice, period=Period.DAY)
+    assert (counter.tokens, counter.calls) == (tokens, calls.count())
