@@ -176,3 +176,44 @@ class CountedRun(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} (counted)"
+
+
+class SharedLink(models.Model):
+    """A read-only link to one chat for signed-in teammates, made by the chat's owner.
+
+    The token is the only key (unguessable, 32 bytes); revoking keeps the row so the owner
+    still sees who opened it."""
+
+    session = models.ForeignKey("chat.ChatSession", on_delete=models.CASCADE, related_name="shared_links")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    token = models.CharField(max_length=64, unique=True)
+    include_trace = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"link to chat {self.session_id}{' (revoked)' if self.revoked_at else ''}"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class SharedLinkOpening(models.Model):
+    """Who opened a shared link: first and last time, and how often."""
+
+    link = models.ForeignKey(SharedLink, on_delete=models.CASCADE, related_name="openings")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    first_opened_at = models.DateTimeField(default=timezone.now)
+    last_opened_at = models.DateTimeField(default=timezone.now)
+    times = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-last_opened_at"]
+        constraints = [models.UniqueConstraint(fields=["link", "user"], name="one_opening_row_per_person")]
+
+    def __str__(self) -> str:
+        return f"{self.user} opened {self.link}"
