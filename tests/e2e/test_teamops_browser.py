@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, Site
+from tests.e2e.conftest import PASSWORD, Site, manage
 from tests.e2e.test_browser import CHROMIUM_ARGS, DOCS, ask
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -92,3 +92,37 @@ def test_a_budget_set_in_the_admin_refuses_the_next_message_inline(team_browser)
     expect(page.locator(".turn")).to_have_count(1), "nothing was sent"
     page.goto(site.url + "/usage/mine/")
     expect(page.locator(".usage-budgets li.over")).to_contain_text("Yours, daily")
+
+
+def test_a_teammate_opens_a_shared_link_and_the_owner_sees_it(team_browser):
+    site, page = team_browser
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        f"from django.contrib.auth import get_user_model; "
+        f"get_user_model().objects.create_user('bob', password='{PASSWORD}')",
+    )
+    page.goto(site.url + "/")
+    page.click("#share-dialog summary")
+    page.check("#share-dialog input[name=include_trace]")
+    page.click("#share-dialog button[type=submit]")
+    link = page.locator("#share-dialog .share-link input").first
+    page.click("#share-dialog summary")
+    url = link.input_value()
+    assert "/shared/" in url
+    teammate = page.context.browser.new_context().new_page()
+    teammate.goto(url)
+    teammate.fill("#id_username", "bob")
+    teammate.fill("#id_password", PASSWORD)
+    teammate.click("button[type=submit]")
+    expect(teammate.locator(".shared-answer")).to_contain_text("391")
+    expect(teammate.locator("meta[name=robots]")).to_have_attribute("content", "noindex, nofollow, noarchive")
+    teammate.click("text=Reasoning steps")
+    expect(teammate.locator(".shared-trace")).to_contain_text("Tool called")
+    teammate.context.close()
+    page.reload()
+    page.click("#share-dialog summary")
+    expect(page.locator("#share-dialog .share-opening")).to_contain_text("bob opened it 1×")
+    page.click("#share-dialog button.danger")
+    expect(page.locator("#share-dialog .share-link.revoked")).to_have_count(1)
