@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from chat import staff_audit
 from chat.models import StaffAuditEntry
-from teamops import budgets, usage
+from teamops import budgets, quality, usage
 from teamops.rollup import rollup_recent
 
 CSV_COLUMNS = [
@@ -164,5 +164,26 @@ def my_usage(request: HttpRequest) -> HttpResponse:
             "tables": _tables(filters, ["day", "strategy"]),
             "budgets": budgets.budget_states_for(request.user.pk),
             "quality_buckets": usage.QUALITY_BUCKETS,
+        },
+    )
+
+
+@require_GET
+@login_required
+def quality_stats(request: HttpRequest) -> HttpResponse:
+    """People's verdicts against the evaluator and the confidence scorer (staff)."""
+    _require_staff(request)
+    filters = usage.UsageFilters.from_query(request.GET)
+    return render(
+        request,
+        "teamops/quality.html",
+        {
+            "filters": filters,
+            "query": urlencode(filters.as_query()),
+            "choices": usage.choices(filters),
+            "strategies": usage.Strategy.choices,
+            "by_group": quality.agreement(filters),
+            "by_decision": quality.agreement(filters, by=("decision",)),
+            "disagreements": quality.disagreements(filters) if request.GET.get("disagree") else None,
         },
     )
