@@ -31,6 +31,7 @@ from reasoning.llm.factory import make_client
 from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
+from teamops import telemetry
 from teamops.budgets import UserSpendingLimit, refusal_for
 from teamops.rollup import rollup_run_safely
 
@@ -107,7 +108,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
             await build_mode().run(
                 context["input"],
                 tools=context["tools"],
-                sink=sink,
+                sink=telemetry.traced(sink, run_id=run.pk, session_id=run.session_id),
                 resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
