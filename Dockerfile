@@ -5,6 +5,7 @@ COPY pyproject.toml README.md ./
 COPY nexus nexus
 COPY reasoning reasoning
 COPY chat chat
+COPY teamops teamops
 RUN pip install --no-cache-dir .
 COPY . .
 RUN useradd --system --uid 10001 --home-dir /var/lib/nexus --shell /usr/sbin/nologin nexus \

@@ -38,7 +38,7 @@ lint: install
 # Security lint: bandit at medium severity and up over the application code; any finding fails.
 # A justified exception is marked inline: `# nosec BXXX` with the reason on the line above.
 audit: install
-	@$(BIN)/bandit -q -r chat nexus reasoning manage.py --severity-level medium
+	@$(BIN)/bandit -q -r chat nexus reasoning teamops manage.py --severity-level medium
 
 format: install
 	$(BIN)/ruff format .

@@ -33,6 +33,9 @@ from reasoning.llm.factory import make_client
 from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
+from teamops import telemetry
+from teamops.budgets import UserSpendingLimit, refusal_for
+from teamops.rollup import rollup_run_safely
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +84,14 @@ class DjangoAnalysisCache:
             cache.set(key, value, ttl)
 
 
+async def _start_next_runs(user_id: int) -> None:
+    """Start the user's oldest waiting runs now that one of theirs is done."""
+    try:
+        await database_sync_to_async(start_next_runs)(user_id)
+    except DATABASE_LOST as exc:  # the sweeper starts them once the database is back
+        logger.warning("could not start the next runs of user %s: %s", user_id, exc)
+
+
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     """Execute a run to the end; returns "succeeded", "failed", "skipped" (not ours to run) or
     "interrupted" (the database went away; the sweeper resumes it later)."""
@@ -91,6 +102,14 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
+    refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
+    if refusal is not None and run.next_sequence == 1:
+        # Queued before the budget ran out (or retried): refused before any model call.
+        await database_sync_to_async(services.run_fail)(run.pk, refusal)
+        await RunSink(run).push({"type": "run.done", "run": run.pk})
+        await database_sync_to_async(rollup_run_safely)(run.pk)
+        await _start_next_runs(run.session.owner_id)
+        return "failed"
     sink = RunSink(run)
     _executing[run.pk] = worker
     _ensure_heartbeat()
@@ -101,10 +120,8 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     if outcome == "interrupted":
         return outcome
     await sink.push({"type": "run.done", "run": run.pk})
-    try:
-        await database_sync_to_async(start_next_runs)(run.session.owner_id)
-    except DATABASE_LOST as exc:  # the sweeper starts them once the database is back
-        logger.warning("could not start the next runs of user %s: %s", run.session.owner_id, exc)
+    await database_sync_to_async(rollup_run_safely)(run.pk)
+    await _start_next_runs(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
 
@@ -128,10 +145,11 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
             await build_mode().run(
                 context["input"],
                 tools=context["tools"],
-                sink=sink,
+                sink=telemetry.traced(sink, run_id=run.pk, session_id=run.session_id),
                 resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
+                budget=UserSpendingLimit(run.session.owner_id),
             )
         finally:
             await context["tools"].close()

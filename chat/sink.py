@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from chat.models import (
     Attempt,
+    ChatSession,
     Critique,
     LLMCall,
     Message,
@@ -39,6 +40,7 @@ from chat.models import (
     TraceEvent,
 )
 from reasoning.events import Event
+from teamops.budgets import usage_charge
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class RunSink:
     def __init__(self, run: ReasoningRun) -> None:
         self.run_id = run.pk
         self.session_id = run.session_id
+        self.owner_id: int | None = None
         self.layer = get_channel_layer()
 
     async def __call__(self, event: Event) -> None:
@@ -274,6 +277,12 @@ class RunSink:
             error=p.get("error") or "",
             created_at=at,
         )
+        if self.owner_id is None:
+            self.owner_id = ChatSession.objects.values_list("owner_id", flat=True).get(pk=self.session_id)
+        tokens = sum(
+            p[key] for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+        )
+        usage_charge(user_id=self.owner_id, tokens=tokens, cost=cost, at=at)
         return {
             "input_tokens": F("input_tokens") + p["input_tokens"],
             "output_tokens": F("output_tokens") + p["output_tokens"],

@@ -28,6 +28,7 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
+from teamops import budgets
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +157,9 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
             session.pk,
             status=429,
         )
+    refusal = budgets.refusal_for(request.user.pk)
+    if refusal is not None:
+        return _error(request, f"{refusal} Your message was not sent.", session.pk)
     content = request.POST.get("content", "")
     try:
         prepared = services.message_prepare(user=request.user, content=content)

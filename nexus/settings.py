@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "chat",
+    "teamops",
 ]
 
 MIDDLEWARE = [
@@ -208,6 +209,15 @@ NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user"
 AGENT_MODE = env_choice("AGENT_MODE", MODE_NAMES, "adaptive")
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
+
+# OpenTelemetry export of every run as a trace (teamops/telemetry.py): on when the standard
+# OTLP endpoint variable is set; the SDK reads OTEL_EXPORTER_OTLP_HEADERS and friends itself.
+NEXUS_OTEL_ENABLED = bool(
+    env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "") or env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+)
+NEXUS_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "nexus")
+# Question, answer and plan-step text go into spans only when this is true (opt-in).
+NEXUS_OTEL_CAPTURE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", False)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)
 # The executables a stdio tool server may be started with (absolute paths, or names looked up
 # on PATH at start-up). Only the operator decides this, never the database; the built-in

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoning.agent import ToolExecutor, summarize
+from reasoning.budget import NoLimit, SpendingLimit
 from reasoning.calls import ComponentLLM, ModelSet, Totals, describe_error
 from reasoning.config import ReasoningConfig
 from reasoning.drafts import DraftBook
@@ -42,6 +43,7 @@ class RunContext:
         tools: ToolRegistry | None = None,
         lessons: list[str] | None = None,
         checkpoint: Checkpoint | None = None,
+        budget: SpendingLimit | None = None,
     ) -> None:
         self.config = config
         self.models = models
@@ -55,6 +57,7 @@ class RunContext:
         )
         self.lessons = list(lessons or [])
         self.checkpoint = checkpoint
+        self.budget: SpendingLimit = budget or NoLimit()
         self.tracker: ResearchProgressTracker | None = None
         self.degraded: list[str] = []
         self.drafts = DraftBook(emitter, interval_ms=config.stream_batch_ms)

@@ -14,7 +14,7 @@ $BIN/ruff check .
 $BIN/ruff format --check . >/dev/null || { $BIN/ruff format --check .; exit 1; }
 
 echo "== security lint (bandit, medium severity and up)"
-$BIN/bandit -q -r chat nexus reasoning manage.py --severity-level medium
+$BIN/bandit -q -r chat nexus reasoning teamops manage.py --severity-level medium
 
 echo "== migrations are up to date"
 $BIN/python manage.py makemigrations --check --dry-run >/dev/null || {

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from reasoning.budget import SpendingLimit
 from reasoning.context import Checkpoint
 from reasoning.events import Sink
 from reasoning.llm.base import Usage
@@ -82,5 +83,9 @@ class Mode(ABC):
         resume: ResumeState | None = None,
         lessons: Sequence[str] = (),
         checkpoint: Checkpoint | None = None,
+        budget: SpendingLimit | None = None,
     ) -> ReasoningResult:
-        """Answer one user turn; raises ReasoningFailed only when no answer can be given."""
+        """Answer one user turn; raises ReasoningFailed only when no answer can be given.
+
+        `budget` is asked before each escalation: once it is exceeded the run keeps the
+        answer of the attempt it is in instead of going deeper."""

@@ -4,7 +4,7 @@ import asyncio
 import sys
 
 import tests.env  # noqa: F401  - the same known environment as the tests (offline model, a secrets key)
-from tests.bench import adaptivity, audit, engine, team, web
+from tests.bench import adaptivity, audit, engine, team, usage, web
 
 
 def main() -> int:
@@ -13,6 +13,7 @@ def main() -> int:
     print("\n".join(web.main()), flush=True)
     print("\n".join(team.main()), flush=True)
     print("\n".join(audit.main()), flush=True)
+    print("\n".join(usage.main()), flush=True)
     return 0
 
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from chat import documents, services
 from chat.models import AnswerFeedback, Attempt, MCPServer, ReasoningRun, StaffAuditEntry, TeamLesson
+from teamops.models import Budget
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,6 +52,8 @@ def rows_in_every_status(alice, bob):
     Group.objects.create(name="auditors").permissions.set(
         Permission.objects.filter(codename__startswith="view_")
     )
+    Budget.objects.create(user=alice, period="day", metric="tokens", limit=1000)
+    Budget.objects.create(group=Group.objects.get(name="auditors"), period="month", metric="cost", limit=5)
     AccessFailureLog.objects.create(
         username="alice", ip_address="10.4.4.4", user_agent="test", locked_out=True
     )

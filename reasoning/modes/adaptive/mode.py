@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reasoning.budget import SpendingLimit
 from reasoning.cache import AnalysisCache
 from reasoning.config import ReasoningConfig
 from reasoning.context import Checkpoint, ModelSet, RunContext
@@ -48,6 +49,7 @@ class AdaptiveReasoningLoop(Mode):
         resume: ResumeState | None = None,
         lessons: Sequence[str] = (),
         checkpoint: Checkpoint | None = None,
+        budget: SpendingLimit | None = None,
         force_strategy: ExecutionStrategy | None = None,
     ) -> ReasoningResult:
         """Answer one turn. `force_strategy` (or FORCE_REASONING_STRATEGY) skips routing, for
@@ -62,6 +64,7 @@ class AdaptiveReasoningLoop(Mode):
             tools=tools or self.tools,
             lessons=list(lessons),
             checkpoint=checkpoint,
+            budget=budget,
         )
         run = AdaptiveRun(
             ctx,

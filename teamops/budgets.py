@@ -1,0 +1,124 @@
+"""Budgets: counting spending, refusing a run that would start past a limit, and telling the
+engine (through reasoning.budget.SpendingLimit) when a running run crosses one.
+
+Periods follow TIME_ZONE: a day starts at local midnight, a month on the 1st.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import F, Q, Sum
+from django.utils import formats, timezone
+
+from teamops.models import Budget, Period, UsageCounter
+
+
+def period_start(period: str, now: datetime | None = None) -> date:
+    today = timezone.localdate(now or timezone.now())
+    return today if period == Period.DAY else today.replace(day=1)
+
+
+def period_end(period: str, now: datetime | None = None) -> datetime:
+    """When the period that contains `now` ends (the next one starts), as an aware datetime."""
+    start = period_start(period, now)
+    if period == Period.DAY:
+        following = start + timedelta(days=1)
+    else:
+        following = (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return timezone.make_aware(datetime.combine(following, time.min))
+
+
+def usage_charge(*, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None) -> None:
+    """Add one model call's spending to the person's day and month counters, atomically."""
+    with transaction.atomic():
+        for period in (Period.DAY, Period.MONTH):
+            counter, _ = UsageCounter.objects.get_or_create(
+                user_id=user_id, period=period, start=period_start(period, at)
+            )
+            UsageCounter.objects.filter(pk=counter.pk).update(
+                tokens=F("tokens") + tokens, cost=F("cost") + cost, calls=F("calls") + 1
+            )
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    budget: Budget
+    used: Decimal
+    resets_at: datetime
+
+    @property
+    def exceeded(self) -> bool:
+        return self.used >= self.budget.limit
+
+    @property
+    def fraction(self) -> float:
+        return float(self.used / self.budget.limit) if self.budget.limit else 1.0
+
+    def message(self) -> str:
+        """What the person reads when this budget stops them."""
+        budget = self.budget
+        whose = f'Your group "{budget.group.name}"\'s' if budget.group_id else "Your"
+        period = "daily" if budget.period == Period.DAY else "monthly"
+        when = timezone.localtime(self.resets_at)
+        reset = f"{formats.date_format(when, 'j M Y')} at {when:%H:%M} {when.tzname()}"
+        return (
+            f"{whose} {period} budget of {amount(budget.metric, budget.limit)} is used up "
+            f"({amount(budget.metric, self.used)} spent). It resets on {reset}."
+        )
+
+
+def amount(metric: str, value: Decimal) -> str:
+    if metric == Budget.Metric.COST:
+        return f"${value:,.2f}"
+    return f"{int(value):,} tokens"
+
+
+def budgets_for(user_id: int) -> list[Budget]:
+    """The enabled budgets that bind this person: their own and their groups'."""
+    groups = Group.objects.filter(user__pk=user_id)
+    return list(
+        Budget.objects.filter(enabled=True)
+        .filter(Q(user_id=user_id) | Q(group__in=groups))
+        .select_related("group", "user")
+    )
+
+
+def budget_state(budget: Budget, now: datetime | None = None) -> BudgetState:
+    """How much of `budget` is spent in the current period (one aggregate query)."""
+    counters = UsageCounter.objects.filter(period=budget.period, start=period_start(budget.period, now))
+    counters = (
+        counters.filter(user_id=budget.user_id)
+        if budget.user_id
+        else counters.filter(user__groups=budget.group_id)
+    )
+    field = "tokens" if budget.metric == Budget.Metric.TOKENS else "cost"
+    used = counters.aggregate(total=Sum(field))["total"] or 0
+    return BudgetState(budget, Decimal(used), period_end(budget.period, now))
+
+
+def budget_states_for(user_id: int, now: datetime | None = None) -> list[BudgetState]:
+    return [budget_state(budget, now) for budget in budgets_for(user_id)]
+
+
+def refusal_for(user_id: int, now: datetime | None = None) -> str | None:
+    """Why this person may not start a run now (the budget that resets last), or None."""
+    exceeded = [state for state in budget_states_for(user_id, now) if state.exceeded]
+    if not exceeded:
+        return None
+    return max(exceeded, key=lambda state: state.resets_at).message()
+
+
+class UserSpendingLimit:
+    """The engine's SpendingLimit for one person's run, read from the shared counters."""
+
+    def __init__(self, user_id: int) -> None:
+        self.user_id = user_id
+
+    async def exceeded(self) -> str | None:
+        return await database_sync_to_async(refusal_for)(self.user_id)

@@ -1,0 +1,161 @@
+"""Rolling finished runs up into UsageDay and CallDay, once each, in the database.
+
+A batch first claims the runs it counts (INSERT … ON CONFLICT DO NOTHING into CountedRun, so
+two workers recording the same run count it once), then adds the batch's figures to the
+rollup rows with one INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE per table. The same
+statements serve one run at its finish and a backfill of a hundred thousand.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from chat.models import LLMCall, ReasoningRun
+from teamops.models import LATENCY_BOUNDS_MS, LATENCY_FIELDS, CallDay, CountedRun, UsageDay
+from teamops.usage import QUALITY_BUCKETS
+
+logger = logging.getLogger(__name__)
+FINISHED = (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
+QUALITY = {key: condition for key, _label, condition in QUALITY_BUCKETS}
+
+
+def latency_buckets(field: str) -> dict[str, Count]:
+    """One COUNT per histogram bucket of `field` (milliseconds)."""
+    counts: dict[str, Count] = {}
+    lower = None
+    for name, upper in zip(LATENCY_FIELDS, [*LATENCY_BOUNDS_MS, None], strict=True):
+        condition = Q(**{f"{field}__isnull": False})
+        if lower is not None:
+            condition &= Q(**{f"{field}__gte": lower})
+        if upper is not None:
+            condition &= Q(**{f"{field}__lt": upper})
+        counts[name] = Count("pk", filter=condition)
+        lower = upper
+    return counts
+
+
+def _upsert(table: str, keys: list[str], columns: list[str], select: QuerySet[Any]) -> None:
+    """INSERT INTO table (columns) <select> ON CONFLICT (keys) DO UPDATE adding the figures."""
+    sql, params = select.query.sql_with_params()
+    names = ", ".join(columns)
+    figures = [column for column in columns if column not in keys]
+    additions = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in figures)
+    # "WHERE true": SQLite needs it to parse INSERT … SELECT … ON CONFLICT unambiguously.
+    # Only our own table and column names are interpolated; values travel as parameters.
+    statement = (
+        f"INSERT INTO {table} ({names}) SELECT {names} FROM ({sql}) AS batch WHERE true "  # noqa: S608  # nosec B608
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {additions}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+
+
+def _claim(runs: QuerySet[ReasoningRun]) -> str:
+    batch = uuid.uuid4().hex
+    pending = (
+        runs.filter(status__in=FINISHED)
+        .exclude(Exists(CountedRun.objects.filter(run_id=OuterRef("pk"))))
+        .annotate(batch=Value(batch))
+        .values("pk", "batch")
+    )
+    sql, params = pending.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {CountedRun._meta.db_table} (run_id, batch) "  # noqa: S608  # nosec B608
+            f"SELECT * FROM ({sql}) AS pending WHERE true ON CONFLICT DO NOTHING",
+            params,
+        )
+    return batch
+
+
+def rollup(runs: QuerySet[ReasoningRun] | None = None) -> int:
+    """Count the finished runs among `runs` (default: all) not counted yet; returns how many."""
+    tz = timezone.get_current_timezone()
+    with transaction.atomic():
+        batch = _claim(runs if runs is not None else ReasoningRun.objects.all())
+        claimed = CountedRun.objects.filter(batch=batch)
+        count = claimed.count()
+        if not count:
+            return 0
+        batch_runs = ReasoningRun.objects.filter(pk__in=claimed.values("run_id"))
+        run_figures: dict[str, Any] = {
+            "runs": Count("pk"),
+            "failed": Count("pk", filter=Q(status=ReasoningRun.Status.FAILED)),
+            "escalated": Count("pk", filter=Q(escalation_count__gt=0)),
+            "input_tokens": Coalesce(Sum("input_tokens"), 0),
+            "output_tokens": Coalesce(Sum("output_tokens"), 0),
+            "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
+            "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
+            "cost": Coalesce(Sum("cost"), Value(0), output_field=UsageDay._meta.get_field("cost")),
+            "quality_sum": Sum("final_quality", default=0.0),
+            "quality_n": Count("final_quality"),
+            **{name: Count("pk", filter=condition) for name, condition in QUALITY.items()},
+            **latency_buckets("latency_ms"),
+        }
+        grouped = (
+            batch_runs.annotate(
+                day=TruncDate("created_at", tzinfo=tz),
+                user_id=F("session__owner_id"),
+                strategy=F("final_strategy"),
+            )
+            .values("day", "user_id", "model", "strategy")
+            .annotate(**run_figures)
+            .order_by()
+        )
+        _upsert(
+            UsageDay._meta.db_table,
+            ["day", "user_id", "model", "strategy"],
+            ["day", "user_id", "model", "strategy", *run_figures],
+            grouped,
+        )
+        call_figures: dict[str, Any] = {
+            "calls": Count("pk"),
+            "input_tokens": Coalesce(Sum("input_tokens"), 0),
+            "output_tokens": Coalesce(Sum("output_tokens"), 0),
+            "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
+            "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
+            "cost": Coalesce(Sum("cost"), Value(0), output_field=CallDay._meta.get_field("cost")),
+            **latency_buckets("latency_ms"),
+        }
+        calls = (
+            LLMCall.objects.filter(run__in=batch_runs)
+            .annotate(day=TruncDate("created_at", tzinfo=tz), user_id=F("run__session__owner_id"))
+            .values("day", "user_id", "model")
+            .annotate(**call_figures)
+            .order_by()
+        )
+        _upsert(
+            CallDay._meta.db_table,
+            ["day", "user_id", "model"],
+            ["day", "user_id", "model", *call_figures],
+            calls,
+        )
+    return count
+
+
+def rollup_run(run_id: int) -> int:
+    """Count one run if it is finished (called when a run ends)."""
+    return rollup(ReasoningRun.objects.filter(pk=run_id))
+
+
+def rollup_run_safely(run_id: int) -> None:
+    """rollup_run for the run executor: a failure to count is logged, never the run's problem
+    (the dashboard's rollup_recent picks the run up later)."""
+    try:
+        rollup_run(run_id)
+    except Exception:
+        logger.exception("could not roll up run %s", run_id)
+
+
+def rollup_recent(hours: int = 6) -> int:
+    """Count finished runs of the last `hours` that slipped past rollup_run (a run failed by
+    a sweeper, a crash between finishing and counting): the dashboard calls this first."""
+    return rollup(ReasoningRun.objects.filter(created_at__gte=timezone.now() - timedelta(hours=hours)))

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from teamops import share_views, views
+
+app_name = "teamops"
+
+urlpatterns = [
+    path("usage/", views.dashboard, name="usage"),
+    path("usage/mine/", views.my_usage, name="my-usage"),
+    path("usage/quality/", views.quality_stats, name="quality"),
+    path("sessions/<int:session_id>/share/", share_views.link_create, name="share-create"),
+    path(
+        "sessions/<int:session_id>/share/<int:link_id>/revoke/", share_views.link_revoke, name="share-revoke"
+    ),
+    path("shared/<str:token>/", share_views.shared, name="shared"),
+]

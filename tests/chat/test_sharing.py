@@ -1,0 +1,84 @@
+"""Sharing a chat: a read-only link for signed-in teammates, revocable, with who opened it;
+never indexed, never showing a document to someone who may not read it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from chat import documents, services
+from teamops.models import SharedLink
+from tests.conftest import ask, run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def share(client, session, *, trace: bool = False) -> str:
+    data = {"include_trace": "on"} if trace else {}
+    response = client.post(f"/sessions/{session.pk}/share/", data, follow=True)
+    assert response.status_code == 200
+    return re.search(r"(/shared/[\w-]+/)", response.content.decode()).group(1)
+
+
+def test_a_teammate_reads_a_shared_chat_and_the_owner_sees_who_opened_it(
+    alice, bob, alice_session, client_for
+):
+    ask(alice_session, "What is 17*23?")
+    owner = client_for(alice)
+    url = share(owner, alice_session)
+    response = client_for(bob).get(url)
+    html = response.content.decode()
+    assert response.status_code == 200 and "What is 17*23?" in html and "391" in html
+    assert response["X-Robots-Tag"] == "noindex, nofollow, noarchive"
+    assert '<meta name="robots" content="noindex, nofollow, noarchive">' in html
+    assert response["Referrer-Policy"] == "no-referrer"
+    assert "Reasoning steps" not in html and 'action="/sessions/' not in html, "read-only, no trace"
+    client_for(bob).get(url)
+    page = owner.get(f"/sessions/{alice_session.pk}/").content.decode()
+    assert "bob opened it 2×" in page
+    assert Client().get(url).status_code == 302, "signed-in teammates only"
+
+
+def test_with_the_trace_the_steps_show_but_never_tool_output(alice, bob, alice_session, client_for):
+    ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")
+    html = client_for(bob).get(share(client_for(alice), alice_session, trace=True)).content.decode()
+    assert "Reasoning steps" in html and "Escalated direct → light_planning" in html
+    assert "Tool called: <code>nexus__calculator</code>" in html and "Step: What time is it in Tokyo?" in html
+    assert "17*23 = 391" not in html, "tool results stay with the owner"
+
+
+def test_a_revoked_link_opens_nothing(alice, bob, alice_session, client_for):
+    url = share(client_for(alice), alice_session)
+    link = SharedLink.objects.get()
+    assert client_for(bob).post(f"/sessions/{alice_session.pk}/share/{link.pk}/revoke/").status_code == 404
+    client_for(alice).post(f"/sessions/{alice_session.pk}/share/{link.pk}/revoke/")
+    assert client_for(bob).get(url).status_code == 404
+    assert "Revoked" in client_for(alice).get(f"/sessions/{alice_session.pk}/").content.decode()
+
+
+def test_only_the_owner_shares_a_chat(alice, bob, alice_session, client_for):
+    assert client_for(bob).post(f"/sessions/{alice_session.pk}/share/").status_code == 404
+    assert not SharedLink.objects.exists()
+    assert 'id="share-dialog"' in client_for(alice).get(f"/sessions/{alice_session.pk}/").content.decode()
+
+
+def test_an_answer_built_from_a_private_document_is_withheld_from_who_may_not_read_it(
+    alice, bob, alice_session, client_for
+):
+    documents.document_create(owner=alice, title="Salaries", content="Intro.\n\nDana earns 91,234 a year.")
+    question = "What does Dana earn? @Salaries"
+    prepared = services.message_prepare(user=alice, content=question)
+    run = services.message_post(
+        session=alice_session, content=question, question=prepared.question, attachments=prepared.attachments
+    )
+    run_now(run.pk)
+    assert "91,234" in run.answers.get().content, "the answer quotes the document"
+    url = share(client_for(alice), alice_session, trace=True)
+    html = client_for(bob).get(url).content.decode()
+    assert "91,234" not in html and "Attached: a document you may not read" in html
+    assert "drew on a document you may not read" in html and "What does Dana earn?" in html
+    assert "91,234" in client_for(alice).get(url).content.decode(), "the owner may read their own"
+    documents.Document.objects.filter(title="Salaries").update(shared=True)
+    assert "91,234" in client_for(bob).get(url).content.decode(), "once shared with the team, it shows"
