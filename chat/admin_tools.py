@@ -154,21 +154,35 @@ class MCPServerAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "transport", "last_status"]
     actions = ["check_connection"]
     # Staff without superuser rights edit only what cannot launch a program or move a secret.
-    readonly_fields = ["builtin", "stored_secrets", "last_status", "last_error", "last_checked", "tool_count"]
+    readonly_fields = [
+        "builtin",
+        "stored_secrets",
+        "last_status",
+        "last_error",
+        "last_checked",
+        "paused_until",
+        "tool_count",
+    ]
 
     def _fieldsets(self, obj: Any) -> list[Any]:
         secrets = [*SECRET_INPUTS, "stored_secrets"]
         if obj is not None and obj.builtin:
             return [
                 (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
-                ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+                (
+                    "Status",
+                    {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+                ),
             ]
         return [
             (None, {"fields": ["name", "transport", "enabled", "call_timeout", "tool_policies"]}),
             ("stdio", {"fields": ["command", "args", "cwd"]}),
             ("Streamable HTTP", {"fields": ["url"]}),
             ("Secrets", {"fields": secrets}),
-            ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+            (
+                "Status",
+                {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+            ),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -220,6 +234,13 @@ class MCPServerAdmin(admin.ModelAdmin):
         if obj.last_status == MCPServer.Status.ERROR:
             return format_html(
                 '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
+            )
+        if obj.last_status == MCPServer.Status.PAUSED:
+            until = f" until {obj.paused_until:%H:%M:%S} UTC" if obj.paused_until else ""
+            return format_html(
+                '<span style="color:#e67700">⏸ paused{} after repeated failures: {}</span>',
+                until,
+                Truncator(obj.last_error).chars(200),
             )
         if obj.last_status == MCPServer.Status.OK:
             return format_html('<span style="color:#2b8a3e">✓ {}</span>', "connected")

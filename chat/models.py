@@ -478,6 +478,7 @@ class MCPServer(models.Model):
         UNKNOWN = "unknown", "Not checked yet"
         OK = "ok", "Connected"
         ERROR = "error", "Unavailable"
+        PAUSED = "paused", "Paused after repeated failures"
 
     name = models.CharField(
         max_length=30,
@@ -504,6 +505,8 @@ class MCPServer(models.Model):
     last_status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN)
     last_error = models.TextField(blank=True)
     last_checked = models.DateTimeField(null=True, blank=True)
+    # Set while a process has the server paused (its circuit open) after repeated failures.
+    paused_until = models.DateTimeField(null=True, blank=True)
     tool_count = models.PositiveIntegerField(default=0)
 
     class Meta:

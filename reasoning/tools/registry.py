@@ -42,6 +42,8 @@ class ToolSpec:
 class ToolOutput:
     text: str
     is_error: bool = False
+    # What the chat shows beside the text (images, downloads, links), as JSON-safe dicts.
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -55,6 +57,7 @@ class ToolOutcome:
     # What went wrong in full, for staff auditing the run, when `error` (what the user and the
     # model see) is only the public part: a tool server's own words may quote its secrets.
     detail: str | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
     def for_model(self) -> str:
         return self.content if self.success else f"Error: {self.error}"
@@ -159,7 +162,9 @@ class ToolRegistry:
             return self._outcome(False, "", public or detail, started, detail=detail if public else None)
         if output.is_error:
             return self._outcome(False, "", output.text or "the tool reported an error", started)
-        return self._outcome(True, output.text, None, started)
+        outcome = self._outcome(True, output.text, None, started)
+        outcome.parts = list(output.parts)
+        return outcome
 
     def _outcome(
         self, success: bool, content: str, error: str | None, started: float, *, detail: str | None = None
