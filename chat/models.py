@@ -278,6 +278,11 @@ class ToolExecution(models.Model):
     truncated = models.BooleanField(default=False)
     strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Images, binary resources and links the server returned beside its text (images and
+    # blobs with their base64 data, checked and size-capped by the engine), and the trace
+    # event that shows them (whose stored payload lists them without the data).
+    parts = models.JSONField(default=list, blank=True)
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "created_at", "id"]

@@ -8,6 +8,7 @@ are in flight at the same time, and reports each call and result as events.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,9 @@ from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
+
+# Seconds between two progress events of one tool call (the final one always goes).
+PROGRESS_INTERVAL = 0.25
 
 RESULT_SUMMARY_CHARS = 300
 STORED_RESULT_CHARS = 4000
@@ -84,7 +88,7 @@ class ToolExecutor:
             "step_id": step_id,
         }
         await self.emitter.emit("tool.called", **base)
-        outcome = await self._outcome(call, arg_hash, step_id)
+        outcome = await self._outcome(call, arg_hash, step_id, self._progress(base))
         await self.emitter.emit(
             "tool.result",
             **base,
@@ -96,10 +100,35 @@ class ToolExecutor:
             result=outcome.content[:STORED_RESULT_CHARS],
             error=outcome.error,
             **({"detail": outcome.detail} if outcome.detail else {}),
+            **({"parts": outcome.parts} if outcome.parts else {}),
         )
         return outcome
 
-    async def _outcome(self, call: ToolCall, arg_hash: str, step_id: str | None) -> ToolOutcome:
+    def _progress(self, base: dict[str, Any]) -> Any:
+        """Emit a long tool's progress as `mcp.progress`, at most a few a second (and the last)."""
+        last = 0.0
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < PROGRESS_INTERVAL and not (total and progress >= total):
+                return
+            last = now
+            await self.emitter.emit(
+                "mcp.progress",
+                call_id=base["call_id"],
+                tool=base["tool"],
+                server=base["server"],
+                progress=progress,
+                total=total,
+                message=(message or "")[:300],
+            )
+
+        return report
+
+    async def _outcome(
+        self, call: ToolCall, arg_hash: str, step_id: str | None, on_progress: Any = None
+    ) -> ToolOutcome:
         if call.malformed is not None:
             return ToolOutcome(False, "", f"the arguments were not a JSON object: {call.malformed[:200]}")
         tracker = self.tracker()
@@ -124,7 +153,9 @@ class ToolExecutor:
         if shared:
             self._in_flight[arg_hash] = future
         try:
-            outcome = await self.registry.execute(call.name, call.arguments, timeout=self.timeout)
+            outcome = await self.registry.execute(
+                call.name, call.arguments, timeout=self.timeout, on_progress=on_progress
+            )
             future.set_result(outcome)
         except BaseException as exc:
             future.set_exception(exc)

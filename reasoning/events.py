@@ -58,6 +58,7 @@ KINDS = (
     "iteration",
     "tool.called",
     "tool.result",
+    "mcp.progress",
     "llm.call",
     "quality.started",
     "quality.completed",

@@ -9,6 +9,7 @@ shows (images checked and size-capped, blobs offered as downloads, links kept as
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -21,8 +22,14 @@ from reasoning.tools.mcp_config import (
     MCPServerConfig,
     MCPUnavailable,
 )
-from reasoning.tools.mcp_pool import CircuitBreaker, MCPConnection, MCPConnectionPool, kill_children
-from reasoning.tools.registry import CachePolicy, ToolOutput, ToolProvider, ToolSpec
+from reasoning.tools.mcp_pool import (
+    CircuitBreaker,
+    MCPConnection,
+    MCPConnectionPool,
+    _retrieve,
+    kill_children,
+)
+from reasoning.tools.registry import CachePolicy, ProgressCallback, ToolOutput, ToolProvider, ToolSpec
 
 __all__ = [
     "SEPARATOR",
@@ -189,18 +196,18 @@ async def request_on(connection: MCPConnection, method: str, *args: Any, **kwarg
 
 
 async def _bounded(awaitable: Awaitable[Any], seconds: float) -> Any:
-    import asyncio
-
     return await asyncio.wait_for(awaitable, seconds)
 
 
 def default_cache_policy(annotations: Any) -> CachePolicy:
-    """A result is reused within a run only when the server says the tool reads a closed world
-    (read-only and not open-world): the spec's defaults (not read-only, open world) mean a
-    tool's answer may change between calls, so an unannotated tool is never reused."""
-    read_only = bool(getattr(annotations, "read_only_hint", None))
-    open_world = getattr(annotations, "open_world_hint", None)
-    return "cache" if read_only and open_world is False else "no-cache"
+    """A result is reused within a run only when the server says so in every hint: the tool
+    reads (read-only), a closed world (not open-world) and gives the same answer again
+    (idempotent). The spec's defaults (not read-only, open world) mean an answer may change
+    between calls, so an unannotated tool, or a read-only clock, is never reused."""
+    read_only = getattr(annotations, "read_only_hint", None) is True
+    closed = getattr(annotations, "open_world_hint", None) is False
+    idempotent = getattr(annotations, "idempotent_hint", None) is True
+    return "cache" if read_only and closed and idempotent else "no-cache"
 
 
 def callable_by_us(tool: Any) -> bool:
@@ -260,6 +267,18 @@ class MCPToolProvider(ToolProvider):
 
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
         return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta)
+
+    async def call_tool_with_progress(
+        self, spec: ToolSpec, arguments: dict[str, Any], on_progress: ProgressCallback
+    ) -> ToolOutput:
+        """Progress arrives on the pool's loop; it is handed to the caller's loop, in order."""
+        loop = asyncio.get_running_loop()
+
+        def relay(progress: float, total: float | None, message: str | None) -> None:
+            future = asyncio.run_coroutine_threadsafe(on_progress(progress, total, message), loop)
+            future.add_done_callback(_retrieve)
+
+        return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta, relay)
 
     async def list_resources(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_resources", meta=self.meta or None)

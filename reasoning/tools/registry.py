@@ -11,12 +11,15 @@ import asyncio
 import contextlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reasoning.llm.base import ToolDef
 
 CachePolicy = Literal["cache", "no-cache"]
+# Told a long tool's progress: (progress, total or None, message or None).
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,13 @@ class ToolProvider(ABC):
 
     @abstractmethod
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput: ...
+
+    async def call_tool_with_progress(
+        self, spec: ToolSpec, arguments: dict[str, Any], on_progress: ProgressCallback
+    ) -> ToolOutput:
+        """A call whose progress notifications reach `on_progress`; providers that have none
+        simply call."""
+        return await self.call_tool(spec, arguments)
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; providers without any keep the default."""
@@ -140,7 +150,12 @@ class ToolRegistry:
         return spec.cache_policy if spec else "cache"
 
     async def execute(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> ToolOutcome:
         """Run one tool call. Never raises: failures come back as an unsuccessful outcome."""
         started = time.perf_counter()
@@ -151,7 +166,12 @@ class ToolRegistry:
         spec, provider = entry
         limit = spec.timeout or timeout or self.timeout
         try:
-            output = await asyncio.wait_for(provider.call_tool(spec, arguments), timeout=limit)
+            call = (
+                provider.call_tool_with_progress(spec, arguments, on_progress)
+                if on_progress is not None
+                else provider.call_tool(spec, arguments)
+            )
+            output = await asyncio.wait_for(call, timeout=limit)
         except TimeoutError:
             return self._outcome(False, "", f"{name} timed out after {limit:g}s", started)
         except asyncio.CancelledError:
