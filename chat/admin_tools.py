@@ -26,8 +26,9 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
-from chat.models import Document, MCPServer
+from chat.models import Document, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, env_refusal
+from reasoning.tools.approval import POLICIES
 
 # What decides which program runs or where secrets go: superusers only.
 CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
@@ -75,7 +76,17 @@ class MCPServerForm(forms.ModelForm):
             "url",
             "call_timeout",
             "tool_policies",
+            "default_approval",
+            "approval_policies",
         ]
+
+    def clean_approval_policies(self) -> dict[str, str]:
+        policies = self.cleaned_data.get("approval_policies") or {}
+        if not isinstance(policies, dict) or any(v not in POLICIES for v in policies.values()):
+            raise forms.ValidationError('Use {"tool name": "auto", "ask" or "never"}.')
+        for name in policies:
+            refuse_nul(name, what="A tool name")
+        return policies
 
     def clean_tool_policies(self) -> dict[str, str]:
         policies = self.cleaned_data.get("tool_policies") or {}
@@ -169,6 +180,7 @@ class MCPServerAdmin(admin.ModelAdmin):
         if obj is not None and obj.builtin:
             return [
                 (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
+                ("Approval", {"fields": ["default_approval", "approval_policies"]}),
                 (
                     "Status",
                     {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
@@ -176,6 +188,7 @@ class MCPServerAdmin(admin.ModelAdmin):
             ]
         return [
             (None, {"fields": ["name", "transport", "enabled", "call_timeout", "tool_policies"]}),
+            ("Approval", {"fields": ["default_approval", "approval_policies"]}),
             ("stdio", {"fields": ["command", "args", "cwd"]}),
             ("Streamable HTTP", {"fields": ["url"]}),
             ("Secrets", {"fields": secrets}),
@@ -281,3 +294,22 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.is_superuser
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(admin.ModelAdmin):
+    """Every decision on a tool call, for audit: read-only (people decide in the chat)."""
+
+    list_display = ["created_at", "model_tool", "status", "scope", "decided_by", "decided_at", "run"]
+    list_filter = ["status", "scope", "server"]
+    search_fields = ["model_tool", "decided_by__username", "session__owner__username"]
+    list_select_related = ["decided_by", "run"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

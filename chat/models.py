@@ -505,7 +505,20 @@ class MCPServer(models.Model):
     tool_policies = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Per tool: "cache" (default) or "no-cache" for tools whose answer changes between calls.',
+        help_text='Per tool: "cache" or "no-cache" (tools whose answer changes between calls); a tool '
+        "not listed is reused only when its annotations say it is read-only, closed-world and idempotent.",
+    )
+    approval_policies = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per tool: "auto" (runs on its own), "ask" (the person approves each call) or "never".',
+    )
+    default_approval = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[("", "From each tool's annotations"), ("auto", "auto"), ("ask", "ask"), ("never", "never")],
+        help_text="For tools not listed above. From annotations: a tool that may destroy something or "
+        "reaches an open world asks.",
     )
     last_status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN)
     last_error = models.TextField(blank=True)
@@ -620,3 +633,49 @@ class StaffAuditEntry(models.Model):
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("The staff audit log is append-only.")
+
+
+class ToolApproval(models.Model):
+    """A person's decision on one tool call a run wanted to make (issue 14). Created pending
+    when the run asks; the run waits for it, across a worker restart (the resumed run finds
+    the same row). "Always for this chat" approves the tool for the chat's later calls."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a decision"
+        APPROVED = "approved", "Approved"
+        DECLINED = "declined", "Declined"
+
+    class Scope(models.TextChoices):
+        ONCE = "once", "This call"
+        CHAT = "chat", "Always for this chat"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="tool_approvals")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tool_approvals")
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
+    call_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200)  # the server's own name
+    model_tool = models.CharField(max_length=200)  # the name the model used (server__tool)
+    arguments = models.JSONField(default=dict, blank=True)
+    argument_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ONCE)
+    edited_arguments = models.JSONField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "argument_hash"], name="approval_once_per_call"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "approved", "declined"]), name="approval_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_tool} ({self.status})"

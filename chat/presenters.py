@@ -68,6 +68,8 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
     if event.kind == "analysis.completed":
         analysis = payload.get("analysis", {})
         item["strategy_short"] = STRATEGY_SHORT.get(analysis.get("recommended_strategy"), "")
+    if event.kind == "tool.approval.requested":
+        item["approval"] = approval_for(event.run_id, payload.get("argument_hash", ""))
     if event.kind == "run.finished":
         item["strategy_short"] = STRATEGY_SHORT.get(payload.get("final_strategy"), "")
         item["quality_class"] = quality_class(payload.get("quality"))
@@ -133,3 +135,13 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool) -> dict[str, Any]:
         "trace_open": trace_open,
         "mode": run_mode(run),
     }
+
+
+def approval_for(run_id: int, argument_hash: str) -> Any:
+    """The approval card's row: what the person decided, or that it is still pending."""
+    from chat.models import ToolApproval
+
+    approval = ToolApproval.objects.filter(run_id=run_id, argument_hash=argument_hash).first()
+    if approval is not None:
+        approval.arguments_json = pretty_json(approval.arguments)
+    return approval

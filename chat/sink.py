@@ -116,7 +116,9 @@ class RunSink:
         handler = getattr(self, "on_" + event.kind.replace(".", "_"), None)
         if handler is not None:
             payload = (
-                {**event.payload, "sequence": event.sequence} if "parts" in event.payload else event.payload
+                {**event.payload, "sequence": event.sequence}
+                if event.kind in ("tool.result", "tool.approval.requested")
+                else event.payload
             )
             run_updates.update(handler(payload, created) or {})
         ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
@@ -230,6 +232,11 @@ class RunSink:
             parts=p.get("parts") or [],
             event_sequence=p.get("sequence"),
         )
+
+    def on_tool_approval_requested(self, p: dict[str, Any], at: datetime) -> None:
+        from chat.approvals import approval_request
+
+        approval_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
 
     def on_llm_call(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         cost = Decimal(p.get("cost") or "0")

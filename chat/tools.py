@@ -111,6 +111,12 @@ def _builtin_secrets() -> tuple[str, ...]:
 def config_for(server: MCPServer) -> MCPServerConfig:
     """How to reach `server`; raises MCPUnavailable when it may not be started at all."""
     policies = tuple(sorted((str(k), str(v)) for k, v in (server.tool_policies or {}).items()))
+    approvals = {
+        "approval_policies": tuple(
+            sorted((str(k), str(v)) for k, v in (server.approval_policies or {}).items())
+        ),
+        "default_approval": server.default_approval or "",
+    }
     if server.builtin:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "_"))}
         env.update(
@@ -134,6 +140,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             secret_values=_builtin_secrets(),
             call_timeout=server.call_timeout,
             tool_policies=policies,
+            **approvals,
         )
     command, args = server.command, [str(a) for a in server.args or []]
     if server.transport == MCPServer.Transport.STDIO:
@@ -163,6 +170,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         secret_values=secret_values,
         call_timeout=server.call_timeout,
         tool_policies=policies,
+        **approvals,
     )
 
 

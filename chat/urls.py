@@ -22,4 +22,5 @@ urlpatterns = [
         views_tools.tool_part,
         name="tool-part",
     ),
+    path("approvals/<int:approval_id>/", views_tools.approval_decide, name="approval-decide"),
 ]

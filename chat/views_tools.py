@@ -1,18 +1,23 @@
-"""What a tool server returned beside its text: images shown in the panel, binary resources
-offered as downloads. Only the run's owner may fetch them; nothing is ever rendered as a
-page (a sandboxing policy, no type sniffing), and an image is served only when its bytes are
-still what its type says."""
+"""Tools in the chat: what a tool server returned beside its text (images shown in the panel,
+binary resources offered as downloads), and the person's decisions on tool calls a run asks
+to make. Only the run's owner may fetch or decide; nothing fetched is ever rendered as a page
+(a sandboxing policy, no type sniffing), and an image is served only when its bytes are still
+what its type says."""
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_POST
 
-from chat.models import ToolExecution
+from chat.approvals import approval_decide as decide
+from chat.models import ToolApproval, ToolExecution
+from chat.presenters import approval_for
 from reasoning.tools.mcp import IMAGE_SIGNATURES, IMAGE_TYPES
 
 
@@ -43,3 +48,21 @@ def tool_part(request: HttpRequest, run_id: int, sequence: int, index: int) -> H
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response["Cache-Control"] = "private, max-age=3600"
     return response
+
+
+@require_POST
+def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
+    """Approve once, always for this chat, decline, or approve with edited arguments; answers
+    with the card, now showing the decision (or why it was not taken)."""
+    approval = get_object_or_404(ToolApproval, pk=approval_id, session__owner=request.user)
+    choice = request.POST.get("decision", "")
+    error = ""
+    try:
+        arguments = json.loads(request.POST.get("arguments") or "null") if choice == "edit" else None
+        decide(approval=approval, user=request.user, choice=choice, arguments=arguments)
+    except json.JSONDecodeError:
+        error = 'The arguments are not valid JSON; write an object like {"name": "value"}.'
+    except ValidationError as exc:
+        error = exc.messages[0]
+    context = {"approval": approval_for(approval.run_id, approval.argument_hash), "error": error}
+    return render(request, "chat/tools/approval.html", context, status=400 if error else 200)

@@ -149,6 +149,9 @@ NEXUS_RUN_TIME_LIMIT = env_int("NEXUS_RUN_TIME_LIMIT", 900, minimum=10)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
+# How long a run waits for a person to approve a tool call before treating it as declined
+# (bounded by the run's time limit; a restarted worker resumes the wait, never asks twice).
+NEXUS_APPROVAL_WAIT_SECONDS = env_int("NEXUS_APPROVAL_WAIT_SECONDS", 600, minimum=1)
 # Open websockets per user (every daphne process together); a dead process's slots expire.
 NEXUS_MAX_SOCKETS_PER_USER = env_int("NEXUS_MAX_SOCKETS_PER_USER", 20, minimum=1)
 NEXUS_SOCKET_TTL_SECONDS = env_int("NEXUS_SOCKET_TTL_SECONDS", 60, minimum=3)

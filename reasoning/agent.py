@@ -17,6 +17,7 @@ from reasoning.calls import ComponentLLM
 from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
+from reasoning.tools.approval import ApprovalRequest
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
@@ -88,7 +89,9 @@ class ToolExecutor:
             "step_id": step_id,
         }
         await self.emitter.emit("tool.called", **base)
-        outcome = await self._outcome(call, arg_hash, step_id, self._progress(base))
+        call, refusal, base = await self._approve(call, spec.approval if spec else "auto", base)
+        arg_hash = base["argument_hash"]
+        outcome = refusal or await self._outcome(call, arg_hash, step_id, self._progress(base))
         await self.emitter.emit(
             "tool.result",
             **base,
@@ -103,6 +106,49 @@ class ToolExecutor:
             **({"parts": outcome.parts} if outcome.parts else {}),
         )
         return outcome
+
+    async def _approve(
+        self, call: ToolCall, policy: str, base: dict[str, Any]
+    ) -> tuple[ToolCall, ToolOutcome | None, dict[str, Any]]:
+        """Ask the host's approver when the tool's policy says so. Returns the call to make
+        (with the person's edited arguments), or the refusal the model hears instead."""
+        tool = base["server_tool"]
+        if policy == "never":
+            return (
+                call,
+                ToolOutcome(False, "", f"{tool} is switched off by an administrator; answer without it"),
+                base,
+            )
+        approver = self.registry.approver
+        if policy != "ask" or approver is None:
+            return call, None, base
+        request = ApprovalRequest(
+            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"]
+        )
+        decision = await approver.known(request)
+        if decision is None:
+            await self.emitter.emit("tool.approval.requested", **base, mode="Awaiting approval")
+            decision = await approver.wait(request)
+        edited = decision.arguments is not None and decision.arguments != call.arguments
+        await self.emitter.emit(
+            "tool.approval.decided",
+            **base,
+            approved=decision.approved,
+            scope=decision.scope,
+            by=decision.by,
+            note=decision.note,
+            **({"edited_arguments": decision.arguments} if edited else {}),
+        )
+        if not decision.approved:
+            why = f" ({decision.note})" if decision.note else ""
+            refusal = f"the user declined this call of {tool}{why}; do not call it again, answer without it"
+            return call, ToolOutcome(False, "", refusal), base
+        if edited:
+            arguments = dict(decision.arguments or {})
+            call = ToolCall(call.id, call.name, arguments)
+            argument_hash = ResearchProgressTracker.hash_arguments(call.name, arguments)
+            base = {**base, "arguments": arguments, "argument_hash": argument_hash}
+        return call, None, base
 
     def _progress(self, base: dict[str, Any]) -> Any:
         """Emit a long tool's progress as `mcp.progress`, at most a few a second (and the last)."""

@@ -59,6 +59,8 @@ KINDS = (
     "tool.called",
     "tool.result",
     "mcp.progress",
+    "tool.approval.requested",
+    "tool.approval.decided",
     "llm.call",
     "quality.started",
     "quality.completed",
@@ -82,6 +84,7 @@ STATUS_KINDS = frozenset(
         "run.finished",
         "run.failed",
         "answer.final",
+        "tool.approval.requested",
     }
 )
 

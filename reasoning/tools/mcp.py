@@ -16,6 +16,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from reasoning.tools.approval import POLICIES, default_approval
 from reasoning.tools.mcp_config import (
     SEPARATOR,
     MCPRequestError,
@@ -254,6 +255,7 @@ class MCPToolProvider(ToolProvider):
                 tool=tool.name,
                 cache_policy=self._policy(tool),
                 timeout=self.config.call_timeout + 5,
+                approval=self._approval(tool),
             )
             for tool in tools
             if callable_by_us(tool)
@@ -264,6 +266,12 @@ class MCPToolProvider(ToolProvider):
         if chosen in ("cache", "no-cache"):
             return chosen  # type: ignore[return-value]
         return default_cache_policy(getattr(tool, "annotations", None))
+
+    def _approval(self, tool: Any) -> str:
+        chosen = dict(self.config.approval_policies).get(tool.name) or self.config.default_approval
+        if chosen in POLICIES:
+            return chosen
+        return default_approval(getattr(tool, "annotations", None))
 
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
         return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta)

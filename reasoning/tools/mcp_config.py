@@ -56,6 +56,10 @@ class MCPServerConfig:
     breaker_threshold: int = 3
     breaker_cooldown: float = 30.0
     tool_policies: tuple[tuple[str, str], ...] = ()
+    # Approval per tool ("auto", "ask", "never"), and for the server's other tools ("" lets
+    # each tool's annotations decide).
+    approval_policies: tuple[tuple[str, str], ...] = ()
+    default_approval: str = ""
 
     @property
     def key(self) -> str:

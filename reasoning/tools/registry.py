@@ -32,6 +32,8 @@ class ToolSpec:
     cache_policy: CachePolicy = "cache"
     # Seconds a call may take; None means the registry's default.
     timeout: float | None = None
+    # Whether a call runs on its own ("auto"), needs a person's approval ("ask") or never runs.
+    approval: str = "auto"
 
     def definition(self) -> ToolDef:
         return ToolDef(self.name, self.description, self.input_schema)
@@ -103,6 +105,8 @@ class ToolRegistry:
     errors: dict[str, str] = field(default_factory=dict)
     error_details: dict[str, str] = field(default_factory=dict)
     _loaded: bool = False
+    # Asked before a call whose tool's approval policy is "ask" (reasoning.tools.approval).
+    approver: Any = None
 
     def register_provider(self, provider: ToolProvider) -> None:
         self.providers.append(provider)
