@@ -8,7 +8,15 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import documents, services
-from chat.models import AnswerFeedback, Attempt, MCPServer, ReasoningRun, StaffAuditEntry, TeamLesson
+from chat.models import (
+    AnswerFeedback,
+    Attempt,
+    MCPServer,
+    ReasoningRun,
+    StaffAuditEntry,
+    TeamLesson,
+    ToolApproval,
+)
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,6 +41,15 @@ def rows_in_every_status(alice, bob):
             last_error="went away" if status == MCPServer.Status.ERROR else "",
         )
     MCPServer.objects.create(name="remote", transport="http", url="https://mcp.example.com/mcp")
+    for number, status in enumerate(ToolApproval.Status.values):
+        ToolApproval.objects.create(
+            run=run,
+            session=run.session,
+            tool="echo",
+            model_tool="remote__echo",
+            argument_hash=f"h{number}",
+            status=status,
+        )
     documents.document_create(owner=alice, title="Private", content="x")
     documents.document_create(owner=bob, title="Shared", content="y", shared=True)
     TeamLesson.objects.create(text="Split multi-part questions.", source_run=run, promoted_by=alice)

@@ -155,7 +155,7 @@ def test_a_run_shows_images_downloads_links_and_progress_in_its_panel(
     from tests.reasoning.helpers import analysis, quality, tool
 
     settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {FAULTY}": (sys.executable, FAULTY)}
-    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY], default_approval="auto")
     script = ScriptedClient(
         by_component={
             "analysis": [analysis("simple")],

@@ -243,6 +243,7 @@ def test_a_server_that_breaks_mid_run_is_only_unavailable_to_users_and_the_model
         command=PYTHON,
         args=[str(SERVERS / "leaky.py"), "--first-start", str(tmp_path / "started")],
         env={"LEAKY_TOKEN": SECRET},
+        default_approval="auto",  # unannotated tools would ask first (test_tool_approval)
     )
     script = ScriptedClient(
         by_component={
