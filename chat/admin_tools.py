@@ -26,7 +26,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
-from chat.models import Document, MCPServer, ToolApproval
+from chat.models import Document, Elicitation, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, env_refusal
 from reasoning.tools.approval import POLICIES
 
@@ -313,3 +313,13 @@ class ToolApprovalAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(Elicitation)
+class ElicitationAdmin(ToolApprovalAdmin):
+    """Every question a tool server asked a person, and the answer: read-only."""
+
+    list_display = ["created_at", "server", "tool", "status", "answered_by", "answered_at", "run"]
+    list_filter = ["status", "server"]
+    search_fields = ["tool", "message", "answered_by__username"]
+    list_select_related = ["answered_by", "run"]

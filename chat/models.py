@@ -679,3 +679,37 @@ class ToolApproval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_tool} ({self.status})"
+
+
+class Elicitation(models.Model):
+    """A tool server's request for the person's input during a call, and the answer (issue 14).
+    The run waits for it like for an approval; a resumed run finds the same row by its key."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for an answer"
+        ACCEPT = "accept", "Answered"
+        DECLINE = "decline", "Declined"
+        CANCEL = "cancel", "Dismissed"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="elicitations")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="elicitations")
+    key = models.CharField(max_length=64)
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    message = models.TextField()
+    schema = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    content = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="elicitation_once_per_key")]
+
+    def __str__(self) -> str:
+        return f"{self.server}/{self.tool}: {self.status}"

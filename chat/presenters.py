@@ -70,6 +70,8 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
         item["strategy_short"] = STRATEGY_SHORT.get(analysis.get("recommended_strategy"), "")
     if event.kind == "tool.approval.requested":
         item["approval"] = approval_for(event.run_id, payload.get("argument_hash", ""))
+    if event.kind == "elicitation.requested":
+        item["elicitation"] = elicitation_for(event.run_id, payload.get("key", ""))
     if event.kind == "run.finished":
         item["strategy_short"] = STRATEGY_SHORT.get(payload.get("final_strategy"), "")
         item["quality_class"] = quality_class(payload.get("quality"))
@@ -145,3 +147,14 @@ def approval_for(run_id: int, argument_hash: str) -> Any:
     if approval is not None:
         approval.arguments_json = pretty_json(approval.arguments)
     return approval
+
+
+def elicitation_for(run_id: int, key: str) -> Any:
+    """The input card's row, with the form its schema asks for."""
+    from chat.approvals import form_fields
+    from chat.models import Elicitation
+
+    row = Elicitation.objects.filter(run_id=run_id, key=key).first()
+    if row is not None:
+        row.fields = form_fields(row.schema)
+    return row

@@ -117,7 +117,7 @@ class RunSink:
         if handler is not None:
             payload = (
                 {**event.payload, "sequence": event.sequence}
-                if event.kind in ("tool.result", "tool.approval.requested")
+                if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested")
                 else event.payload
             )
             run_updates.update(handler(payload, created) or {})
@@ -237,6 +237,11 @@ class RunSink:
         from chat.approvals import approval_request
 
         approval_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
+
+    def on_elicitation_requested(self, p: dict[str, Any], at: datetime) -> None:
+        from chat.approvals import elicitation_request
+
+        elicitation_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
 
     def on_llm_call(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         cost = Decimal(p.get("cost") or "0")

@@ -23,4 +23,5 @@ urlpatterns = [
         name="tool-part",
     ),
     path("approvals/<int:approval_id>/", views_tools.approval_decide, name="approval-decide"),
+    path("elicitations/<int:elicitation_id>/", views_tools.elicitation_reply, name="elicitation-reply"),
 ]

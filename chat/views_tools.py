@@ -16,8 +16,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.approvals import approval_decide as decide
-from chat.models import ToolApproval, ToolExecution
-from chat.presenters import approval_for
+from chat.approvals import elicitation_answer
+from chat.models import Elicitation, ToolApproval, ToolExecution
+from chat.presenters import approval_for, elicitation_for
 from reasoning.tools.mcp import IMAGE_SIGNATURES, IMAGE_TYPES
 
 
@@ -66,3 +67,18 @@ def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
         error = exc.messages[0]
     context = {"approval": approval_for(approval.run_id, approval.argument_hash), "error": error}
     return render(request, "chat/tools/approval.html", context, status=400 if error else 200)
+
+
+@require_POST
+def elicitation_reply(request: HttpRequest, elicitation_id: int) -> HttpResponse:
+    """The person's answer to a tool server's question: the form's values, or decline/cancel."""
+    row = get_object_or_404(Elicitation, pk=elicitation_id, session__owner=request.user)
+    error = ""
+    try:
+        elicitation_answer(
+            row=row, user=request.user, action=request.POST.get("action", ""), data=request.POST
+        )
+    except ValidationError as exc:
+        error = exc.messages[0]
+    context = {"elicitation": elicitation_for(row.run_id, row.key), "error": error}
+    return render(request, "chat/tools/elicitation.html", context, status=400 if error else 200)

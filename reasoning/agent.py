@@ -8,6 +8,7 @@ are in flight at the same time, and reports each call and result as events.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from reasoning.calls import ComponentLLM
 from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
-from reasoning.tools.approval import ApprovalRequest
+from reasoning.tools.approval import ApprovalRequest, InputRequest
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
@@ -91,7 +92,9 @@ class ToolExecutor:
         await self.emitter.emit("tool.called", **base)
         call, refusal, base = await self._approve(call, spec.approval if spec else "auto", base)
         arg_hash = base["argument_hash"]
-        outcome = refusal or await self._outcome(call, arg_hash, step_id, self._progress(base))
+        outcome = refusal or await self._outcome(
+            call, arg_hash, step_id, self._progress(base), self._elicit(base)
+        )
         await self.emitter.emit(
             "tool.result",
             **base,
@@ -150,6 +153,41 @@ class ToolExecutor:
             base = {**base, "arguments": arguments, "argument_hash": argument_hash}
         return call, None, base
 
+    def _elicit(self, base: dict[str, Any]) -> Any:
+        """The person answers a server's request for input during this call (a form in the
+        chat), when the host can ask; otherwise the server hears a decline."""
+        approver = self.registry.approver
+        if approver is None:
+            return None
+        asked = 0
+
+        async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            nonlocal asked
+            asked += 1
+            key = hashlib.sha256(f"{base['argument_hash']}:{asked}:{message}".encode()).hexdigest()[:32]
+            request = InputRequest(key, base["server_tool"], base["server"], message[:2000], schema)
+            await self.emitter.emit(
+                "elicitation.requested",
+                key=key,
+                call_id=base["call_id"],
+                tool=base["server_tool"],
+                server=base["server"],
+                message=request.message,
+                schema=schema,
+                mode="Waiting for your answer",
+            )
+            action, content = await approver.answer(request)
+            await self.emitter.emit(
+                "elicitation.answered",
+                key=key,
+                tool=base["server_tool"],
+                server=base["server"],
+                action=action,
+            )
+            return action, content
+
+        return ask
+
     def _progress(self, base: dict[str, Any]) -> Any:
         """Emit a long tool's progress as `mcp.progress`, at most a few a second (and the last)."""
         last = 0.0
@@ -173,7 +211,12 @@ class ToolExecutor:
         return report
 
     async def _outcome(
-        self, call: ToolCall, arg_hash: str, step_id: str | None, on_progress: Any = None
+        self,
+        call: ToolCall,
+        arg_hash: str,
+        step_id: str | None,
+        on_progress: Any = None,
+        on_elicit: Any = None,
     ) -> ToolOutcome:
         if call.malformed is not None:
             return ToolOutcome(False, "", f"the arguments were not a JSON object: {call.malformed[:200]}")
@@ -200,7 +243,7 @@ class ToolExecutor:
             self._in_flight[arg_hash] = future
         try:
             outcome = await self.registry.execute(
-                call.name, call.arguments, timeout=self.timeout, on_progress=on_progress
+                call.name, call.arguments, timeout=self.timeout, on_progress=on_progress, on_elicit=on_elicit
             )
             future.set_result(outcome)
         except BaseException as exc:

@@ -61,6 +61,8 @@ KINDS = (
     "mcp.progress",
     "tool.approval.requested",
     "tool.approval.decided",
+    "elicitation.requested",
+    "elicitation.answered",
     "llm.call",
     "quality.started",
     "quality.completed",
@@ -85,6 +87,7 @@ STATUS_KINDS = frozenset(
         "run.failed",
         "answer.final",
         "tool.approval.requested",
+        "elicitation.requested",
     }
 )
 

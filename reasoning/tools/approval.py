@@ -45,6 +45,17 @@ class ApprovalDecision:
     note: str = field(default="")
 
 
+@dataclass(frozen=True)
+class InputRequest:
+    """A server asks the person for input during a call (MCP elicitation, form mode)."""
+
+    key: str  # stable for the same question in the same call, so a resumed run asks once
+    tool: str
+    server: str
+    message: str
+    schema: dict[str, Any]
+
+
 class Approver(Protocol):
     """The host's way of asking a person."""
 
@@ -55,4 +66,9 @@ class Approver(Protocol):
 
     async def wait(self, request: ApprovalRequest) -> ApprovalDecision:
         """Wait for the person's decision on a request that was announced."""
+        ...
+
+    async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
+        """Wait for the person's answer to an announced input request: the action
+        ("accept", "decline" or "cancel") and, when accepted, the form's content."""
         ...

@@ -30,7 +30,14 @@ from reasoning.tools.mcp_pool import (
     _retrieve,
     kill_children,
 )
-from reasoning.tools.registry import CachePolicy, ProgressCallback, ToolOutput, ToolProvider, ToolSpec
+from reasoning.tools.registry import (
+    CachePolicy,
+    ElicitCallback,
+    ProgressCallback,
+    ToolOutput,
+    ToolProvider,
+    ToolSpec,
+)
 
 __all__ = [
     "SEPARATOR",
@@ -138,12 +145,15 @@ async def call_on(
     arguments: dict[str, Any],
     meta: dict[str, Any] | None,
     on_progress: ProgressFn | None = None,
+    on_elicit: ElicitCallback | None = None,
 ) -> ToolOutput:
     """One tool call on the pool's loop; failures are results the model hears about."""
     from mcp import MCPError
 
     config = connection.config
     client = await connection.ensure()
+    if on_elicit is not None:
+        connection.elicitors.append(on_elicit)
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         if on_progress is not None:
@@ -170,11 +180,18 @@ async def call_on(
             f"the {config.name} server failed during {tool} ({text}); it will be restarted for the next call",
             is_error=True,
         )
+    finally:
+        _forget(connection, on_elicit)
     connection.succeeded()
     text, parts = content_of(result.content, config.redact)
     if not text and result.structured_content is not None:
         text = config.redact(json.dumps(result.structured_content, ensure_ascii=False))
     return ToolOutput(text, is_error=bool(result.is_error), parts=parts)
+
+
+def _forget(connection: MCPConnection, on_elicit: ElicitCallback | None) -> None:
+    if on_elicit is not None and on_elicit in connection.elicitors:
+        connection.elicitors.remove(on_elicit)
 
 
 async def request_on(connection: MCPConnection, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -277,16 +294,34 @@ class MCPToolProvider(ToolProvider):
         return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta)
 
     async def call_tool_with_progress(
-        self, spec: ToolSpec, arguments: dict[str, Any], on_progress: ProgressCallback
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        on_progress: ProgressCallback,
+        on_elicit: ElicitCallback | None = None,
     ) -> ToolOutput:
-        """Progress arrives on the pool's loop; it is handed to the caller's loop, in order."""
+        """Progress and elicitation arrive on the pool's loop; they are handed to the caller's
+        loop (progress in order, fire and forget; an elicitation waits for its answer)."""
         loop = asyncio.get_running_loop()
+        reported: list[Any] = []
 
         def relay(progress: float, total: float | None, message: str | None) -> None:
             future = asyncio.run_coroutine_threadsafe(on_progress(progress, total, message), loop)
             future.add_done_callback(_retrieve)
+            reported.append(future)
 
-        return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta, relay)
+        async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            assert on_elicit is not None
+            return await asyncio.wrap_future(
+                asyncio.run_coroutine_threadsafe(on_elicit(message, schema), loop)
+            )
+
+        output = await self.pool.call(
+            self.config, spec.provider_tool, arguments, self.meta, relay, elicit if on_elicit else None
+        )
+        # Every progress report is shown before the result.
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in reported), return_exceptions=True)
+        return output
 
     async def list_resources(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_resources", meta=self.meta or None)

@@ -166,6 +166,8 @@ class MCPConnection:
         self._refreshing: dict[str, asyncio.Task[list[Any]]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self.pids: list[int] = []
+        # The person-facing handlers of calls in flight that may be asked for input.
+        self.elicitors: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     @property
@@ -244,6 +246,7 @@ class MCPConnection:
                         transport,
                         cache=None,
                         read_timeout_seconds=self.config.call_timeout,
+                        elicitation_callback=self._elicit,
                         **self.client_options,
                     ) as client:
                         listing = await client.list_tools()
@@ -308,6 +311,22 @@ class MCPConnection:
         if tail:
             reason += f" (server said: {tail.splitlines()[-1][:300]})"
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """A server asks for the person's input (form mode): the one call in flight on this
+        connection that can ask its person does; otherwise (none, or several and no way to
+        tell whose it is, or a URL to visit) the request is declined."""
+        import mcp_types
+
+        elicitors = list(self.elicitors)
+        if getattr(params, "mode", "form") != "form" or len(elicitors) != 1:
+            return mcp_types.ElicitResult(action="decline")
+        schema = params.requested_schema
+        schema = (
+            schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
+        )
+        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}))
+        return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
 
     def failed(self, error: str, *, broken: bool) -> None:
         """A request failed: count it toward pausing the server; a broken session is replaced
@@ -483,10 +502,13 @@ class MCPConnectionPool:
         arguments: dict[str, Any],
         meta: dict[str, Any] | None = None,
         on_progress: Callable[[float, float | None, str | None], Any] | None = None,
+        on_elicit: Any = None,
     ) -> Any:
         from reasoning.tools.mcp import call_on
 
-        return await self._run(call_on(self.connection(config), tool, arguments, meta, on_progress))
+        return await self._run(
+            call_on(self.connection(config), tool, arguments, meta, on_progress, on_elicit)
+        )
 
     async def request(self, config: MCPServerConfig, method: str, *args: Any, **kwargs: Any) -> Any:
         from reasoning.tools.mcp import request_on

@@ -20,6 +20,9 @@ from reasoning.llm.base import ToolDef
 CachePolicy = Literal["cache", "no-cache"]
 # Told a long tool's progress: (progress, total or None, message or None).
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+# Asked when a server wants input from the person during a call: (message, JSON schema) ->
+# (action "accept" | "decline" | "cancel", content when accepted).
+ElicitCallback = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
 
 
 @dataclass(frozen=True)
@@ -84,10 +87,14 @@ class ToolProvider(ABC):
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput: ...
 
     async def call_tool_with_progress(
-        self, spec: ToolSpec, arguments: dict[str, Any], on_progress: ProgressCallback
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        on_progress: ProgressCallback,
+        on_elicit: ElicitCallback | None = None,
     ) -> ToolOutput:
-        """A call whose progress notifications reach `on_progress`; providers that have none
-        simply call."""
+        """A call whose progress notifications reach `on_progress`, and whose requests for the
+        person's input reach `on_elicit`; providers that have neither simply call."""
         return await self.call_tool(spec, arguments)
 
     async def close(self) -> None:  # noqa: B027 - optional hook
@@ -160,6 +167,7 @@ class ToolRegistry:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        on_elicit: ElicitCallback | None = None,
     ) -> ToolOutcome:
         """Run one tool call. Never raises: failures come back as an unsuccessful outcome."""
         started = time.perf_counter()
@@ -171,7 +179,7 @@ class ToolRegistry:
         limit = spec.timeout or timeout or self.timeout
         try:
             call = (
-                provider.call_tool_with_progress(spec, arguments, on_progress)
+                provider.call_tool_with_progress(spec, arguments, on_progress, on_elicit)
                 if on_progress is not None
                 else provider.call_tool(spec, arguments)
             )

@@ -11,6 +11,7 @@ from chat import documents, services
 from chat.models import (
     AnswerFeedback,
     Attempt,
+    Elicitation,
     MCPServer,
     ReasoningRun,
     StaffAuditEntry,
@@ -49,6 +50,10 @@ def rows_in_every_status(alice, bob):
             model_tool="remote__echo",
             argument_hash=f"h{number}",
             status=status,
+        )
+    for number, status in enumerate(Elicitation.Status.values):
+        Elicitation.objects.create(
+            run=run, session=run.session, key=f"k{number}", message="Your name?", schema={}, status=status
         )
     documents.document_create(owner=alice, title="Private", content="x")
     documents.document_create(owner=bob, title="Shared", content="y", shared=True)

@@ -3,6 +3,7 @@ person's decision on a card in the chat, durably; every decision is stored and a
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,3 +212,63 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
     assert run.status == "succeeded" and "391" in run.answers.get().content
     assert ToolApproval.objects.filter(run=run).count() == 1, "asked once across both workers"
     assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
+
+
+def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_chat(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """@modelcontextprotocol/server-everything asks for a form's worth of input mid-call."""
+    from chat.models import Elicitation
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [
+                tool("everything__trigger-elicitation-request"),
+                tool("everything__trigger-elicitation-request", again=1),
+                "Asked.",
+            ],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="Ask me things")
+    worker = in_background(run.pk)
+    asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Please provide inputs" in page and 'name="name"' in page and 'name="integer"' in page
+    assert '<option value="Monica" selected>' in page, "enums are choices, with the server's default"
+    url = reverse("chat:elicitation-reply", args=[asked.pk])
+    bad = client.post(url, {"action": "accept", "name": "Ada", "integer": "many"})
+    assert bad.status_code == 400 and "must be a number" in bad.content.decode()
+    answer = {
+        "action": "accept",
+        "name": "Ada",
+        "integer": "7",
+        "check": "on",
+        "untitledMultipleSelectEnum": ["Piano"],
+    }
+    assert "Answered" in client.post(url, answer).content.decode()
+    second = wait_until(
+        lambda: Elicitation.objects.filter(run=run, status="pending").exclude(pk=asked.pk).first()
+    )
+    client.post(reverse("chat:elicitation-reply", args=[second.pk]), {"action": "decline"})
+    worker.join(120)
+    results = list(
+        ToolExecution.objects.filter(run=run, tool="trigger-elicitation-request")
+        .order_by("created_at")
+        .values_list("result", flat=True)
+    )
+    assert "Name: Ada" in results[0] and '"integer": 7' in results[0]
+    assert "decline" in results[1].lower()
+    asked.refresh_from_db()
+    assert asked.content["name"] == "Ada" and asked.content["check"] is True and asked.answered_by == alice
