@@ -62,7 +62,11 @@ class ToolExecutor:
         tracker: Callable[[], ResearchProgressTracker | None],
         *,
         timeout: float,
+        llm: Callable[[], ComponentLLM] | None = None,
     ) -> None:
+        # The model that answers servers' requests for a completion (sampling), counted in the
+        # run's tokens and cost like every other call.
+        self.llm = llm
         self.registry = registry
         self.emitter = emitter
         self.tracker = tracker
@@ -93,7 +97,7 @@ class ToolExecutor:
         call, refusal, base = await self._approve(call, spec.approval if spec else "auto", base)
         arg_hash = base["argument_hash"]
         outcome = refusal or await self._outcome(
-            call, arg_hash, step_id, self._progress(base), self._elicit(base)
+            call, arg_hash, step_id, self._progress(base), self._elicit(base), self._sample(base, spec)
         )
         await self.emitter.emit(
             "tool.result",
@@ -152,6 +156,40 @@ class ToolExecutor:
             argument_hash = ResearchProgressTracker.hash_arguments(call.name, arguments)
             base = {**base, "arguments": arguments, "argument_hash": argument_hash}
         return call, None, base
+
+    def _sample(self, base: dict[str, Any], spec: Any) -> Any:
+        """Serve a server's request for a completion with the run's model, under the same
+        approval rules as a tool call (the card shows what the server asks the model)."""
+        if self.llm is None:
+            return None
+        policy = getattr(spec, "sampling_approval", "ask")
+
+        async def sample(
+            system: str, messages: list[dict[str, str]], max_tokens: int
+        ) -> tuple[str, str] | None:
+            request = {"system": system[:4000], "messages": messages[-20:], "max_tokens": max_tokens}
+            asked = {
+                **base,
+                "tool": f"{base['server']}__sampling",
+                "server_tool": "sampling",
+                "arguments": request,
+                "argument_hash": ResearchProgressTracker.hash_arguments("sampling", request),
+            }
+            sampling = ToolCall(f"{base['call_id']}:sampling", asked["tool"], request)
+            _, refusal, _ = await self._approve(sampling, policy, asked)
+            if refusal is not None:
+                return None
+            llm = self.llm()
+            response = await llm.complete(
+                LLMRequest(
+                    messages=[{"role": m["role"], "content": m["content"]} for m in messages],
+                    system=system,
+                    max_tokens=max(1, min(max_tokens, 4096)),
+                )
+            )
+            return response.text, llm.client.model
+
+        return sample
 
     def _elicit(self, base: dict[str, Any]) -> Any:
         """The person answers a server's request for input during this call (a form in the
@@ -217,6 +255,7 @@ class ToolExecutor:
         step_id: str | None,
         on_progress: Any = None,
         on_elicit: Any = None,
+        on_sample: Any = None,
     ) -> ToolOutcome:
         if call.malformed is not None:
             return ToolOutcome(False, "", f"the arguments were not a JSON object: {call.malformed[:200]}")
@@ -243,7 +282,12 @@ class ToolExecutor:
             self._in_flight[arg_hash] = future
         try:
             outcome = await self.registry.execute(
-                call.name, call.arguments, timeout=self.timeout, on_progress=on_progress, on_elicit=on_elicit
+                call.name,
+                call.arguments,
+                timeout=self.timeout,
+                on_progress=on_progress,
+                on_elicit=on_elicit,
+                on_sample=on_sample,
             )
             future.set_result(outcome)
         except BaseException as exc:

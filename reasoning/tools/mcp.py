@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextvars
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,6 +35,7 @@ from reasoning.tools.registry import (
     CachePolicy,
     ElicitCallback,
     ProgressCallback,
+    SampleCallback,
     ToolOutput,
     ToolProvider,
     ToolSpec,
@@ -146,6 +148,7 @@ async def call_on(
     meta: dict[str, Any] | None,
     on_progress: ProgressFn | None = None,
     on_elicit: ElicitCallback | None = None,
+    on_sample: SampleCallback | None = None,
 ) -> ToolOutput:
     """One tool call on the pool's loop; failures are results the model hears about."""
     from mcp import MCPError
@@ -154,6 +157,8 @@ async def call_on(
     client = await connection.ensure()
     if on_elicit is not None:
         connection.elicitors.append(on_elicit)
+    if on_sample is not None:
+        connection.samplers.append(on_sample)
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         if on_progress is not None:
@@ -181,7 +186,7 @@ async def call_on(
             is_error=True,
         )
     finally:
-        _forget(connection, on_elicit)
+        _forget(connection, on_elicit, on_sample)
     connection.succeeded()
     text, parts = content_of(result.content, config.redact)
     if not text and result.structured_content is not None:
@@ -189,9 +194,11 @@ async def call_on(
     return ToolOutput(text, is_error=bool(result.is_error), parts=parts)
 
 
-def _forget(connection: MCPConnection, on_elicit: ElicitCallback | None) -> None:
+def _forget(connection: MCPConnection, on_elicit: Any, on_sample: Any) -> None:
     if on_elicit is not None and on_elicit in connection.elicitors:
         connection.elicitors.remove(on_elicit)
+    if on_sample is not None and on_sample in connection.samplers:
+        connection.samplers.remove(on_sample)
 
 
 async def request_on(connection: MCPConnection, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -273,6 +280,7 @@ class MCPToolProvider(ToolProvider):
                 cache_policy=self._policy(tool),
                 timeout=self.config.call_timeout + 5,
                 approval=self._approval(tool),
+                sampling_approval=self._sampling_approval(),
             )
             for tool in tools
             if callable_by_us(tool)
@@ -283,6 +291,12 @@ class MCPToolProvider(ToolProvider):
         if chosen in ("cache", "no-cache"):
             return chosen  # type: ignore[return-value]
         return default_cache_policy(getattr(tool, "annotations", None))
+
+    def _sampling_approval(self) -> str:
+        """A server's requests for a completion are asked about unless an admin set
+        `sampling` (like a tool name) in its approval policies."""
+        chosen = dict(self.config.approval_policies).get("sampling") or "ask"
+        return chosen if chosen in POLICIES else "ask"
 
     def _approval(self, tool: Any) -> str:
         chosen = dict(self.config.approval_policies).get(tool.name) or self.config.default_approval
@@ -299,25 +313,47 @@ class MCPToolProvider(ToolProvider):
         arguments: dict[str, Any],
         on_progress: ProgressCallback,
         on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> ToolOutput:
-        """Progress and elicitation arrive on the pool's loop; they are handed to the caller's
+        """Progress, elicitation and sampling arrive on the pool's loop; they are handed to the caller's
         loop (progress in order, fire and forget; an elicitation waits for its answer)."""
         loop = asyncio.get_running_loop()
+        # Callbacks run in this call's context (the run's), whichever context the shared
+        # connection's task that receives the server's message has.
+        context = contextvars.copy_context()
         reported: list[Any] = []
 
         def relay(progress: float, total: float | None, message: str | None) -> None:
-            future = asyncio.run_coroutine_threadsafe(on_progress(progress, total, message), loop)
+            future = context.run(
+                asyncio.run_coroutine_threadsafe, on_progress(progress, total, message), loop
+            )
             future.add_done_callback(_retrieve)
             reported.append(future)
 
         async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-            assert on_elicit is not None
-            return await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(on_elicit(message, schema), loop)
+            if on_elicit is None:
+                return "decline", None
+            asked = context.run(asyncio.run_coroutine_threadsafe, on_elicit(message, schema), loop)
+            return await asyncio.wrap_future(asked)
+
+        async def sample(
+            system: str, messages: list[dict[str, str]], max_tokens: int
+        ) -> tuple[str, str] | None:
+            if on_sample is None:
+                return None
+            answer = context.run(
+                asyncio.run_coroutine_threadsafe, on_sample(system, messages, max_tokens), loop
             )
+            return await asyncio.wrap_future(answer)
 
         output = await self.pool.call(
-            self.config, spec.provider_tool, arguments, self.meta, relay, elicit if on_elicit else None
+            self.config,
+            spec.provider_tool,
+            arguments,
+            self.meta,
+            relay,
+            elicit if on_elicit else None,
+            sample if on_sample else None,
         )
         # Every progress report is shown before the result.
         await asyncio.gather(*(asyncio.wrap_future(f) for f in reported), return_exceptions=True)

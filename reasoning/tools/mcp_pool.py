@@ -168,6 +168,7 @@ class MCPConnection:
         self.pids: list[int] = []
         # The person-facing handlers of calls in flight that may be asked for input.
         self.elicitors: list[Any] = []
+        self.samplers: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     @property
@@ -247,6 +248,7 @@ class MCPConnection:
                         cache=None,
                         read_timeout_seconds=self.config.call_timeout,
                         elicitation_callback=self._elicit,
+                        sampling_callback=self._sample,
                         **self.client_options,
                     ) as client:
                         listing = await client.list_tools()
@@ -327,6 +329,34 @@ class MCPConnection:
         )
         action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}))
         return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        """A server asks for a completion: served by the model of the one run whose call is in
+        flight on this connection (its approval rules, its tokens and cost); refused otherwise."""
+        import mcp_types
+
+        samplers = list(self.samplers)
+        if len(samplers) != 1:
+            return mcp_types.ErrorData(code=-1, message="no run of this client can answer this request now")
+        messages = []
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "\n".join(
+                getattr(block, "text", f"[{getattr(block, 'type', 'non-text')} content]") for block in blocks
+            )
+            messages.append({"role": message.role, "content": self.config.redact(text)})
+        answer = await samplers[0](
+            self.config.redact(params.system_prompt or ""), messages, params.max_tokens
+        )
+        if answer is None:
+            return mcp_types.ErrorData(code=-1, message="the user declined this request for a completion")
+        text, model = answer
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text=text),
+            model=model,
+            stop_reason="endTurn",
+        )
 
     def failed(self, error: str, *, broken: bool) -> None:
         """A request failed: count it toward pausing the server; a broken session is replaced
@@ -450,7 +480,10 @@ class MCPConnectionPool:
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run `coroutine` on the pool's loop; the future's exception is always retrieved."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
+        # A fresh context: the connection's tasks must not keep a caller's context variables
+        # (asgiref's executor of a request long gone, for one) for every later caller.
+        loop = self._ensure_loop()
+        future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, loop)
         future.add_done_callback(_retrieve)
         return future
 
@@ -503,12 +536,12 @@ class MCPConnectionPool:
         meta: dict[str, Any] | None = None,
         on_progress: Callable[[float, float | None, str | None], Any] | None = None,
         on_elicit: Any = None,
+        on_sample: Any = None,
     ) -> Any:
         from reasoning.tools.mcp import call_on
 
-        return await self._run(
-            call_on(self.connection(config), tool, arguments, meta, on_progress, on_elicit)
-        )
+        call = call_on(self.connection(config), tool, arguments, meta, on_progress, on_elicit, on_sample)
+        return await self._run(call)
 
     async def request(self, config: MCPServerConfig, method: str, *args: Any, **kwargs: Any) -> Any:
         from reasoning.tools.mcp import request_on

@@ -23,6 +23,9 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 # Asked when a server wants input from the person during a call: (message, JSON schema) ->
 # (action "accept" | "decline" | "cancel", content when accepted).
 ElicitCallback = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
+# Asked when a server wants a completion from Nexus's model during a call (MCP sampling):
+# (system, messages as role/text dicts, max_tokens) -> (text, model) or None when refused.
+SampleCallback = Callable[[str, list[dict[str, str]], int], Awaitable[tuple[str, str] | None]]
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class ToolSpec:
     timeout: float | None = None
     # Whether a call runs on its own ("auto"), needs a person's approval ("ask") or never runs.
     approval: str = "auto"
+    # The same for the server's requests for a completion from our model (sampling).
+    sampling_approval: str = "ask"
 
     def definition(self) -> ToolDef:
         return ToolDef(self.name, self.description, self.input_schema)
@@ -92,9 +97,11 @@ class ToolProvider(ABC):
         arguments: dict[str, Any],
         on_progress: ProgressCallback,
         on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> ToolOutput:
-        """A call whose progress notifications reach `on_progress`, and whose requests for the
-        person's input reach `on_elicit`; providers that have neither simply call."""
+        """A call whose progress notifications reach `on_progress`, whose requests for the
+        person's input reach `on_elicit` and for a completion `on_sample`; providers that
+        have none of these simply call."""
         return await self.call_tool(spec, arguments)
 
     async def close(self) -> None:  # noqa: B027 - optional hook
@@ -168,6 +175,7 @@ class ToolRegistry:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> ToolOutcome:
         """Run one tool call. Never raises: failures come back as an unsuccessful outcome."""
         started = time.perf_counter()
@@ -179,7 +187,7 @@ class ToolRegistry:
         limit = spec.timeout or timeout or self.timeout
         try:
             call = (
-                provider.call_tool_with_progress(spec, arguments, on_progress, on_elicit)
+                provider.call_tool_with_progress(spec, arguments, on_progress, on_elicit, on_sample)
                 if on_progress is not None
                 else provider.call_tool(spec, arguments)
             )

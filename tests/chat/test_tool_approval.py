@@ -272,3 +272,49 @@ def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_ch
     assert "decline" in results[1].lower()
     asked.refresh_from_db()
     assert asked.content["name"] == "Ada" and asked.content["check"] is True and asked.answered_by == alice
+
+
+def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """server-everything's sampling tool: the card shows what it asks our model; once approved,
+    the configured model answers it and the call counts in the run's tokens."""
+    from chat.models import LLMCall
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [
+                tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
+                "Sampled.",
+            ],
+            "sampling": ["Hello, Ada! (from the configured model)"],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="Let the server ask the model")
+    worker = in_background(run.pk)
+    found = wait_until(lambda: pending(run), 20)
+    assert found, "\n".join(str((e.kind, e.payload)) for e in TraceEvent.objects.filter(run=run).order_by("sequence"))
+    (asked,) = found
+    assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Say hello to Ada" in page and "Approve once" in page
+    decide(client, asked, "approve")
+    worker.join(120)
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    result = ToolExecution.objects.get(run=run, tool="trigger-sampling-request").result
+    assert "Hello, Ada! (from the configured model)" in result
+    assert LLMCall.objects.filter(run=run, component="sampling").count() == 1, "counted in the run's calls"
+    assert "Say hello to Ada" in json.dumps(script.requests_for("sampling")[0].messages)
