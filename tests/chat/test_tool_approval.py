@@ -304,9 +304,7 @@ def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     client = client_for(alice)
     run = services.message_post(session=alice_session, content="Let the server ask the model")
     worker = in_background(run.pk)
-    found = wait_until(lambda: pending(run), 20)
-    assert found, "\n".join(str((e.kind, e.payload)) for e in TraceEvent.objects.filter(run=run).order_by("sequence"))
-    (asked,) = found
+    (asked,) = wait_until(lambda: pending(run))
     assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Say hello to Ada" in page and "Approve once" in page
