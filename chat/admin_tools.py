@@ -28,8 +28,9 @@ from chat import staff_audit
 from chat.admin_audit import ChangeAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
-from chat.models import Document, MCPServer
+from chat.models import Document, Elicitation, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, env_refusal
+from reasoning.tools.approval import POLICIES
 
 # What decides which program runs or where secrets go: superusers only.
 CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
@@ -77,7 +78,17 @@ class MCPServerForm(forms.ModelForm):
             "url",
             "call_timeout",
             "tool_policies",
+            "default_approval",
+            "approval_policies",
         ]
+
+    def clean_approval_policies(self) -> dict[str, str]:
+        policies = self.cleaned_data.get("approval_policies") or {}
+        if not isinstance(policies, dict) or any(v not in POLICIES for v in policies.values()):
+            raise forms.ValidationError('Use {"tool name": "auto", "ask" or "never"}.')
+        for name in policies:
+            refuse_nul(name, what="A tool name")
+        return policies
 
     def clean_tool_policies(self) -> dict[str, str]:
         policies = self.cleaned_data.get("tool_policies") or {}
@@ -169,21 +180,37 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     list_filter = ["enabled", "transport", "last_status"]
     actions = ["check_connection"]
     # Staff without superuser rights edit only what cannot launch a program or move a secret.
-    readonly_fields = ["builtin", "stored_secrets", "last_status", "last_error", "last_checked", "tool_count"]
+    readonly_fields = [
+        "builtin",
+        "stored_secrets",
+        "last_status",
+        "last_error",
+        "last_checked",
+        "paused_until",
+        "tool_count",
+    ]
 
     def _fieldsets(self, obj: Any) -> list[Any]:
         secrets = [*SECRET_INPUTS, "stored_secrets"]
         if obj is not None and obj.builtin:
             return [
                 (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
-                ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+                ("Approval", {"fields": ["default_approval", "approval_policies"]}),
+                (
+                    "Status",
+                    {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+                ),
             ]
         return [
             (None, {"fields": ["name", "transport", "enabled", "call_timeout", "tool_policies"]}),
+            ("Approval", {"fields": ["default_approval", "approval_policies"]}),
             ("stdio", {"fields": ["command", "args", "cwd"]}),
             ("Streamable HTTP", {"fields": ["url"]}),
             ("Secrets", {"fields": secrets}),
-            ("Status", {"fields": ["last_status", "last_error", "last_checked", "tool_count"]}),
+            (
+                "Status",
+                {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+            ),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -236,6 +263,13 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             return format_html(
                 '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
             )
+        if obj.last_status == MCPServer.Status.PAUSED:
+            until = f" until {obj.paused_until:%H:%M:%S} UTC" if obj.paused_until else ""
+            return format_html(
+                '<span style="color:#e67700">⏸ paused{} after repeated failures: {}</span>',
+                until,
+                Truncator(obj.last_error).chars(200),
+            )
         if obj.last_status == MCPServer.Status.OK:
             return format_html('<span style="color:#2b8a3e">✓ {}</span>', "connected")
         return "not checked yet"
@@ -284,3 +318,32 @@ class DocumentAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return request.user.is_superuser
+
+
+@admin.register(ToolApproval)
+class ToolApprovalAdmin(admin.ModelAdmin):
+    """Every decision on a tool call, for audit: read-only (people decide in the chat)."""
+
+    list_display = ["created_at", "model_tool", "status", "scope", "decided_by", "decided_at", "run"]
+    list_filter = ["status", "scope", "server"]
+    search_fields = ["model_tool", "decided_by__username", "session__owner__username"]
+    list_select_related = ["decided_by", "run"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Elicitation)
+class ElicitationAdmin(ToolApprovalAdmin):
+    """Every question a tool server asked a person, and the answer: read-only."""
+
+    list_display = ["created_at", "server", "tool", "status", "answered_by", "answered_at", "run"]
+    list_filter = ["status", "server"]
+    search_fields = ["tool", "message", "answered_by__username"]
+    list_select_related = ["answered_by", "run"]

@@ -24,6 +24,7 @@ from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, close_old_connections
 
 from chat import services
+from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
 from chat.models import ReasoningRun
 from chat.sink import RunSink
@@ -202,8 +203,14 @@ def _run_context(run: ReasoningRun) -> dict[str, Any]:
             next_sequence=run.next_sequence,
         ),
         "lessons": lessons_for(run),
-        "tools": registry_for(run.session.owner),
+        "tools": _registry(run),
     }
+
+
+def _registry(run: ReasoningRun) -> Any:
+    registry = registry_for(run.session.owner)
+    registry.approver = ChatApprover(run)
+    return registry
 
 
 async def reflect_on_run_feedback(run_id: int, *, rating: str, comment: str = "") -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp_types import ToolAnnotations
 
 from chat.documents import document_get_for_user, document_search, format_results
 from reasoning.tools.builtin import CALCULATOR_DESCRIPTION
@@ -19,6 +20,11 @@ from reasoning.tools.builtin import calculator as calculate_text
 from reasoning.tools.builtin import clock as clock_text
 
 USER_KEY = "nexus/user_id"
+# Reads nothing outside Nexus and changes nothing: a result may be reused within a run, and no
+# approval is asked. The clock, read-only too, changes between calls: its row's tool policy
+# says "no-cache", and the annotations say so as well (idempotent is false).
+LOOKUP = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True)
+CLOCK = ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=False)
 
 
 def _user(ctx: Context) -> Any:
@@ -36,14 +42,16 @@ def build_server() -> MCPServer:
         instructions="Nexus's built-in tools: exact arithmetic, the current time, and the team's documents.",
     )
 
-    @server.tool(description=CALCULATOR_DESCRIPTION)
+    @server.tool(description=CALCULATOR_DESCRIPTION, annotations=LOOKUP)
     def calculator(expression: str) -> str:
         try:
             return calculate_text(expression)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="The current date and time in a time zone (IANA name, default UTC).")
+    @server.tool(
+        description="The current date and time in a time zone (IANA name, default UTC).", annotations=CLOCK
+    )
     def clock(timezone: str = "UTC") -> str:
         try:
             return clock_text(timezone)
@@ -52,7 +60,8 @@ def build_server() -> MCPServer:
 
     @server.tool(
         description="Search the team's documents; returns the best passages with their titles. "
-        "Use it for anything about the team's own work, plans, policies or notes."
+        "Use it for anything about the team's own work, plans, policies or notes.",
+        annotations=LOOKUP,
     )
     def search_documents(query: str, ctx: Context, limit: int = 5) -> str:
         user = _user(ctx)

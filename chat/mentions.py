@@ -24,15 +24,20 @@ from django.core.exceptions import ValidationError
 
 from chat.documents import documents_visible_to
 from chat.models import Document, MCPServer
-from chat.tools import provider_for
-from reasoning.tools.mcp import MCPToolProvider, MCPUnavailable
+from chat.tools import POOL, provider_for
+from reasoning.tools.mcp import SEPARATOR, MCPToolProvider, MCPUnavailable
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
 
 MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
-LISTING_TTL = 60
+# Completions and mention expansion answer from what is known within this many seconds.
+COMPLETION_BUDGET = 0.25
+# A sent message naming something not known yet waits this long for the listings.
+EXPANSION_BUDGET = 5.0
+# How long another process's listing (team mode: shared through Redis) may stand in.
+SHARED_LISTING_TTL = 3600
 CONTEXT_CHARS = 30_000
 
 
@@ -44,42 +49,35 @@ def _providers(user: Any) -> list[MCPToolProvider]:
     ]
 
 
-def _listing(user: Any, kind: str) -> list[dict[str, Any]]:
-    """Resources or prompts of every enabled server, cached briefly; broken servers are skipped."""
-    key = f"nexus:mcp:{kind}"
-    cached = _cache_get(key)
-    if cached is not None:
-        return cached
+def _listing(user: Any, kind: str, budget: float = 0.0) -> list[dict[str, Any]]:
+    """Resources or prompts of every enabled server, answered within COMPLETION_BUDGET from
+    what is known: a server that answers in time gives its fresh listing, one that does not
+    (hung, restarting, paused) its last known one, from this process or the shared cache,
+    while its refresh goes on in the background. Broken servers offer nothing."""
+    providers = _providers(user)
+    requests = [(p.config, p.meta) for p in providers]
+    listings = POOL.listings_within(requests, kind, budget or COMPLETION_BUDGET)
+    shared = _cache_get(f"nexus:mcp:{kind}") or {}
     items: list[dict[str, Any]] = []
-    for provider in _providers(user):
-        try:
-            if kind == "resources":
-                found = async_to_sync(provider.list_resources)()
-                items += [
-                    {
-                        "server": provider.name,
-                        "name": r.name,
-                        "uri": str(r.uri),
-                        "description": r.description or "",
-                    }
-                    for r in found
-                ]
-            else:
-                found = async_to_sync(provider.list_prompts)()
-                items += [
-                    {
-                        "server": provider.name,
-                        "name": p.name,
-                        "description": p.description or "",
-                        "arguments": [a.name for a in (p.arguments or [])],
-                    }
-                    for p in found
-                ]
-        except Exception:  # noqa: S112 - an unavailable server simply offers nothing here
-            continue
+    known: dict[str, list[dict[str, Any]]] = {}
+    for provider in providers:
+        found = listings.get(provider.name)
+        if found is None:
+            known[provider.name] = shared.get(provider.name, [])
+        else:
+            known[provider.name] = [_describe(kind, provider.name, item) for item in found]
+        items += known[provider.name]
+    # Servers disabled since keep their entry, so a command of theirs is reported unavailable.
     with contextlib.suppress(Exception):  # the cache (Redis) being down only costs a refetch
-        cache.set(key, items, LISTING_TTL)
+        cache.set(f"nexus:mcp:{kind}", {**shared, **known}, SHARED_LISTING_TTL)
     return items
+
+
+def _offered_by_a_server_now_gone(kind: str, name: str) -> str | None:
+    for server, items in (_cache_get(f"nexus:mcp:{kind}") or {}).items():
+        if any(item["name"] == name for item in items):
+            return server
+    return None
 
 
 def _cache_get(key: str) -> Any:
@@ -90,12 +88,28 @@ def _cache_get(key: str) -> Any:
         return None
 
 
-def resources(user: Any) -> list[dict[str, Any]]:
-    return _listing(user, "resources")
+def _describe(kind: str, server: str, item: Any) -> dict[str, Any]:
+    if kind == "resources":
+        return {
+            "server": server,
+            "name": item.name,
+            "uri": str(item.uri),
+            "description": item.description or "",
+        }
+    return {
+        "server": server,
+        "name": item.name,
+        "description": item.description or "",
+        "arguments": [{"name": a.name, "required": bool(a.required)} for a in (item.arguments or [])],
+    }
 
 
-def prompts(user: Any) -> list[dict[str, Any]]:
-    return _listing(user, "prompts")
+def resources(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, Any]]:
+    return _listing(user, "resources", budget)
+
+
+def prompts(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, Any]]:
+    return _listing(user, "prompts", budget)
 
 
 def mentions_in(text: str) -> list[tuple[str, int | None]]:
@@ -157,7 +171,10 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
         return Attachment("document", document.title, document.content, source=document.uri)
     if document_id is not None:
         return None
-    for resource in resources(user):
+    known = resources(user)
+    if not any(name in (r["name"], r["uri"]) for r in known):
+        known = resources(user, EXPANSION_BUDGET)  # a server still starting may offer it
+    for resource in known:
         if name in (resource["name"], resource["uri"]):
             try:
                 read = _provider(user, resource["server"]).read_resource
@@ -217,7 +234,15 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
         return None
     name, rest = match.group(1), (match.group(2) or "").strip()
     available = prompts(user)
+    if not any(name in (p["name"], f"{p['server']}{SEPARATOR}{p['name']}") for p in available):
+        available = prompts(user, EXPANSION_BUDGET)  # a server still starting may offer it
     prompt = next((p for p in available if p["name"] == name), None)
+    server, _, bare = name.partition(SEPARATOR)
+    if prompt is None and bare:  # `/server__name` picks one of several servers' prompts
+        prompt = next((p for p in available if (p["server"], p["name"]) == (server, bare)), None)
+        name = bare
+    if prompt is None and (gone := _offered_by_a_server_now_gone("prompts", name)):
+        raise ValidationError(f"/{name} failed: tool server {gone} is unavailable")
     if prompt is None:
         names = ", ".join(f"/{p['name']}" for p in available) or "none"
         raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
@@ -237,7 +262,13 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     return CommandExpansion(question or text, attachments)
 
 
-def _arguments(names: list[str], rest: str) -> dict[str, str]:
+def _arguments(declared: list[Any], rest: str) -> dict[str, str]:
+    """The prompt's arguments from what follows `/name`: `name=value` pairs, or values in
+    order (required arguments first when fewer values than arguments are given). Only
+    required arguments must be there; optional ones left out are not sent."""
+    arguments = [a if isinstance(a, dict) else {"name": str(a), "required": True} for a in declared]
+    names = [a["name"] for a in arguments]
+    required = [a["name"] for a in arguments if a["required"]]
     if not names:
         return {}
     if "=" in rest:
@@ -248,21 +279,42 @@ def _arguments(names: list[str], rest: str) -> dict[str, str]:
                 'A quotation mark is not closed; write name="value" with both quotes.'
             ) from None
         pairs = dict(part.split("=", 1) for part in parts if "=" in part)
-        missing = [n for n in names if n not in pairs]
+        missing = [n for n in required if n not in pairs]
         if missing:
-            raise ValidationError(f"Missing {', '.join(missing)}; write {' '.join(f'{n}=…' for n in names)}.")
-        return {n: pairs[n] for n in names}
+            raise ValidationError(f"Missing {', '.join(missing)}; write {_usage(arguments)}.")
+        return {n: pairs[n] for n in names if n in pairs}
+    if not rest:
+        if required:
+            raise ValidationError(f"Say what to use as {', '.join(required)}: /… {_usage(arguments)}.")
+        return {}
     if len(names) == 1:
-        if not rest:
-            raise ValidationError(f"Say what to use as {names[0]}, for example: /… {names[0]} text.")
         return {names[0]: rest}
     try:
         values = shlex.split(rest)
     except ValueError:
         values = rest.split()
-    if len(values) < len(names):
+    if len(values) < len(required):
         raise ValidationError(
-            f"This command takes {len(names)} values: {', '.join(names)} "
-            '(quote values with spaces, or use name="value").'
+            f"This command needs {len(required)} value{'s' if len(required) > 1 else ''}: "
+            f'{", ".join(required)} (quote values with spaces, or use name="value"); '
+            f"usage: {_usage(arguments)}."
         )
-    return dict(zip(names, [*values[: len(names) - 1], " ".join(values[len(names) - 1 :])], strict=True))
+    extra = len(values) - len(required)
+    optional = [n for n in names if n not in required][:extra]
+    chosen = [n for n in names if n in required or n in optional]
+    if len(values) > len(chosen):
+        values = [*values[: len(chosen) - 1], " ".join(values[len(chosen) - 1 :])]
+    return dict(zip(chosen, values, strict=True))
+
+
+def _usage(arguments: list[dict[str, Any]]) -> str:
+    return " ".join(f"{a['name']}=…" if a["required"] else f"[{a['name']}=…]" for a in arguments)
+
+
+def argument_hint(prompt: dict[str, Any]) -> str:
+    """`city [state]`: what a completion shows after a command's name."""
+    hints = []
+    for a in prompt["arguments"]:
+        a = a if isinstance(a, dict) else {"name": str(a), "required": True}
+        hints.append(a["name"] if a["required"] else f"[{a['name']}]")
+    return " ".join(hints)

@@ -282,6 +282,11 @@ class ToolExecution(models.Model):
     truncated = models.BooleanField(default=False)
     strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Images, binary resources and links the server returned beside its text (images and
+    # blobs with their base64 data, checked and size-capped by the engine), and the trace
+    # event that shows them (whose stored payload lists them without the data).
+    parts = models.JSONField(default=list, blank=True)
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "created_at", "id"]
@@ -482,6 +487,7 @@ class MCPServer(models.Model):
         UNKNOWN = "unknown", "Not checked yet"
         OK = "ok", "Connected"
         ERROR = "error", "Unavailable"
+        PAUSED = "paused", "Paused after repeated failures"
 
     name = models.CharField(
         max_length=30,
@@ -503,11 +509,26 @@ class MCPServer(models.Model):
     tool_policies = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Per tool: "cache" (default) or "no-cache" for tools whose answer changes between calls.',
+        help_text='Per tool: "cache" or "no-cache" (tools whose answer changes between calls); a tool '
+        "not listed is reused only when its annotations say it is read-only, closed-world and idempotent.",
+    )
+    approval_policies = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per tool: "auto" (runs on its own), "ask" (the person approves each call) or "never".',
+    )
+    default_approval = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[("", "From each tool's annotations"), ("auto", "auto"), ("ask", "ask"), ("never", "never")],
+        help_text="For tools not listed above. From annotations: a tool that may destroy something or "
+        "reaches an open world asks.",
     )
     last_status = models.CharField(max_length=10, choices=Status.choices, default=Status.UNKNOWN)
     last_error = models.TextField(blank=True)
     last_checked = models.DateTimeField(null=True, blank=True)
+    # Set while a process has the server paused (its circuit open) after repeated failures.
+    paused_until = models.DateTimeField(null=True, blank=True)
     tool_count = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -616,3 +637,83 @@ class StaffAuditEntry(models.Model):
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("The staff audit log is append-only.")
+
+
+class ToolApproval(models.Model):
+    """A person's decision on one tool call a run wanted to make (issue 14). Created pending
+    when the run asks; the run waits for it, across a worker restart (the resumed run finds
+    the same row). "Always for this chat" approves the tool for the chat's later calls."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a decision"
+        APPROVED = "approved", "Approved"
+        DECLINED = "declined", "Declined"
+
+    class Scope(models.TextChoices):
+        ONCE = "once", "This call"
+        CHAT = "chat", "Always for this chat"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="tool_approvals")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tool_approvals")
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
+    call_id = models.CharField(max_length=100, blank=True)
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200)  # the server's own name
+    model_tool = models.CharField(max_length=200)  # the name the model used (server__tool)
+    arguments = models.JSONField(default=dict, blank=True)
+    argument_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ONCE)
+    edited_arguments = models.JSONField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "argument_hash"], name="approval_once_per_call"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "approved", "declined"]), name="approval_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_tool} ({self.status})"
+
+
+class Elicitation(models.Model):
+    """A tool server's request for the person's input during a call, and the answer (issue 14).
+    The run waits for it like for an approval; a resumed run finds the same row by its key."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for an answer"
+        ACCEPT = "accept", "Answered"
+        DECLINE = "decline", "Declined"
+        CANCEL = "cancel", "Dismissed"
+
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="elicitations")
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="elicitations")
+    key = models.CharField(max_length=64)
+    event_sequence = models.PositiveIntegerField(null=True, blank=True)
+    server = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    message = models.TextField()
+    schema = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    content = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="elicitation_once_per_key")]
+
+    def __str__(self) -> str:
+        return f"{self.server}/{self.tool}: {self.status}"

@@ -69,6 +69,10 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
     if event.kind == "analysis.completed":
         analysis = payload.get("analysis", {})
         item["strategy_short"] = STRATEGY_SHORT.get(analysis.get("recommended_strategy"), "")
+    if event.kind == "tool.approval.requested":
+        item["approval"] = approval_for(event.run_id, payload.get("argument_hash", ""))
+    if event.kind == "elicitation.requested":
+        item["elicitation"] = elicitation_for(event.run_id, payload.get("key", ""))
     if event.kind == "run.finished":
         item["strategy_short"] = STRATEGY_SHORT.get(payload.get("final_strategy"), "")
         item["quality_class"] = quality_class(payload.get("quality"))
@@ -143,3 +147,24 @@ def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
     return {"queue_ahead": services.run_queue_position(run), "stuck": services.run_is_stuck(run)}
+
+
+def approval_for(run_id: int, argument_hash: str) -> Any:
+    """The approval card's row: what the person decided, or that it is still pending."""
+    from chat.models import ToolApproval
+
+    approval = ToolApproval.objects.filter(run_id=run_id, argument_hash=argument_hash).first()
+    if approval is not None:
+        approval.arguments_json = pretty_json(approval.arguments)
+    return approval
+
+
+def elicitation_for(run_id: int, key: str) -> Any:
+    """The input card's row, with the form its schema asks for."""
+    from chat.approvals import form_fields
+    from chat.models import Elicitation
+
+    row = Elicitation.objects.filter(run_id=run_id, key=key).first()
+    if row is not None:
+        row.fields = form_fields(row.schema)
+    return row

@@ -142,13 +142,18 @@ class RunSink:
             kind=event.kind,
             phase=event.phase[:80],
             level=event.level,
-            payload=event.payload,
+            payload=_without_part_data(event.payload),
             created_at=created,
         )
         run_updates: dict[str, Any] = {"next_sequence": event.sequence + 1, "heartbeat_at": timezone.now()}
         handler = getattr(self, "on_" + event.kind.replace(".", "_"), None)
         if handler is not None:
-            run_updates.update(handler(event.payload, created) or {})
+            payload = (
+                {**event.payload, "sequence": event.sequence}
+                if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested")
+                else event.payload
+            )
+            run_updates.update(handler(payload, created) or {})
         ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
 
     # --- one method per event kind that has domain rows -----------------------------------
@@ -257,7 +262,19 @@ class RunSink:
             truncated=p.get("truncated", False),
             strategy=p.get("strategy") or "",
             created_at=at,
+            parts=p.get("parts") or [],
+            event_sequence=p.get("sequence"),
         )
+
+    def on_tool_approval_requested(self, p: dict[str, Any], at: datetime) -> None:
+        from chat.approvals import approval_request
+
+        approval_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
+
+    def on_elicitation_requested(self, p: dict[str, Any], at: datetime) -> None:
+        from chat.approvals import elicitation_request
+
+        elicitation_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
 
     def on_llm_call(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         cost = Decimal(p.get("cost") or "0")
@@ -377,3 +394,11 @@ class RunSink:
 
     def on_run_failed(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
         return {"status": ReasoningRun.Status.FAILED, "error": p["error"], "finished_at": at}
+
+
+def _without_part_data(payload: dict[str, Any]) -> dict[str, Any]:
+    """A tool result's images and downloads are stored once, on its ToolExecution; the trace
+    event lists them without their data (pages fetch them from chat:tool-part)."""
+    if "parts" not in payload:
+        return payload
+    return {**payload, "parts": [{k: v for k, v in part.items() if k != "data"} for part in payload["parts"]]}

@@ -14,6 +14,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -110,6 +111,12 @@ def _builtin_secrets() -> tuple[str, ...]:
 def config_for(server: MCPServer) -> MCPServerConfig:
     """How to reach `server`; raises MCPUnavailable when it may not be started at all."""
     policies = tuple(sorted((str(k), str(v)) for k, v in (server.tool_policies or {}).items()))
+    approvals = {
+        "approval_policies": tuple(
+            sorted((str(k), str(v)) for k, v in (server.approval_policies or {}).items())
+        ),
+        "default_approval": server.default_approval or "",
+    }
     if server.builtin:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "_"))}
         env.update(
@@ -133,6 +140,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             secret_values=_builtin_secrets(),
             call_timeout=server.call_timeout,
             tool_policies=policies,
+            **approvals,
         )
     command, args = server.command, [str(a) for a in server.args or []]
     if server.transport == MCPServer.Transport.STDIO:
@@ -162,18 +170,26 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         secret_values=secret_values,
         call_timeout=server.call_timeout,
         tool_policies=policies,
+        **approvals,
     )
 
 
 @database_sync_to_async
-def record_status(name: str, error: str | None, tool_count: int) -> None:
-    """What the admin's status column shows: the last time a worker reached the server."""
-    MCPServer.objects.filter(name=name).update(
-        last_status=MCPServer.Status.ERROR if error else MCPServer.Status.OK,
-        last_error=error or "",
-        tool_count=tool_count,
-        last_checked=timezone.now(),
-    )
+def record_status(name: str, error: str | None, tool_count: int, paused_for: float | None = None) -> None:
+    """What the admin's status column shows: the last time a worker reached the server, and
+    whether it is paused after repeated failures (its circuit open) and until when."""
+    status = MCPServer.Status.OK
+    if error:
+        status = MCPServer.Status.PAUSED if paused_for else MCPServer.Status.ERROR
+    changes: dict[str, Any] = {
+        "last_status": status,
+        "last_error": error or "",
+        "last_checked": timezone.now(),
+        "paused_until": timezone.now() + timedelta(seconds=paused_for) if paused_for else None,
+    }
+    if not error:
+        changes["tool_count"] = tool_count
+    MCPServer.objects.filter(name=name).update(**changes)
 
 
 class RefusedServer(ToolProvider):
@@ -184,7 +200,7 @@ class RefusedServer(ToolProvider):
         self.error = error
 
     async def list_tools(self) -> list[ToolSpec]:
-        await record_status(self.name, str(self.error), 0)
+        await record_status(self.name, str(self.error), 0, None)
         raise self.error
 
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chat import views
+from chat import views, views_tools
 
 app_name = "chat"
 
@@ -17,4 +17,11 @@ urlpatterns = [
     path("documents/upload/", views.document_upload, name="document-upload"),
     path("documents/<int:document_id>/delete/", views.document_delete, name="document-delete"),
     path("complete/", views.completions, name="completions"),
+    path(
+        "runs/<int:run_id>/events/<int:sequence>/parts/<int:index>/",
+        views_tools.tool_part,
+        name="tool-part",
+    ),
+    path("approvals/<int:approval_id>/", views_tools.approval_decide, name="approval-decide"),
+    path("elicitations/<int:elicitation_id>/", views_tools.elicitation_reply, name="elicitation-reply"),
 ]

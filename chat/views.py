@@ -28,6 +28,7 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
+from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
 
 logger = logging.getLogger(__name__)
@@ -320,14 +321,20 @@ def completions(request: HttpRequest) -> HttpResponse:
                     }
                 )
     elif prefix == "/":
-        for prompt in mentions.prompts(request.user):
-            if prompt["name"].startswith(word):
-                arguments = " ".join(prompt["arguments"])
+        offered = {(p["server"], p["name"]): p for p in mentions.prompts(request.user)}  # each once
+        servers_of: dict[str, set[str]] = {}
+        for server, name in offered:
+            servers_of.setdefault(name, set()).add(server)
+        for (server, name), prompt in offered.items():
+            # A name several servers offer is written with its server, so it picks this one.
+            command = f"{server}{SEPARATOR}{name}" if len(servers_of[name]) > 1 else name
+            if name.startswith(word) or command.startswith(word):
+                description = prompt["description"]
                 items.append(
                     {
-                        "insert": f"/{prompt['name']} ",
-                        "label": f"/{prompt['name']} {arguments}".strip(),
-                        "detail": prompt["description"],
+                        "insert": f"/{command} ",
+                        "label": f"/{command} {mentions.argument_hint(prompt)}".strip(),
+                        "detail": f"{description} (on {server})" if description else f"on {server}",
                     }
                 )
     return JsonResponse({"items": items[:15]})

@@ -8,6 +8,8 @@ are in flight at the same time, and reports each call and result as events.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +18,13 @@ from reasoning.calls import ComponentLLM
 from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
+from reasoning.tools.approval import ApprovalRequest, InputRequest
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
+
+# Seconds between two progress events of one tool call (the final one always goes).
+PROGRESS_INTERVAL = 0.25
 
 RESULT_SUMMARY_CHARS = 300
 STORED_RESULT_CHARS = 4000
@@ -56,7 +62,11 @@ class ToolExecutor:
         tracker: Callable[[], ResearchProgressTracker | None],
         *,
         timeout: float,
+        llm: Callable[[], ComponentLLM] | None = None,
     ) -> None:
+        # The model that answers servers' requests for a completion (sampling), counted in the
+        # run's tokens and cost like every other call.
+        self.llm = llm
         self.registry = registry
         self.emitter = emitter
         self.tracker = tracker
@@ -84,7 +94,11 @@ class ToolExecutor:
             "step_id": step_id,
         }
         await self.emitter.emit("tool.called", **base)
-        outcome = await self._outcome(call, arg_hash, step_id)
+        call, refusal, base = await self._approve(call, spec.approval if spec else "auto", base)
+        arg_hash = base["argument_hash"]
+        outcome = refusal or await self._outcome(
+            call, arg_hash, step_id, self._progress(base), self._elicit(base), self._sample(base, spec)
+        )
         await self.emitter.emit(
             "tool.result",
             **base,
@@ -96,10 +110,153 @@ class ToolExecutor:
             result=outcome.content[:STORED_RESULT_CHARS],
             error=outcome.error,
             **({"detail": outcome.detail} if outcome.detail else {}),
+            **({"parts": outcome.parts} if outcome.parts else {}),
         )
         return outcome
 
-    async def _outcome(self, call: ToolCall, arg_hash: str, step_id: str | None) -> ToolOutcome:
+    async def _approve(
+        self, call: ToolCall, policy: str, base: dict[str, Any]
+    ) -> tuple[ToolCall, ToolOutcome | None, dict[str, Any]]:
+        """Ask the host's approver when the tool's policy says so. Returns the call to make
+        (with the person's edited arguments), or the refusal the model hears instead."""
+        tool = base["server_tool"]
+        if policy == "never":
+            return (
+                call,
+                ToolOutcome(False, "", f"{tool} is switched off by an administrator; answer without it"),
+                base,
+            )
+        approver = self.registry.approver
+        if policy != "ask" or approver is None:
+            return call, None, base
+        request = ApprovalRequest(
+            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"]
+        )
+        decision = await approver.known(request)
+        if decision is None:
+            await self.emitter.emit("tool.approval.requested", **base, mode="Awaiting approval")
+            decision = await approver.wait(request)
+        edited = decision.arguments is not None and decision.arguments != call.arguments
+        await self.emitter.emit(
+            "tool.approval.decided",
+            **base,
+            approved=decision.approved,
+            scope=decision.scope,
+            by=decision.by,
+            note=decision.note,
+            **({"edited_arguments": decision.arguments} if edited else {}),
+        )
+        if not decision.approved:
+            why = f" ({decision.note})" if decision.note else ""
+            refusal = f"the user declined this call of {tool}{why}; do not call it again, answer without it"
+            return call, ToolOutcome(False, "", refusal), base
+        if edited:
+            arguments = dict(decision.arguments or {})
+            call = ToolCall(call.id, call.name, arguments)
+            argument_hash = ResearchProgressTracker.hash_arguments(call.name, arguments)
+            base = {**base, "arguments": arguments, "argument_hash": argument_hash}
+        return call, None, base
+
+    def _sample(self, base: dict[str, Any], spec: Any) -> Any:
+        """Serve a server's request for a completion with the run's model, under the same
+        approval rules as a tool call (the card shows what the server asks the model)."""
+        if self.llm is None:
+            return None
+        policy = getattr(spec, "sampling_approval", "ask")
+
+        async def sample(
+            system: str, messages: list[dict[str, str]], max_tokens: int
+        ) -> tuple[str, str] | None:
+            request = {"system": system[:4000], "messages": messages[-20:], "max_tokens": max_tokens}
+            asked = {
+                **base,
+                "tool": f"{base['server']}__sampling",
+                "server_tool": "sampling",
+                "arguments": request,
+                "argument_hash": ResearchProgressTracker.hash_arguments("sampling", request),
+            }
+            sampling = ToolCall(f"{base['call_id']}:sampling", asked["tool"], request)
+            _, refusal, _ = await self._approve(sampling, policy, asked)
+            if refusal is not None:
+                return None
+            llm = self.llm()
+            response = await llm.complete(
+                LLMRequest(
+                    messages=[{"role": m["role"], "content": m["content"]} for m in messages],
+                    system=system,
+                    max_tokens=max(1, min(max_tokens, 4096)),
+                )
+            )
+            return response.text, llm.client.model
+
+        return sample
+
+    def _elicit(self, base: dict[str, Any]) -> Any:
+        """The person answers a server's request for input during this call (a form in the
+        chat), when the host can ask; otherwise the server hears a decline."""
+        approver = self.registry.approver
+        if approver is None:
+            return None
+        asked = 0
+
+        async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            nonlocal asked
+            asked += 1
+            key = hashlib.sha256(f"{base['argument_hash']}:{asked}:{message}".encode()).hexdigest()[:32]
+            request = InputRequest(key, base["server_tool"], base["server"], message[:2000], schema)
+            await self.emitter.emit(
+                "elicitation.requested",
+                key=key,
+                call_id=base["call_id"],
+                tool=base["server_tool"],
+                server=base["server"],
+                message=request.message,
+                schema=schema,
+                mode="Waiting for your answer",
+            )
+            action, content = await approver.answer(request)
+            await self.emitter.emit(
+                "elicitation.answered",
+                key=key,
+                tool=base["server_tool"],
+                server=base["server"],
+                action=action,
+            )
+            return action, content
+
+        return ask
+
+    def _progress(self, base: dict[str, Any]) -> Any:
+        """Emit a long tool's progress as `mcp.progress`, at most a few a second (and the last)."""
+        last = 0.0
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < PROGRESS_INTERVAL and not (total and progress >= total):
+                return
+            last = now
+            await self.emitter.emit(
+                "mcp.progress",
+                call_id=base["call_id"],
+                tool=base["tool"],
+                server=base["server"],
+                progress=progress,
+                total=total,
+                message=(message or "")[:300],
+            )
+
+        return report
+
+    async def _outcome(
+        self,
+        call: ToolCall,
+        arg_hash: str,
+        step_id: str | None,
+        on_progress: Any = None,
+        on_elicit: Any = None,
+        on_sample: Any = None,
+    ) -> ToolOutcome:
         if call.malformed is not None:
             return ToolOutcome(False, "", f"the arguments were not a JSON object: {call.malformed[:200]}")
         tracker = self.tracker()
@@ -124,7 +281,14 @@ class ToolExecutor:
         if shared:
             self._in_flight[arg_hash] = future
         try:
-            outcome = await self.registry.execute(call.name, call.arguments, timeout=self.timeout)
+            outcome = await self.registry.execute(
+                call.name,
+                call.arguments,
+                timeout=self.timeout,
+                on_progress=on_progress,
+                on_elicit=on_elicit,
+                on_sample=on_sample,
+            )
             future.set_result(outcome)
         except BaseException as exc:
             future.set_exception(exc)

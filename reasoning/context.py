@@ -61,7 +61,13 @@ class RunContext:
         self.tracker: ResearchProgressTracker | None = None
         self.degraded: list[str] = []
         self.drafts = DraftBook(emitter, interval_ms=config.stream_batch_ms)
-        self.executor = ToolExecutor(self.tools, emitter, lambda: self.tracker, timeout=config.tool_timeout)
+        self.executor = ToolExecutor(
+            self.tools,
+            emitter,
+            lambda: self.tracker,
+            timeout=config.tool_timeout,
+            llm=lambda: self.llm("sampling"),
+        )
         self.started = time.perf_counter()
 
     # --- the question and its context -------------------------------------------------------

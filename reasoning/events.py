@@ -58,6 +58,11 @@ KINDS = (
     "iteration",
     "tool.called",
     "tool.result",
+    "mcp.progress",
+    "tool.approval.requested",
+    "tool.approval.decided",
+    "elicitation.requested",
+    "elicitation.answered",
     "llm.call",
     "quality.started",
     "quality.completed",
@@ -81,6 +86,8 @@ STATUS_KINDS = frozenset(
         "run.finished",
         "run.failed",
         "answer.final",
+        "tool.approval.requested",
+        "elicitation.requested",
     }
 )
 

@@ -1,324 +1,245 @@
 """Tools, resources and prompts from MCP servers, through the `mcp` SDK.
 
-One connection per server per process, shared by every run: connections live on a private
-event loop thread owned by the pool (the SDK's task groups must be entered and left by
-the same task), and callers on any loop reach them through thread-safe futures. A server
-that dies is reconnected on the next call; a server that cannot start is reported with a
-clear error and the run goes on without it.
+One connection per server per process, shared by every run (`mcp_pool`); a server that dies
+is reconnected on the next call, a server that cannot start or keeps failing is reported
+with a clear error and the run goes on without it. Everything a server returns is kept:
+text for the model, and images, binary resources and resource links as parts the chat
+shows (images checked and size-capped, blobs offered as downloads, links kept as links).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
+import base64
+import binascii
+import contextvars
 import json
-import os
-import tempfile
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
-from urllib.parse import quote, quote_plus
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from reasoning.tools.registry import ToolOutput, ToolProvider, ToolSpec
+from reasoning.tools.approval import POLICIES, default_approval
+from reasoning.tools.mcp_config import (
+    SEPARATOR,
+    MCPRequestError,
+    MCPServerConfig,
+    MCPUnavailable,
+)
+from reasoning.tools.mcp_pool import (
+    CircuitBreaker,
+    MCPConnection,
+    MCPConnectionPool,
+    _retrieve,
+    kill_children,
+)
+from reasoning.tools.registry import (
+    CachePolicy,
+    ElicitCallback,
+    ProgressCallback,
+    SampleCallback,
+    ToolOutput,
+    ToolProvider,
+    ToolSpec,
+)
 
-T = TypeVar("T")
-SEPARATOR = "__"
-STDERR_TAIL = 2000
-MIN_SECRET_CHARS = 6
+__all__ = [
+    "SEPARATOR",
+    "CircuitBreaker",
+    "MCPConnection",
+    "MCPConnectionPool",
+    "MCPRequestError",
+    "MCPServerConfig",
+    "MCPToolProvider",
+    "MCPUnavailable",
+    "kill_children",
+]
+
+# Images the chat may show: raster formats only (an SVG can carry script), at most this big.
+IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+MAX_IMAGE_BYTES = 1_000_000
+MAX_BLOB_BYTES = 2_000_000
+# Magic numbers: an image is shown only when its bytes are what its type says.
+IMAGE_SIGNATURES = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
-class MCPUnavailable(Exception):
-    """The server could not be reached or started; the message says why (for staff: it may
-    quote the server's own output, with its secrets redacted). `public` is what anyone may see."""
-
-    def __init__(self, detail: str, *, server: str = "") -> None:
-        super().__init__(detail)
-        self.public = f"tool server {server} is unavailable" if server else "a tool server is unavailable"
+def _size(n: int) -> str:
+    return f"{n / 1000:.0f} KB" if n >= 1000 else f"{n} bytes"
 
 
-class MCPRequestError(Exception):
-    """A resource or prompt request the server refused; the message is the server's, redacted."""
+def _decode(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
-@dataclass(frozen=True)
-class MCPServerConfig:
-    name: str
-    transport: Literal["stdio", "http"] = "stdio"
-    command: str = ""
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # secrets: never in a repr
-    cwd: str | None = None
-    url: str = ""
-    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    # Values never to repeat from the server's output: its environment and header values for
-    # a configured server, the keys and passwords the built-in server inherits.
-    secret_values: tuple[str, ...] = field(default=(), repr=False)
-    call_timeout: float = 30.0
-    connect_timeout: float = 20.0
-    tool_policies: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def key(self) -> str:
-        """Identity of the connection: a changed command or URL means a new connection."""
-        material = json.dumps(
-            [self.name, self.transport, self.command, self.args, self.env, self.cwd, self.url, self.headers],
-            sort_keys=True,
+def _image_part(mime: str, data: str) -> tuple[str, dict[str, Any] | None]:
+    raw = _decode(data)
+    mime = (mime or "").lower()
+    if raw is None:
+        return f"[{mime or 'image'} image that is not valid base64; not shown]", None
+    if mime not in IMAGE_TYPES or not raw.startswith(IMAGE_SIGNATURES[mime]):
+        return (
+            f"[{mime or 'unknown'} image, {_size(len(raw))}; not shown: only PNG, JPEG, GIF and WebP]",
+            None,
         )
-        return hashlib.sha256(material.encode()).hexdigest()[:16]
-
-    def policy(self, tool: str) -> str:
-        return dict(self.tool_policies).get(tool, "cache")
-
-    def redact(self, text: str) -> str:
-        """`text` from the server with every secret it was given replaced by [redacted], and
-        NUL characters (which PostgreSQL cannot store) by U+FFFD."""
-        for secret in self._secrets():
-            text = text.replace(secret, "[redacted]")
-        return text.replace("\x00", "\ufffd")
-
-    def _secrets(self) -> list[str]:
-        # Whole values, and the long words in them (the token of "Bearer <token>"), as written
-        # and as JSON or a URL would quote them; values shorter than MIN_SECRET_CHARS would
-        # garble ordinary output and protect nothing.
-        found: set[str] = set()
-        for value in self.secret_values:
-            for secret in (value, *(word for word in value.split() if len(word) >= 8)):
-                found.update(
-                    (
-                        secret,
-                        json.dumps(secret)[1:-1],
-                        json.dumps(secret, ensure_ascii=False)[1:-1],
-                        quote(secret, safe=""),
-                        quote_plus(secret),
-                    )
-                )
-        return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+    if len(raw) > MAX_IMAGE_BYTES:
+        return (
+            f"[{mime} image, {_size(len(raw))}; too large to show (at most {_size(MAX_IMAGE_BYTES)})]",
+            None,
+        )
+    part = {"type": "image", "mime_type": mime, "data": data, "bytes": len(raw)}
+    return f"[{mime} image, {_size(len(raw))}, shown to the user]", part
 
 
-def _text_of(content: list[Any]) -> str:
-    parts = []
+def _blob_part(uri: str, mime: str | None, data: str) -> tuple[str, dict[str, Any] | None]:
+    raw = _decode(data)
+    mime = mime or "application/octet-stream"
+    if raw is None:
+        return f"[binary resource {uri} ({mime}) that is not valid base64]", None
+    if len(raw) > MAX_BLOB_BYTES:
+        return f"[binary resource {uri} ({mime}, {_size(len(raw))}); too large to offer]", None
+    part = {"type": "blob", "uri": uri, "mime_type": mime, "data": data, "bytes": len(raw)}
+    return f"[binary resource {uri} ({mime}, {_size(len(raw))}), offered to the user as a download]", part
+
+
+def content_of(content: list[Any], redact: Callable[[str], str]) -> tuple[str, list[dict[str, Any]]]:
+    """The text the model reads and the parts the chat shows, for a list of MCP content
+    blocks; server-given strings are redacted."""
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
     for block in content or []:
         kind = getattr(block, "type", "")
+        part: dict[str, Any] | None = None
         if kind == "text":
-            parts.append(block.text)
-        elif kind == "resource" and getattr(block.resource, "text", None) is not None:
-            parts.append(block.resource.text)
-        elif kind:
-            parts.append(f"[{kind} content]")
-    return "\n".join(parts)
-
-
-class MCPConnection:
-    """A live session with one server, owned by a task on the pool's loop."""
-
-    def __init__(self, config: MCPServerConfig) -> None:
-        self.config = config
-        self.client: Any = None
-        self.tools: list[Any] = []
-        self.error: str | None = None
-        self._lock = asyncio.Lock()
-        self._stop: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-
-    def stderr_tail(self) -> str:
-        with contextlib.suppress(ValueError, OSError):
-            self._stderr.seek(0, os.SEEK_END)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - STDERR_TAIL))
-            tail = self._stderr.read()
-            if size > STDERR_TAIL:  # the first line is cut, maybe in the middle of a secret
-                tail = tail.partition("\n")[2]
-            return tail.strip()
-        return ""
-
-    async def ensure(self) -> Any:
-        async with self._lock:
-            if self.client is not None and self._task is not None and not self._task.done():
-                return self.client
-            await self._start()
-            return self.client
-
-    async def _start(self) -> None:
-        from mcp import Client
-
-        self.client = None
-        ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        transport = self._transport()
-
-        async def own() -> None:
-            try:
-                async with Client(
-                    transport, cache=None, read_timeout_seconds=self.config.call_timeout
-                ) as client:
-                    listing = await client.list_tools()
-                    self.tools = list(listing.tools)
-                    ready.set_result(client)
-                    await self._stop.wait()  # type: ignore[union-attr]
-            except BaseException as exc:
-                if not ready.done():
-                    ready.set_exception(exc)
-            finally:
-                self.client = None
-
-        self._task = asyncio.create_task(own(), name=f"mcp:{self.config.name}")
-        try:
-            self.client = await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
-            self.error = None
-        except BaseException as exc:
-            self.error = self._describe_failure(exc)
-            await self.close()
-            raise MCPUnavailable(self.error, server=self.config.name) from None
-
-    def _transport(self) -> Any:
-        if self.config.transport == "http":
-            if not self.config.url:
-                raise MCPUnavailable(f"MCP server {self.config.name!r} has no URL", server=self.config.name)
-            import httpx2
-            from mcp.client.streamable_http import streamable_http_client
-
-            http = httpx2.AsyncClient(headers=dict(self.config.headers), timeout=self.config.call_timeout)
-            return streamable_http_client(self.config.url, http_client=http)
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        if not self.config.command:
-            raise MCPUnavailable(f"MCP server {self.config.name!r} has no command", server=self.config.name)
-        params = StdioServerParameters(
-            command=self.config.command,
-            args=list(self.config.args),
-            env=dict(self.config.env) or None,
-            cwd=self.config.cwd,
-        )
-        return stdio_client(params, errlog=self._stderr)
-
-    def _describe_failure(self, exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError):
-            reason = f"did not answer within {self.config.connect_timeout:g}s"
-        elif isinstance(exc, FileNotFoundError | PermissionError):
-            reason = f"cannot start {self.config.command!r}: {exc.strerror or exc}"
-        elif isinstance(exc, BaseExceptionGroup):
-            reason = "; ".join(_short(e) for e in exc.exceptions)
+            text = block.text
+        elif kind == "image":
+            text, part = _image_part(block.mime_type, block.data)
+        elif kind == "audio":
+            text = f"[{block.mime_type} audio; not played here]"
+        elif kind == "resource_link":
+            uri, name = redact(str(block.uri)), redact(block.name or str(block.uri))
+            description = redact(block.description or "")
+            text = f"[resource link: {name} <{uri}>{f' ({description})' if description else ''}]"
+            part = {"type": "link", "uri": uri, "name": name, "mime_type": block.mime_type or ""}
+        elif kind == "resource":
+            resource = block.resource
+            if getattr(resource, "text", None) is not None:
+                text = resource.text
+            else:
+                text, part = _blob_part(redact(str(resource.uri)), resource.mime_type, resource.blob)
         else:
-            reason = _short(exc)
-        tail = self.config.redact(self.stderr_tail())
-        if tail:
-            reason += f" (server said: {tail.splitlines()[-1][:300]})"
-        return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
-
-    async def call(self, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None) -> ToolOutput:
-        from mcp import MCPError
-
-        client = await self.ensure()
-        try:
-            result = await client.call_tool(
-                tool, arguments, read_timeout_seconds=self.config.call_timeout, meta=meta or None
-            )
-        except MCPError as exc:
-            text = self.config.redact(str(exc))
-            if "timed out" in text:
-                return ToolOutput(
-                    f"{tool} on {self.config.name} timed out after {self.config.call_timeout:g}s",
-                    is_error=True,
-                )
-            await self.close()
-            return ToolOutput(
-                f"the {self.config.name} server failed during {tool} ({text}); it will be "
-                "restarted for the next call",
-                is_error=True,
-            )
-        text = _text_of(result.content)
-        if not text and result.structured_content is not None:
-            text = json.dumps(result.structured_content, ensure_ascii=False)
-        return ToolOutput(self.config.redact(text), is_error=bool(result.is_error))
-
-    async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Any other client request (resources, prompts), reconnecting if needed."""
-        from mcp import MCPError
-
-        client = await self.ensure()
-        try:
-            return await getattr(client, method)(*args, **kwargs)
-        except MCPError as exc:
-            if self.client is None or (self._task is not None and self._task.done()):
-                await self.close()
-            raise MCPRequestError(self.config.redact(str(exc))) from None
-
-    async def close(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._task, 10)
-        self._task = None
-        self.client = None
+            text = f"[{kind or 'unknown'} content]"
+        texts.append(redact(text))
+        if part is not None:
+            parts.append(part)
+    return "\n".join(texts), parts
 
 
-class MCPConnectionPool:
-    """The process's connections, on a private loop thread shared by every caller."""
+async def call_on(
+    connection: MCPConnection,
+    tool: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any] | None,
+    on_progress: ProgressFn | None = None,
+    on_elicit: ElicitCallback | None = None,
+    on_sample: SampleCallback | None = None,
+) -> ToolOutput:
+    """One tool call on the pool's loop; failures are results the model hears about."""
+    from mcp import MCPError
 
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._connections: dict[str, MCPConnection] = {}
-        self._guard = threading.Lock()
+    config = connection.config
+    client = await connection.ensure()
+    if on_elicit is not None:
+        connection.elicitors.append(on_elicit)
+    if on_sample is not None:
+        connection.samplers.append(on_sample)
 
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._guard:
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="nexus-mcp", daemon=True).start()
-            return self._loop
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            outcome = on_progress(value, total, config.redact(message) if message else message)
+            if outcome is not None:
+                await outcome
 
-    async def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
-        return await asyncio.wrap_future(future)
+    try:
+        result = await client.call_tool(
+            tool,
+            arguments,
+            read_timeout_seconds=config.call_timeout,
+            progress_callback=progress if on_progress else None,
+            meta=meta or None,
+        )
+    except MCPError as exc:
+        text = config.redact(str(exc))
+        if "timed out" in text:
+            message = f"{tool} on {config.name} timed out after {config.call_timeout:g}s"
+            connection.failed(message, broken=False)
+            return ToolOutput(message, is_error=True)
+        connection.failed(f"{tool} failed: {text}", broken=True)
+        return ToolOutput(
+            f"the {config.name} server failed during {tool} ({text}); it will be restarted for the next call",
+            is_error=True,
+        )
+    finally:
+        _forget(connection, on_elicit, on_sample)
+    connection.succeeded()
+    text, parts = content_of(result.content, config.redact)
+    if not text and result.structured_content is not None:
+        text = config.redact(json.dumps(result.structured_content, ensure_ascii=False))
+    return ToolOutput(text, is_error=bool(result.is_error), parts=parts)
 
-    def connection(self, config: MCPServerConfig) -> MCPConnection:
-        with self._guard:
-            connection = self._connections.get(config.key)
-            if connection is None:
-                connection = MCPConnection(config)
-                self._connections[config.key] = connection
-            return connection
 
-    async def tools(self, config: MCPServerConfig) -> list[Any]:
-        connection = self.connection(config)
-        await self._run(connection.ensure())
-        return list(connection.tools)
+def _forget(connection: MCPConnection, on_elicit: Any, on_sample: Any) -> None:
+    if on_elicit is not None and on_elicit in connection.elicitors:
+        connection.elicitors.remove(on_elicit)
+    if on_sample is not None and on_sample in connection.samplers:
+        connection.samplers.remove(on_sample)
 
-    async def call(
-        self,
-        config: MCPServerConfig,
-        tool: str,
-        arguments: dict[str, Any],
-        meta: dict[str, Any] | None = None,
-    ) -> ToolOutput:
-        return await self._run(self.connection(config).call(tool, arguments, meta))
 
-    async def request(self, config: MCPServerConfig, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await self._run(self.connection(config).request(method, *args, **kwargs))
+async def request_on(connection: MCPConnection, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Any other client request (resources, prompts), bounded by the call budget."""
+    from mcp import MCPError
 
-    async def close(self) -> None:
-        connections = list(self._connections.values())
-        self._connections.clear()
-        if self._loop is not None and not self._loop.is_closed():
-            for connection in connections:
-                with contextlib.suppress(BaseException):
-                    await self._run(connection.close())
+    client = await connection.ensure()
+    config = connection.config
+    try:
+        return await _bounded(getattr(client, method)(*args, **kwargs), config.call_timeout)
+    except TimeoutError:
+        connection.failed(f"{method} timed out", broken=False)
+        raise MCPRequestError(
+            f"{config.name} did not answer {method} within {config.call_timeout:g}s"
+        ) from None
+    except MCPError as exc:
+        if connection.client is None:
+            connection.failed(f"{method} failed: {exc}", broken=True)
+        raise MCPRequestError(config.redact(str(exc))) from None
 
-    def close_sync(self, timeout: float = 15) -> None:
-        """Shut every connection down from synchronous code (process exit)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        connections = list(self._connections.values())
-        self._connections.clear()
-        for connection in connections:
-            with contextlib.suppress(BaseException):
-                asyncio.run_coroutine_threadsafe(connection.close(), loop).result(timeout)
-        loop.call_soon_threadsafe(loop.stop)
+
+async def _bounded(awaitable: Awaitable[Any], seconds: float) -> Any:
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+def default_cache_policy(annotations: Any) -> CachePolicy:
+    """A result is reused within a run only when the server says so in every hint: the tool
+    reads (read-only), a closed world (not open-world) and gives the same answer again
+    (idempotent). The spec's defaults (not read-only, open world) mean an answer may change
+    between calls, so an unannotated tool, or a read-only clock, is never reused."""
+    read_only = getattr(annotations, "read_only_hint", None) is True
+    closed = getattr(annotations, "open_world_hint", None) is False
+    idempotent = getattr(annotations, "idempotent_hint", None) is True
+    return "cache" if read_only and closed and idempotent else "no-cache"
+
+
+def callable_by_us(tool: Any) -> bool:
+    """Tools that require task-augmented execution always fail for a client that does not
+    run tasks: they are not offered."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) != "required"
 
 
 class MCPToolProvider(ToolProvider):
@@ -330,23 +251,25 @@ class MCPToolProvider(ToolProvider):
         config: MCPServerConfig,
         *,
         meta: dict[str, Any] | None = None,
-        on_status: Callable[[str, str | None, int], Awaitable[None]] | None = None,
+        on_status: Callable[[str, str | None, int, float | None], Awaitable[None]] | None = None,
     ) -> None:
         self.pool = pool
         self.config = config
         self.name = config.name
         self.meta = meta or {}
         self.on_status = on_status
+        self.hidden: list[str] = []
 
     async def list_tools(self) -> list[ToolSpec]:
         try:
-            tools = await self.pool.tools(self.config)
+            tools = await self.pool.tools(self.config, self.meta)
         except MCPUnavailable as exc:
             if self.on_status:
-                await self.on_status(self.name, str(exc), 0)
+                await self.on_status(self.name, str(exc), 0, exc.paused_for)
             raise
         if self.on_status:
-            await self.on_status(self.name, None, len(tools))
+            await self.on_status(self.name, None, len(tools), None)
+        self.hidden = [tool.name for tool in tools if not callable_by_us(tool)]
         return [
             ToolSpec(
                 name=f"{self.name}{SEPARATOR}{tool.name}"[:64],
@@ -354,22 +277,110 @@ class MCPToolProvider(ToolProvider):
                 input_schema=tool.input_schema or {"type": "object", "properties": {}},
                 server=self.name,
                 tool=tool.name,
-                cache_policy="no-cache" if self.config.policy(tool.name) == "no-cache" else "cache",
+                cache_policy=self._policy(tool),
                 timeout=self.config.call_timeout + 5,
+                approval=self._approval(tool),
+                sampling_approval=self._sampling_approval(),
             )
             for tool in tools
+            if callable_by_us(tool)
         ]
+
+    def _policy(self, tool: Any) -> CachePolicy:
+        chosen = self.config.policy(tool.name)
+        if chosen in ("cache", "no-cache"):
+            return chosen  # type: ignore[return-value]
+        return default_cache_policy(getattr(tool, "annotations", None))
+
+    def _sampling_approval(self) -> str:
+        """A server's requests for a completion are asked about unless an admin set
+        `sampling` (like a tool name) in its approval policies."""
+        chosen = dict(self.config.approval_policies).get("sampling") or "ask"
+        return chosen if chosen in POLICIES else "ask"
+
+    def _approval(self, tool: Any) -> str:
+        chosen = dict(self.config.approval_policies).get(tool.name) or self.config.default_approval
+        if chosen in POLICIES:
+            return chosen
+        return default_approval(getattr(tool, "annotations", None))
 
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
         return await self.pool.call(self.config, spec.provider_tool, arguments, self.meta)
+
+    async def call_tool_with_progress(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        on_progress: ProgressCallback,
+        on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
+    ) -> ToolOutput:
+        """Progress, elicitation and sampling arrive on the pool's loop; they are handed to the caller's
+        loop (progress in order, fire and forget; an elicitation waits for its answer)."""
+        loop = asyncio.get_running_loop()
+        # Callbacks run in this call's context (the run's), whichever context the shared
+        # connection's task that receives the server's message has.
+        context = contextvars.copy_context()
+        reported: list[Any] = []
+
+        def relay(progress: float, total: float | None, message: str | None) -> None:
+            future = context.run(
+                asyncio.run_coroutine_threadsafe, on_progress(progress, total, message), loop
+            )
+            future.add_done_callback(_retrieve)
+            reported.append(future)
+
+        async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+            if on_elicit is None:
+                return "decline", None
+            asked = context.run(asyncio.run_coroutine_threadsafe, on_elicit(message, schema), loop)
+            return await asyncio.wrap_future(asked)
+
+        async def sample(
+            system: str, messages: list[dict[str, str]], max_tokens: int
+        ) -> tuple[str, str] | None:
+            if on_sample is None:
+                return None
+            answer = context.run(
+                asyncio.run_coroutine_threadsafe, on_sample(system, messages, max_tokens), loop
+            )
+            return await asyncio.wrap_future(answer)
+
+        output = await self.pool.call(
+            self.config,
+            spec.provider_tool,
+            arguments,
+            self.meta,
+            relay,
+            elicit if on_elicit else None,
+            sample if on_sample else None,
+        )
+        # Every progress report is shown before the result.
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in reported), return_exceptions=True)
+        return output
 
     async def list_resources(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_resources", meta=self.meta or None)
         return list(result.resources)
 
     async def read_resource(self, uri: str) -> str:
+        text, _ = await self.read_resource_parts(uri)
+        return text
+
+    async def read_resource_parts(self, uri: str) -> tuple[str, list[dict[str, Any]]]:
+        """A resource's text and, for binary contents, download parts."""
         result = await self.pool.request(self.config, "read_resource", uri, meta=self.meta or None)
-        return self.config.redact("\n".join(getattr(c, "text", "") or "" for c in result.contents))
+        texts: list[str] = []
+        parts: list[dict[str, Any]] = []
+        for contents in result.contents:
+            if getattr(contents, "text", None) is not None:
+                texts.append(self.config.redact(contents.text))
+            else:
+                text, part = _blob_part(str(contents.uri), contents.mime_type, contents.blob)
+                texts.append(self.config.redact(text))
+                if part is not None:
+                    parts.append(part)
+        return "\n".join(texts), parts
 
     async def list_prompts(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_prompts", meta=self.meta or None)
@@ -378,10 +389,6 @@ class MCPToolProvider(ToolProvider):
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[dict[str, str]]:
         result = await self.pool.request(self.config, "get_prompt", name, arguments, meta=self.meta or None)
         return [
-            {"role": m.role, "content": self.config.redact(_text_of([m.content]))} for m in result.messages
+            {"role": m.role, "content": content_of([m.content], self.config.redact)[0]}
+            for m in result.messages
         ]
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__

@@ -11,12 +11,21 @@ import asyncio
 import contextlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reasoning.llm.base import ToolDef
 
 CachePolicy = Literal["cache", "no-cache"]
+# Told a long tool's progress: (progress, total or None, message or None).
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+# Asked when a server wants input from the person during a call: (message, JSON schema) ->
+# (action "accept" | "decline" | "cancel", content when accepted).
+ElicitCallback = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
+# Asked when a server wants a completion from Nexus's model during a call (MCP sampling):
+# (system, messages as role/text dicts, max_tokens) -> (text, model) or None when refused.
+SampleCallback = Callable[[str, list[dict[str, str]], int], Awaitable[tuple[str, str] | None]]
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,10 @@ class ToolSpec:
     cache_policy: CachePolicy = "cache"
     # Seconds a call may take; None means the registry's default.
     timeout: float | None = None
+    # Whether a call runs on its own ("auto"), needs a person's approval ("ask") or never runs.
+    approval: str = "auto"
+    # The same for the server's requests for a completion from our model (sampling).
+    sampling_approval: str = "ask"
 
     def definition(self) -> ToolDef:
         return ToolDef(self.name, self.description, self.input_schema)
@@ -42,6 +55,8 @@ class ToolSpec:
 class ToolOutput:
     text: str
     is_error: bool = False
+    # What the chat shows beside the text (images, downloads, links), as JSON-safe dicts.
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -55,6 +70,7 @@ class ToolOutcome:
     # What went wrong in full, for staff auditing the run, when `error` (what the user and the
     # model see) is only the public part: a tool server's own words may quote its secrets.
     detail: str | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
 
     def for_model(self) -> str:
         return self.content if self.success else f"Error: {self.error}"
@@ -75,6 +91,19 @@ class ToolProvider(ABC):
     @abstractmethod
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput: ...
 
+    async def call_tool_with_progress(
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        on_progress: ProgressCallback,
+        on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
+    ) -> ToolOutput:
+        """A call whose progress notifications reach `on_progress`, whose requests for the
+        person's input reach `on_elicit` and for a completion `on_sample`; providers that
+        have none of these simply call."""
+        return await self.call_tool(spec, arguments)
+
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; providers without any keep the default."""
 
@@ -90,6 +119,8 @@ class ToolRegistry:
     errors: dict[str, str] = field(default_factory=dict)
     error_details: dict[str, str] = field(default_factory=dict)
     _loaded: bool = False
+    # Asked before a call whose tool's approval policy is "ask" (reasoning.tools.approval).
+    approver: Any = None
 
     def register_provider(self, provider: ToolProvider) -> None:
         self.providers.append(provider)
@@ -137,7 +168,14 @@ class ToolRegistry:
         return spec.cache_policy if spec else "cache"
 
     async def execute(
-        self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_elicit: ElicitCallback | None = None,
+        on_sample: SampleCallback | None = None,
     ) -> ToolOutcome:
         """Run one tool call. Never raises: failures come back as an unsuccessful outcome."""
         started = time.perf_counter()
@@ -148,7 +186,12 @@ class ToolRegistry:
         spec, provider = entry
         limit = spec.timeout or timeout or self.timeout
         try:
-            output = await asyncio.wait_for(provider.call_tool(spec, arguments), timeout=limit)
+            call = (
+                provider.call_tool_with_progress(spec, arguments, on_progress, on_elicit, on_sample)
+                if on_progress is not None
+                else provider.call_tool(spec, arguments)
+            )
+            output = await asyncio.wait_for(call, timeout=limit)
         except TimeoutError:
             return self._outcome(False, "", f"{name} timed out after {limit:g}s", started)
         except asyncio.CancelledError:
@@ -159,7 +202,9 @@ class ToolRegistry:
             return self._outcome(False, "", public or detail, started, detail=detail if public else None)
         if output.is_error:
             return self._outcome(False, "", output.text or "the tool reported an error", started)
-        return self._outcome(True, output.text, None, started)
+        outcome = self._outcome(True, output.text, None, started)
+        outcome.parts = list(output.parts)
+        return outcome
 
     def _outcome(
         self, success: bool, content: str, error: str | None, started: float, *, detail: str | None = None

@@ -8,7 +8,16 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import documents, services
-from chat.models import AnswerFeedback, Attempt, MCPServer, ReasoningRun, StaffAuditEntry, TeamLesson
+from chat.models import (
+    AnswerFeedback,
+    Attempt,
+    Elicitation,
+    MCPServer,
+    ReasoningRun,
+    StaffAuditEntry,
+    TeamLesson,
+    ToolApproval,
+)
 from teamops.models import Budget
 from tests.conftest import full_run
 
@@ -34,6 +43,19 @@ def rows_in_every_status(alice, bob):
             last_error="went away" if status == MCPServer.Status.ERROR else "",
         )
     MCPServer.objects.create(name="remote", transport="http", url="https://mcp.example.com/mcp")
+    for number, status in enumerate(ToolApproval.Status.values):
+        ToolApproval.objects.create(
+            run=run,
+            session=run.session,
+            tool="echo",
+            model_tool="remote__echo",
+            argument_hash=f"h{number}",
+            status=status,
+        )
+    for number, status in enumerate(Elicitation.Status.values):
+        Elicitation.objects.create(
+            run=run, session=run.session, key=f"k{number}", message="Your name?", schema={}, status=status
+        )
     documents.document_create(owner=alice, title="Private", content="x")
     documents.document_create(owner=bob, title="Shared", content="y", shared=True)
     TeamLesson.objects.create(text="Split multi-part questions.", source_run=run, promoted_by=alice)

@@ -46,6 +46,7 @@ def test_builtin_server_runs_as_a_subprocess_and_serves_each_tool(alice):
     assert outcome.success and outcome.content == "17*23 = 391"
     assert sorted(registry.names()) == ["nexus__calculator", "nexus__clock", "nexus__search_documents"]
     assert registry.cache_policy("nexus__clock") == "no-cache"
+    assert registry.cache_policy("nexus__calculator") == "cache", "its annotations say it may be reused"
     clock = async_to_sync(registry.execute)("nexus__clock", {"timezone": "Asia/Tokyo"})
     assert clock.success and "Asia/Tokyo" in clock.content
     for expression, message in [
@@ -157,7 +158,7 @@ async def test_one_connection_per_server_shared_by_concurrent_runs(pool):
 
 async def test_resources_and_prompts_are_listed(pool):
     provider = MCPToolProvider(pool, faulty())
-    assert [r.name for r in await provider.list_resources()] == ["notes"]
+    assert sorted(r.name for r in await provider.list_resources()) == ["notes", "report"]
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 

@@ -243,6 +243,7 @@ def test_a_server_that_breaks_mid_run_is_only_unavailable_to_users_and_the_model
         command=PYTHON,
         args=[str(SERVERS / "leaky.py"), "--first-start", str(tmp_path / "started")],
         env={"LEAKY_TOKEN": SECRET},
+        default_approval="auto",  # unannotated tools would ask first (test_tool_approval)
     )
     script = ScriptedClient(
         by_component={
@@ -296,8 +297,10 @@ def test_a_command_or_mention_of_a_broken_or_disabled_server_says_only_that_it_i
         env={"LEAKY_TOKEN": SECRET},
     )
     client = client_for(alice)
-    assert "leak" in {p["name"] for p in mentions.prompts(alice)}, "listed while it worked (and cached)"
-    assert "leaky_notes" in {r["name"] for r in mentions.resources(alice)}
+    assert "leak" in {p["name"] for p in mentions.prompts(alice, budget=30)}, (
+        "listed while it worked (and cached)"
+    )
+    assert "leaky_notes" in {r["name"] for r in mentions.resources(alice, budget=30)}
     async_to_sync(tools.POOL.call)(tools.config_for(server), "crash", {})
     url = reverse("chat:message-create", args=[alice_session.pk])
     html = client.post(url, {"content": "/leak deploys"}, HTTP_HX_REQUEST="true").content.decode()

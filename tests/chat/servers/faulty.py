@@ -1,10 +1,19 @@
 """A deliberately badly behaved MCP server for tests: it hangs, crashes, floods and injects HTML."""
 
 import asyncio
+import base64
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import (
+    BlobResourceContents,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
 
 server = MCPServer("faulty")
 
@@ -46,6 +55,78 @@ def html() -> str:
 def nul() -> str:
     """Answers with a NUL character, which PostgreSQL cannot store."""
     return "before\x00after"
+
+
+# A 1x1 PNG, and an "image" whose bytes are a script.
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+    )
+).decode()
+FAKE = base64.b64encode(b"<svg onload=alert(1)>").decode()
+
+
+@server.tool()
+def picture() -> list:
+    """Returns a PNG, an SVG that must not be shown, and a caption."""
+    return [
+        TextContent(type="text", text="a tiny picture"),
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        ImageContent(type="image", data=FAKE, mime_type="image/svg+xml"),
+    ]
+
+
+@server.tool()
+def report() -> list:
+    """Returns a binary report as an embedded resource and a link to another."""
+    blob = BlobResourceContents(
+        uri="faulty://report.bin",
+        mime_type="application/octet-stream",
+        blob=base64.b64encode(b"\x00\x01report").decode(),
+    )
+    return [
+        EmbeddedResource(type="resource", resource=blob),
+        ResourceLink(type="resource_link", uri="faulty://notes", name="notes", description="the notes"),
+    ]
+
+
+@server.tool()
+async def slow(ctx: Context, steps: int = 3) -> str:
+    """Reports progress while it works."""
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, f"step {step + 1} of {steps}")
+        await asyncio.sleep(0.05)
+    return "done"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True))
+def lookup(key: str) -> str:
+    """A read-only lookup in a closed world: its result may be reused."""
+    return f"{key} (pid {os.getpid()})"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def now() -> str:
+    """Read-only, but says nothing about giving the same answer twice: never reused."""
+    return str(asyncio.get_event_loop().time())
+
+
+@server.prompt()
+def trip(city: str, state: str | None = None) -> str:
+    """A prompt with an optional argument."""
+    return f"Plan a trip to {city}{f', {state}' if state else ''}."
+
+
+@server.prompt()
+def summarize(topic: str) -> str:
+    """The same name as the built-in server's prompt."""
+    return f"Faulty summary of {topic}."
+
+
+@server.resource("faulty://report.bin", name="report", mime_type="application/octet-stream")
+def report_bin() -> bytes:
+    return b"\x00\x01report"
 
 
 @server.resource("faulty://notes", name="notes", description="Some notes")

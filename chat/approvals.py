@@ -1,0 +1,233 @@
+"""Tool approval in the chat: the run asks, the person decides on a card in the chat.
+
+The run's request is a `ToolApproval` row (written by the sink with the request's trace
+event); the run waits for its decision by reading that row, so a run resumed on another
+worker finds the same request, pending or decided, and never asks twice. "Always for this
+chat" approves that tool's later calls in the same chat without asking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from chat.models import Elicitation, ReasoningRun, ToolApproval
+from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, InputRequest
+
+POLL_SECONDS = 0.5
+
+
+def _decision(approval: ToolApproval) -> ApprovalDecision | None:
+    if approval.status == ToolApproval.Status.PENDING:
+        return None
+    return ApprovalDecision(
+        approved=approval.status == ToolApproval.Status.APPROVED,
+        arguments=approval.edited_arguments,
+        scope=approval.scope,  # type: ignore[arg-type]
+        by=approval.decided_by.get_username() if approval.decided_by else "",
+        note=approval.note,
+    )
+
+
+class ChatApprover:
+    """The engine's `Approver` for one run."""
+
+    def __init__(self, run: ReasoningRun) -> None:
+        self.run_id = run.pk
+        self.session_id = run.session_id
+
+    @database_sync_to_async
+    def _known(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        own = ToolApproval.objects.filter(run_id=self.run_id, argument_hash=request.argument_hash).first()
+        if own is not None:
+            return _decision(own)
+        always = (
+            ToolApproval.objects.filter(
+                session_id=self.session_id,
+                model_tool=request.tool,
+                status=ToolApproval.Status.APPROVED,
+                scope=ToolApproval.Scope.CHAT,
+            )
+            .select_related("decided_by")
+            .first()
+        )
+        if always is not None:
+            return ApprovalDecision(
+                True, None, "chat", always.decided_by.get_username() if always.decided_by else ""
+            )
+        return None
+
+    async def known(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        return await self._known(request)
+
+    async def wait(self, request: ApprovalRequest) -> ApprovalDecision:
+        limit = settings.NEXUS_APPROVAL_WAIT_SECONDS
+        waited = 0.0
+        while waited < limit:
+            decision = await self._known(request)
+            if decision is not None:
+                return decision
+            await asyncio.sleep(POLL_SECONDS)
+            waited += POLL_SECONDS
+        await database_sync_to_async(approval_expire)(self.run_id, request.argument_hash)
+        return ApprovalDecision(False, note="nobody answered in time")
+
+    async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
+        limit = settings.NEXUS_APPROVAL_WAIT_SECONDS
+        waited = 0.0
+        while waited < limit:
+            row = await database_sync_to_async(
+                lambda: Elicitation.objects.filter(run_id=self.run_id, key=request.key).first()
+            )()
+            if row is not None and row.status != Elicitation.Status.PENDING:
+                return row.status, row.content
+            await asyncio.sleep(POLL_SECONDS)
+            waited += POLL_SECONDS
+        await database_sync_to_async(
+            Elicitation.objects.filter(run_id=self.run_id, key=request.key, status="pending").update
+        )(status=Elicitation.Status.CANCEL, answered_at=timezone.now())
+        return "cancel", None
+
+
+def elicitation_request(*, run_id: int, payload: dict[str, Any], sequence: int | None) -> Elicitation:
+    """The pending question for the person (the same row when a resumed run asks again)."""
+    run = ReasoningRun.objects.only("session_id").get(pk=run_id)
+    row, created = Elicitation.objects.get_or_create(
+        run_id=run_id,
+        key=payload["key"],
+        defaults={
+            "session_id": run.session_id,
+            "event_sequence": sequence,
+            "server": payload.get("server") or "",
+            "tool": payload.get("tool") or "",
+            "message": payload.get("message") or "",
+            "schema": payload.get("schema") or {},
+        },
+    )
+    if not created and row.status == Elicitation.Status.PENDING:
+        row.event_sequence = sequence
+        row.save(update_fields=["event_sequence"])
+    return row
+
+
+def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The form for an elicitation's schema: MCP allows only flat objects of primitives
+    (string, possibly an enum; number; integer; boolean)."""
+    required = set(schema.get("required") or [])
+    fields = []
+    for name, spec in (schema.get("properties") or {}).items():
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec.get("type", "string")
+        choices = spec.get("enum") or [
+            option.get("const") for option in spec.get("oneOf") or [] if "const" in option
+        ]
+        fields.append(
+            {
+                "name": str(name),
+                "label": str(spec.get("title") or name),
+                "help": str(spec.get("description") or ""),
+                "kind": "enum" if choices and kind != "multiple" else kind,
+                "choices": [str(c) for c in choices],
+                "required": name in required,
+                "default": spec.get("default", ""),
+            }
+        )
+    return fields
+
+
+@transaction.atomic
+def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -> Elicitation:
+    """Store the person's answer: "accept" with the form's values (typed by the schema),
+    "decline" or "cancel". The first answer wins."""
+    row = Elicitation.objects.select_for_update().get(pk=row.pk)
+    if row.status != Elicitation.Status.PENDING:
+        raise ValidationError("This question was already answered.")
+    if action not in ("accept", "decline", "cancel"):
+        raise ValidationError("Choose accept, decline or cancel.")
+    content: dict[str, Any] | None = None
+    if action == "accept":
+        content = {}
+        for field in form_fields(row.schema):
+            raw = data.get(field["name"], "")
+            if field["kind"] == "multiple":
+                chosen = [v for v in data.getlist(field["name"]) if v in field["choices"]]
+                if chosen or not field["required"]:
+                    content[field["name"]] = chosen
+                    continue
+                raise ValidationError(f"Choose at least one value for {field['label']}.")
+            if field["kind"] == "boolean":
+                content[field["name"]] = raw in ("on", "true", "1")
+                continue
+            if raw == "":
+                if field["required"]:
+                    raise ValidationError(f"Fill in {field['label']}.")
+                continue
+            if field["kind"] in ("number", "integer"):
+                try:
+                    content[field["name"]] = int(raw) if field["kind"] == "integer" else float(raw)
+                except ValueError:
+                    raise ValidationError(f"{field['label']} must be a number.") from None
+            elif field["kind"] == "enum" and raw not in field["choices"]:
+                raise ValidationError(f"Choose one of the offered values for {field['label']}.")
+            else:
+                content[field["name"]] = str(raw)[:2000]
+    row.status, row.content = action, content
+    row.answered_by, row.answered_at = user, timezone.now()
+    row.save()
+    return row
+
+
+def approval_request(*, run_id: int, payload: dict[str, Any], sequence: int | None) -> ToolApproval:
+    """The pending request for a call (the same row when a resumed run asks again)."""
+    run = ReasoningRun.objects.only("session_id").get(pk=run_id)
+    approval, created = ToolApproval.objects.get_or_create(
+        run_id=run_id,
+        argument_hash=payload["argument_hash"],
+        defaults={
+            "session_id": run.session_id,
+            "event_sequence": sequence,
+            "call_id": payload.get("call_id") or "",
+            "server": payload.get("server") or "",
+            "tool": payload.get("server_tool") or payload["tool"],
+            "model_tool": payload["tool"],
+            "arguments": payload.get("arguments") or {},
+        },
+    )
+    if not created and approval.status == ToolApproval.Status.PENDING:
+        approval.event_sequence = sequence  # the card moves to where the resumed run asked
+        approval.save(update_fields=["event_sequence"])
+    return approval
+
+
+def approval_expire(run_id: int, argument_hash: str) -> None:
+    ToolApproval.objects.filter(
+        run_id=run_id, argument_hash=argument_hash, status=ToolApproval.Status.PENDING
+    ).update(status=ToolApproval.Status.DECLINED, note="nobody answered in time", decided_at=timezone.now())
+
+
+@transaction.atomic
+def approval_decide(*, approval: ToolApproval, user: Any, choice: str, arguments: Any = None) -> ToolApproval:
+    """Record `user`'s decision: "approve" (this call), "always" (this tool in this chat),
+    "decline", or "edit" (approve with `arguments`, a JSON object). A decided request stays
+    decided: the first answer wins."""
+    approval = ToolApproval.objects.select_for_update().get(pk=approval.pk)
+    if approval.status != ToolApproval.Status.PENDING:
+        raise ValidationError("This call was already decided.")
+    if choice == "edit":
+        if not isinstance(arguments, dict):
+            raise ValidationError('The arguments must be a JSON object, like {"name": "value"}.')
+        approval.edited_arguments = arguments
+    elif choice not in ("approve", "always", "decline"):
+        raise ValidationError("Choose approve, always, decline or edit.")
+    approval.status = ToolApproval.Status.DECLINED if choice == "decline" else ToolApproval.Status.APPROVED
+    approval.scope = ToolApproval.Scope.CHAT if choice == "always" else ToolApproval.Scope.ONCE
+    approval.decided_by, approval.decided_at = user, timezone.now()
+    approval.note = "declined by the user" if choice == "decline" else ""
+    approval.save()
+    return approval

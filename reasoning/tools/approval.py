@@ -1,0 +1,74 @@
+"""Tool approval: which calls run on their own, which a person must approve, which never run.
+
+The policy is per tool: `auto`, `ask` or `never`. Servers describe their tools with hints
+(the MCP tool annotations); a tool that may change or destroy something, or reach an open
+world, is asked about by default. The host decides how a person is asked (the web app stores
+the request, shows a card in the chat and waits for the answer, durably); the engine only
+asks an `Approver` and reports a decline to the model as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ApprovalPolicy = Literal["auto", "ask", "never"]
+POLICIES: tuple[str, ...] = ("auto", "ask", "never")
+
+
+def default_approval(annotations: Any) -> ApprovalPolicy:
+    """`ask` when the tool may destroy something or reaches an open world, by the spec's
+    defaults when a hint is missing (not read-only, destructive, open world); else `auto`."""
+    read_only = getattr(annotations, "read_only_hint", None) is True
+    destructive = not read_only and getattr(annotations, "destructive_hint", None) is not False
+    open_world = getattr(annotations, "open_world_hint", None) is not False
+    return "ask" if destructive or open_world else "auto"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    call_id: str
+    tool: str  # the name the model used
+    server: str
+    server_tool: str
+    arguments: dict[str, Any]
+    argument_hash: str
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    approved: bool
+    # Arguments the person edited before approving; None runs the call as the model asked.
+    arguments: dict[str, Any] | None = None
+    scope: Literal["once", "chat"] = "once"
+    by: str = ""
+    note: str = field(default="")
+
+
+@dataclass(frozen=True)
+class InputRequest:
+    """A server asks the person for input during a call (MCP elicitation, form mode)."""
+
+    key: str  # stable for the same question in the same call, so a resumed run asks once
+    tool: str
+    server: str
+    message: str
+    schema: dict[str, Any]
+
+
+class Approver(Protocol):
+    """The host's way of asking a person."""
+
+    async def known(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        """A decision already made for this call (a resumed run) or for this tool in this
+        chat ("always"), without asking again; None when a person must be asked."""
+        ...
+
+    async def wait(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Wait for the person's decision on a request that was announced."""
+        ...
+
+    async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
+        """Wait for the person's answer to an announced input request: the action
+        ("accept", "decline" or "cancel") and, when accepted, the form's content."""
+        ...

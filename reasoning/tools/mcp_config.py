@@ -1,0 +1,105 @@
+"""How to reach one MCP server, and the errors a server's failure becomes.
+
+Budgets are per server and independent: connecting, listing and calling each have their
+own limit, so one slow phase never eats another's time, and a server that keeps failing is
+paused (its circuit opens) instead of making every run wait for it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import quote, quote_plus
+
+SEPARATOR = "__"
+MIN_SECRET_CHARS = 6
+
+
+class MCPUnavailable(Exception):
+    """The server could not be reached or started; the message says why (for staff: it may
+    quote the server's own output, with its secrets redacted). `public` is what anyone may see."""
+
+    def __init__(self, detail: str, *, server: str = "", paused_for: float | None = None) -> None:
+        super().__init__(detail)
+        self.public = f"tool server {server} is unavailable" if server else "a tool server is unavailable"
+        # Seconds until a paused server (its circuit open after repeated failures) is tried again.
+        self.paused_for = paused_for
+
+
+class MCPRequestError(Exception):
+    """A resource or prompt request the server refused; the message is the server's, redacted."""
+
+
+@dataclass(frozen=True)
+class MCPServerConfig:
+    name: str
+    transport: Literal["stdio", "http"] = "stdio"
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # secrets: never in a repr
+    cwd: str | None = None
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # Values never to repeat from the server's output: its environment and header values for
+    # a configured server, the keys and passwords the built-in server inherits.
+    secret_values: tuple[str, ...] = field(default=(), repr=False)
+    call_timeout: float = 30.0
+    connect_timeout: float = 20.0
+    # How long a listing (tools, resources, prompts) may take once connected, and how long a
+    # listing is reused before it is refreshed in the background.
+    list_timeout: float = 10.0
+    listing_ttl: float = 60.0
+    # Consecutive failures (no connection, a timed-out or crashed call) that pause the server,
+    # and for how long at first (doubling while it keeps failing, at most 16 times as long).
+    breaker_threshold: int = 3
+    breaker_cooldown: float = 30.0
+    tool_policies: tuple[tuple[str, str], ...] = ()
+    # Approval per tool ("auto", "ask", "never"), and for the server's other tools ("" lets
+    # each tool's annotations decide).
+    approval_policies: tuple[tuple[str, str], ...] = ()
+    default_approval: str = ""
+
+    @property
+    def key(self) -> str:
+        """Identity of the connection: a changed command or URL means a new connection."""
+        material = json.dumps(
+            [self.name, self.transport, self.command, self.args, self.env, self.cwd, self.url, self.headers],
+            sort_keys=True,
+        )
+        return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+    def policy(self, tool: str) -> str | None:
+        """The admin's cache policy for `tool`, or None when the server's annotations decide."""
+        return dict(self.tool_policies).get(tool)
+
+    def redact(self, text: str) -> str:
+        """`text` from the server with every secret it was given replaced by [redacted], and
+        NUL characters (which PostgreSQL cannot store) by U+FFFD."""
+        for secret in self._secrets():
+            text = text.replace(secret, "[redacted]")
+        return text.replace("\x00", "\ufffd")
+
+    def _secrets(self) -> list[str]:
+        # Whole values, and the long words in them (the token of "Bearer <token>"), as written
+        # and as JSON or a URL would quote them; values shorter than MIN_SECRET_CHARS would
+        # garble ordinary output and protect nothing.
+        found: set[str] = set()
+        for value in self.secret_values:
+            for secret in (value, *(word for word in value.split() if len(word) >= 8)):
+                found.update(
+                    (
+                        secret,
+                        json.dumps(secret)[1:-1],
+                        json.dumps(secret, ensure_ascii=False)[1:-1],
+                        quote(secret, safe=""),
+                        quote_plus(secret),
+                    )
+                )
+        return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__

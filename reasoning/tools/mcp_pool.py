@@ -1,0 +1,578 @@
+"""Live connections to MCP servers: one per server per process, isolated from each other.
+
+Connections live on a private event loop thread owned by the pool (the SDK's task groups
+must be entered and left by the same task); callers on any loop reach them through
+thread-safe futures. No caller ever waits on a lock or on a teardown: a connection attempt
+is one shared task with its own budget that callers wait on with theirs, and a connection
+is shut down in the background. Listings are kept and reused for `listing_ttl`, then
+refreshed in the background while the last known one is served. A server that keeps
+failing is paused (its circuit opens) and every request fails at once until it is tried
+again. Child processes are tracked so none outlives this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import contextvars
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
+
+T = TypeVar("T")
+STDERR_TAIL = 2000
+# After asking a session to stop, how long before it is cancelled, and how long its
+# transport's own bounded shutdown (close stdin, SIGTERM, SIGKILL) may then take.
+STOP_GRACE = 1.0
+SHUTDOWN_BUDGET = 8.0
+LISTING_KINDS = ("tools", "resources", "prompts")
+
+
+def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
+    """Mark a future's exception as seen: nobody may be left waiting for it, and an unseen
+    one is logged as 'Future exception was never retrieved' at garbage collection."""
+    if not future.cancelled():
+        future.exception()
+
+
+# -- child processes ------------------------------------------------------------------------
+
+_CHILDREN: dict[int, Any] = {}
+_OWNER: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("nexus_mcp_owner", default=None)
+
+
+def _track_children() -> None:
+    """Record every stdio server process the SDK starts, so none outlives this process even
+    when its connection is stuck. The SDK starts each server in a session of its own (a
+    signal to our process group does not reach it), and does not expose the process."""
+    from mcp.client import stdio
+
+    original = stdio._create_platform_compatible_process
+    if getattr(original, "nexus_tracked", False):
+        return
+
+    async def spawn(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        _CHILDREN[process.pid] = process
+        owner = _OWNER.get()
+        if owner is not None:
+            owner.pids.append(process.pid)
+            owner.every_pid.append(process.pid)
+        return process
+
+    spawn.nexus_tracked = True  # type: ignore[attr-defined]
+    stdio._create_platform_compatible_process = spawn
+    atexit.register(kill_children)
+
+
+def _alive(pid: int) -> bool:
+    process = _CHILDREN.get(pid)
+    if process is not None and process.returncode is not None:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kill_children(pids: list[int] | None = None, grace: float = 1.0) -> None:
+    """Terminate (then kill) the process groups of the given tool server processes, or of
+    every one still running. Each server leads its own process group, so its children go too."""
+    targets = [pid for pid in (pids if pids is not None else list(_CHILDREN)) if _alive(pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
+        deadline = time.monotonic() + grace
+        while targets and time.monotonic() < deadline:
+            targets = [pid for pid in targets if _alive(pid)]
+            time.sleep(0.02)
+        if not targets:
+            break
+    for pid in pids if pids is not None else list(_CHILDREN):
+        if not _alive(pid):
+            _CHILDREN.pop(pid, None)
+
+
+# -- circuit breaker --------------------------------------------------------------------------
+
+
+@dataclass
+class CircuitBreaker:
+    """Closed while a server works; open (every request refused at once) for a cooldown after
+    `threshold` consecutive failures, doubling while it keeps failing; then one attempt."""
+
+    threshold: int = 3
+    cooldown: float = 30.0
+    failures: int = 0
+    open_until: float = 0.0
+    last_error: str = ""
+
+    def paused_for(self) -> float | None:
+        remaining = self.open_until - time.monotonic()
+        return remaining if remaining > 0 else None
+
+    def failure(self, error: str) -> None:
+        self.failures += 1
+        self.last_error = error
+        if self.failures >= self.threshold:
+            doublings = min(self.failures - self.threshold, 4)
+            self.open_until = time.monotonic() + self.cooldown * 2**doublings
+
+    def success(self) -> None:
+        self.failures, self.open_until, self.last_error = 0, 0.0, ""
+
+
+# -- one connection ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Session:
+    """One live (or starting) SDK client and the task that owns it."""
+
+    task: asyncio.Task[None] | None = None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    scope: Any = None
+    client: Any = None
+    pids: list[int] = field(default_factory=list)
+    # Every process any session of the same connection started (the connection's list).
+    every_pid: list[int] = field(default_factory=list)
+
+    def alive(self) -> bool:
+        return self.client is not None and self.task is not None and not self.task.done()
+
+
+class MCPConnection:
+    """A session with one server, owned by a task on the pool's loop."""
+
+    def __init__(self, config: MCPServerConfig, client_options: dict[str, Any] | None = None) -> None:
+        self.config = config
+        self.client_options = client_options or {}
+        self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_cooldown)
+        self.error: str | None = None
+        self.listings: dict[str, tuple[float, list[Any]]] = {}
+        self._session: _Session | None = None
+        self._connecting: asyncio.Task[Any] | None = None
+        self._refreshing: dict[str, asyncio.Task[list[Any]]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+        self.pids: list[int] = []
+        # The person-facing handlers of calls in flight that may be asked for input.
+        self.elicitors: list[Any] = []
+        self.samplers: list[Any] = []
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    @property
+    def tools(self) -> list[Any]:
+        return self.known("tools") or []
+
+    @property
+    def client(self) -> Any:
+        return self._session.client if self._session is not None and self._session.alive() else None
+
+    def known(self, kind: str) -> list[Any] | None:
+        """The last listing of `kind` this connection got, however old; None if never."""
+        entry = self.listings.get(kind)
+        return list(entry[1]) if entry is not None else None
+
+    def stderr_tail(self) -> str:
+        with contextlib.suppress(ValueError, OSError):
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - STDERR_TAIL))
+            tail = self._stderr.read()
+            if size > STDERR_TAIL:  # the first line is cut, maybe in the middle of a secret
+                tail = tail.partition("\n")[2]
+            return tail.strip()
+        return ""
+
+    def _refuse_if_paused(self) -> None:
+        paused = self.breaker.paused_for()
+        if paused is not None:
+            raise MCPUnavailable(
+                f"MCP server {self.config.name!r} is paused for {paused:.0f}s after "
+                f"{self.breaker.failures} failures in a row (last: {self.breaker.last_error})",
+                server=self.config.name,
+                paused_for=paused,
+            )
+
+    async def ensure(self, budget: float | None = None) -> Any:
+        """The live client, connecting if needed; waits at most `budget` (default: the connect
+        budget) for a connection attempt that others may share and that outlives this wait."""
+        if self._session is not None and self._session.alive():
+            return self._session.client
+        self._refuse_if_paused()
+        if self._connecting is None or self._connecting.done():
+            self._connecting = asyncio.create_task(self._connect(), name=f"mcp-connect:{self.config.name}")
+            self._connecting.add_done_callback(_retrieve)
+        # The attempt is bounded by the connect budget itself; a caller with a shorter budget
+        # stops waiting earlier and leaves the attempt running for the next one.
+        attempt = self.config.connect_timeout + STOP_GRACE
+        limit = min(budget, attempt) if budget else attempt
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._connecting), limit)
+        except TimeoutError:
+            raise MCPUnavailable(
+                f"MCP server {self.config.name!r} is unavailable: still connecting after {limit:g}s",
+                server=self.config.name,
+            ) from None
+
+    async def _connect(self) -> Any:
+        from mcp import Client
+
+        _track_children()
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Any] = loop.create_future()
+        ready.add_done_callback(_retrieve)
+        session = _Session(every_pid=self.pids)
+        transport = self._transport()
+
+        async def own() -> None:
+            import anyio
+
+            _OWNER.set(session)
+            try:
+                with anyio.CancelScope() as scope:
+                    session.scope = scope
+                    async with Client(
+                        transport,
+                        cache=None,
+                        read_timeout_seconds=self.config.call_timeout,
+                        elicitation_callback=self._elicit,
+                        sampling_callback=self._sample,
+                        **self.client_options,
+                    ) as client:
+                        listing = await client.list_tools()
+                        self.listings["tools"] = (time.monotonic(), list(listing.tools))
+                        session.client = client
+                        ready.set_result(client)
+                        await session.stop.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+            finally:
+                session.client = None
+                if not ready.done():
+                    ready.set_exception(ConnectionError("the server closed the connection"))
+
+        session.task = asyncio.create_task(own(), name=f"mcp:{self.config.name}")
+        try:
+            client = await asyncio.wait_for(asyncio.shield(ready), self.config.connect_timeout)
+        except BaseException as exc:
+            self.error = self._describe_failure(exc)
+            self.breaker.failure(self.error)
+            self._retire(session)
+            raise MCPUnavailable(self.error, server=self.config.name) from None
+        previous, self._session = self._session, session
+        if previous is not None:
+            self._retire(previous)
+        self.error = None
+        self.breaker.success()
+        return client
+
+    def _transport(self) -> Any:
+        if self.config.transport == "http":
+            if not self.config.url:
+                raise MCPUnavailable(f"MCP server {self.config.name!r} has no URL", server=self.config.name)
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(headers=dict(self.config.headers), timeout=self.config.call_timeout)
+            return streamable_http_client(self.config.url, http_client=http)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        if not self.config.command:
+            raise MCPUnavailable(f"MCP server {self.config.name!r} has no command", server=self.config.name)
+        params = StdioServerParameters(
+            command=self.config.command,
+            args=list(self.config.args),
+            env=dict(self.config.env) or None,
+            cwd=self.config.cwd,
+        )
+        return stdio_client(params, errlog=self._stderr)
+
+    def _describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError):
+            reason = f"did not answer within {self.config.connect_timeout:g}s"
+        elif isinstance(exc, FileNotFoundError | PermissionError):
+            reason = f"cannot start {self.config.command!r}: {exc.strerror or exc}"
+        elif isinstance(exc, BaseExceptionGroup):
+            reason = "; ".join(_short(e) for e in exc.exceptions)
+        else:
+            reason = _short(exc)
+        tail = self.config.redact(self.stderr_tail())
+        if tail:
+            reason += f" (server said: {tail.splitlines()[-1][:300]})"
+        return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """A server asks for the person's input (form mode): the one call in flight on this
+        connection that can ask its person does; otherwise (none, or several and no way to
+        tell whose it is, or a URL to visit) the request is declined."""
+        import mcp_types
+
+        elicitors = list(self.elicitors)
+        if getattr(params, "mode", "form") != "form" or len(elicitors) != 1:
+            return mcp_types.ElicitResult(action="decline")
+        schema = params.requested_schema
+        schema = (
+            schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
+        )
+        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}))
+        return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        """A server asks for a completion: served by the model of the one run whose call is in
+        flight on this connection (its approval rules, its tokens and cost); refused otherwise."""
+        import mcp_types
+
+        samplers = list(self.samplers)
+        if len(samplers) != 1:
+            return mcp_types.ErrorData(code=-1, message="no run of this client can answer this request now")
+        messages = []
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            text = "\n".join(
+                getattr(block, "text", f"[{getattr(block, 'type', 'non-text')} content]") for block in blocks
+            )
+            messages.append({"role": message.role, "content": self.config.redact(text)})
+        answer = await samplers[0](
+            self.config.redact(params.system_prompt or ""), messages, params.max_tokens
+        )
+        if answer is None:
+            return mcp_types.ErrorData(code=-1, message="the user declined this request for a completion")
+        text, model = answer
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text=text),
+            model=model,
+            stop_reason="endTurn",
+        )
+
+    def failed(self, error: str, *, broken: bool) -> None:
+        """A request failed: count it toward pausing the server; a broken session is replaced
+        on the next request."""
+        self.breaker.failure(error)
+        if broken and self._session is not None:
+            session, self._session = self._session, None
+            self._retire(session)
+
+    def succeeded(self) -> None:
+        self.breaker.success()
+
+    async def listing(
+        self, kind: str, meta: dict[str, Any] | None = None, budget: float | None = None
+    ) -> list[Any]:
+        """Tools, resources or prompts: the cached listing while fresh; a stale one at once
+        while a refresh runs in the background; else a fetch, waited for at most `budget`."""
+        entry = self.listings.get(kind)
+        now = time.monotonic()
+        if entry is not None and now - entry[0] < self.config.listing_ttl:
+            return list(entry[1])
+        refresh = self._refreshing.get(kind)
+        if refresh is None or refresh.done():
+            refresh = asyncio.create_task(self._fetch(kind, meta), name=f"mcp-list:{self.config.name}:{kind}")
+            refresh.add_done_callback(_retrieve)
+            self._refreshing[kind] = refresh
+        if entry is not None:
+            return list(entry[1])
+        limit = budget or (self.config.connect_timeout + self.config.list_timeout)
+        try:
+            return list(await asyncio.wait_for(asyncio.shield(refresh), limit))
+        except TimeoutError:
+            raise MCPUnavailable(
+                f"MCP server {self.config.name!r} is unavailable: no {kind} listing after {limit:g}s",
+                server=self.config.name,
+            ) from None
+
+    async def _fetch(self, kind: str, meta: dict[str, Any] | None) -> list[Any]:
+        from mcp import MCPError
+
+        started = time.monotonic()
+        client = await self.ensure()
+        if kind == "tools" and self.listings.get("tools", (0.0, []))[0] >= started:
+            return self.tools  # connecting just listed them
+        try:
+            result = await asyncio.wait_for(
+                getattr(client, f"list_{kind}")(meta=meta or None), self.config.list_timeout
+            )
+        except TimeoutError:
+            error = (
+                f"MCP server {self.config.name!r} did not list its {kind} "
+                f"within {self.config.list_timeout:g}s"
+            )
+            self.failed(error, broken=False)
+            raise MCPUnavailable(error, server=self.config.name) from None
+        except MCPError as exc:
+            if kind != "tools":  # a server without resources or prompts answers with an error
+                self.listings[kind] = (time.monotonic(), [])
+                return []
+            raise MCPUnavailable(self.config.redact(str(exc)), server=self.config.name) from None
+        items = list(getattr(result, kind))
+        self.listings[kind] = (time.monotonic(), items)
+        self.succeeded()
+        return items
+
+    def _retire(self, session: _Session) -> None:
+        """Shut a session down in the background: callers never wait for a teardown."""
+        task = asyncio.create_task(self._shutdown(session), name=f"mcp-close:{self.config.name}")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _shutdown(self, session: _Session) -> None:
+        session.stop.set()
+        if session.task is None:
+            return
+        done, _ = await asyncio.wait([session.task], timeout=STOP_GRACE)
+        if not done:  # stuck before it could listen for the stop (a server that never answers)
+            if session.scope is not None:
+                session.scope.cancel()
+            else:
+                session.task.cancel()
+            done, _ = await asyncio.wait([session.task], timeout=SHUTDOWN_BUDGET)
+        if not done or any(_alive(pid) for pid in session.pids):
+            await asyncio.to_thread(kill_children, session.pids)
+        for pid in session.pids:
+            if not _alive(pid):
+                _CHILDREN.pop(pid, None)
+
+    async def close(self) -> None:
+        """Shut down now and wait (bounded) until the server process is gone."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            self._retire(session)
+        if self._connecting is not None and not self._connecting.done():
+            self._connecting.cancel()
+        for refresh in self._refreshing.values():
+            refresh.cancel()
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=STOP_GRACE + SHUTDOWN_BUDGET + 2)
+
+
+class MCPConnectionPool:
+    """The process's connections, on a private loop thread shared by every caller."""
+
+    def __init__(self, client_options: Callable[[MCPServerConfig], dict[str, Any]] | None = None) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connections: dict[str, MCPConnection] = {}
+        self._guard = threading.Lock()
+        # SDK client callbacks (progress, logging, sampling, elicitation) per server.
+        self.client_options = client_options
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._guard:
+            if self._loop is None or self._loop.is_closed() or not self._loop.is_running():
+                self._loop = asyncio.new_event_loop()
+                started = threading.Event()
+                self._loop.call_soon(started.set)
+                threading.Thread(target=self._loop.run_forever, name="nexus-mcp", daemon=True).start()
+                started.wait(5)
+            return self._loop
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coroutine` on the pool's loop; the future's exception is always retrieved."""
+        # A fresh context: the connection's tasks must not keep a caller's context variables
+        # (asgiref's executor of a request long gone, for one) for every later caller.
+        loop = self._ensure_loop()
+        future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, loop)
+        future.add_done_callback(_retrieve)
+        return future
+
+    async def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(self.submit(coroutine))
+
+    def connection(self, config: MCPServerConfig) -> MCPConnection:
+        with self._guard:
+            connection = self._connections.get(config.key)
+            if connection is None:
+                options = self.client_options(config) if self.client_options else None
+                connection = MCPConnection(config, options)
+                self._connections[config.key] = connection
+            else:
+                connection.config = config  # the newest timeouts and policies apply
+                connection.breaker.threshold = config.breaker_threshold
+                connection.breaker.cooldown = config.breaker_cooldown
+            return connection
+
+    async def tools(self, config: MCPServerConfig, meta: dict[str, Any] | None = None) -> list[Any]:
+        connection = self.connection(config)
+        return await self._run(
+            connection.listing("tools", meta, budget=config.connect_timeout + config.list_timeout)
+        )
+
+    def listings_within(
+        self, requests: list[tuple[MCPServerConfig, dict[str, Any] | None]], kind: str, budget: float
+    ) -> dict[str, list[Any] | None]:
+        """Each server's `kind` listing as known after at most `budget` seconds, from any
+        thread: what it answered in time, else its last known listing, else None. Servers
+        that did not answer go on refreshing in the background."""
+        futures: dict[str, tuple[MCPConnection, concurrent.futures.Future[list[Any]]]] = {}
+        for config, meta in requests:
+            connection = self.connection(config)
+            futures[config.name] = (connection, self.submit(connection.listing(kind, meta)))
+        concurrent.futures.wait([f for _, f in futures.values()], timeout=budget)
+        found: dict[str, list[Any] | None] = {}
+        for name, (connection, future) in futures.items():
+            if future.done() and not future.cancelled() and future.exception() is None:
+                found[name] = future.result()
+            else:
+                found[name] = connection.known(kind)
+        return found
+
+    async def call(
+        self,
+        config: MCPServerConfig,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any] | None = None,
+        on_progress: Callable[[float, float | None, str | None], Any] | None = None,
+        on_elicit: Any = None,
+        on_sample: Any = None,
+    ) -> Any:
+        from reasoning.tools.mcp import call_on
+
+        call = call_on(self.connection(config), tool, arguments, meta, on_progress, on_elicit, on_sample)
+        return await self._run(call)
+
+    async def request(self, config: MCPServerConfig, method: str, *args: Any, **kwargs: Any) -> Any:
+        from reasoning.tools.mcp import request_on
+
+        return await self._run(request_on(self.connection(config), method, *args, **kwargs))
+
+    async def close(self) -> None:
+        with self._guard:
+            connections = list(self._connections.values())
+            self._connections.clear()
+        if self._loop is not None and not self._loop.is_closed():
+            for connection in connections:
+                with contextlib.suppress(BaseException):
+                    await self._run(connection.close())
+
+    def close_sync(self, timeout: float = 12) -> None:
+        """Shut every connection down from synchronous code (process exit), all at once and
+        bounded; whatever is still running after that is killed."""
+        loop = self._loop
+        with self._guard:
+            connections = list(self._connections.values())
+            self._connections.clear()
+        if loop is not None and not loop.is_closed() and loop.is_running():
+            pids = [pid for connection in connections for pid in connection.pids]
+
+            async def close_all() -> None:
+                await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+            with contextlib.suppress(BaseException):
+                asyncio.run_coroutine_threadsafe(close_all(), loop).result(timeout)
+            kill_children(pids)
+            loop.call_soon_threadsafe(loop.stop)
+        else:
+            kill_children([pid for connection in connections for pid in connection.pids])

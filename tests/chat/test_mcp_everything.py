@@ -1,0 +1,104 @@
+"""The reference third-party server, `@modelcontextprotocol/server-everything` from npm, over
+stdio and streamable HTTP: what the project's own servers show, with a server we did not write.
+
+npm installs it once into var/npm (kept between runs). Outside CI a machine without npm
+skips these tests with the reason; with CI=true a missing npm fails them.
+"""
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from chat.mentions import _arguments
+from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider
+from reasoning.tools.registry import ToolRegistry
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = MCPConnectionPool()
+    yield pool
+    pool.close_sync()
+
+
+@pytest.fixture(scope="module")
+def over_http(everything):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["node", everything, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield MCPServerConfig(name="everything", transport="http", url=f"http://127.0.0.1:{port}/mcp")
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+async def test_over_stdio_every_content_type_reaches_the_person(pool, everything):
+    config = MCPServerConfig(name="everything", command="node", args=(everything, "stdio"))
+    provider = MCPToolProvider(pool, config)
+    registry = ToolRegistry([provider])
+    await registry.refresh()
+    assert "everything__echo" in registry.names()
+    assert "everything__simulate-research-query" not in registry.names(), "needs task augmentation"
+    assert provider.hidden == ["simulate-research-query"]
+    assert registry.cache_policy("everything__get-sum") == "cache", "read-only, closed world, idempotent"
+    assert registry.cache_policy("everything__toggle-simulated-logging") == "no-cache"
+    assert registry.spec("everything__gzip-file-as-resource").approval == "ask", "open world"
+    assert registry.spec("everything__get-sum").approval == "auto"
+
+    image = await registry.execute("everything__get-tiny-image", {})
+    assert image.success and [p["mime_type"] for p in image.parts] == ["image/png"]
+    assert "[image content]" not in image.content
+    reference = await registry.execute(
+        "everything__get-resource-reference", {"resourceType": "Blob", "resourceId": 1}
+    )
+    assert (
+        reference.parts[0]["type"] == "blob" and reference.parts[0]["uri"] == "demo://resource/dynamic/blob/1"
+    )
+    links = await registry.execute("everything__get-resource-links", {"count": 2})
+    assert [p["uri"] for p in links.parts] == [
+        "demo://resource/dynamic/blob/1",
+        "demo://resource/dynamic/text/2",
+    ]
+    assert "<demo://resource/dynamic/text/2>" in links.content, "the model sees the URI too"
+    _text, parts = await provider.read_resource_parts("demo://resource/dynamic/blob/1")
+    assert parts and parts[0]["type"] == "blob", "read_resource no longer returns nothing for a blob"
+
+    prompt = next(p for p in await provider.list_prompts() if p.name == "args-prompt")
+    declared = [{"name": a.name, "required": bool(a.required)} for a in prompt.arguments]
+    arguments = _arguments(declared, "Paris")
+    assert arguments == {"city": "Paris"}, "the optional state is left out"
+    messages = await provider.get_prompt("args-prompt", arguments)
+    assert "Paris" in messages[0]["content"]
+
+
+async def test_over_streamable_http_with_live_progress(pool, over_http):
+    registry = ToolRegistry([MCPToolProvider(pool, over_http)])
+    await registry.refresh()
+    assert not registry.errors and "everything__echo" in registry.names()
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    outcome = await registry.execute(
+        "everything__trigger-long-running-operation", {"duration": 0.6, "steps": 3}, on_progress=on_progress
+    )
+    assert outcome.success and seen == [(1, 3), (2, 3), (3, 3)]
+    echo = await registry.execute("everything__echo", {"message": "over http"})
+    assert echo.success and "over http" in echo.content

@@ -1,0 +1,177 @@
+"""One hung or crashing tool server never stalls anyone: real processes, no mocks.
+
+The hung server is `sleep 600`: it starts, reads nothing and never answers. Nothing here
+asserts an absolute time: each test shows that an answer came while the hung server was
+still hung (its process alive, its connection attempt still running), or that a paused
+server is refused without starting another process.
+"""
+
+import asyncio
+import gc
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from chat import tools
+from chat.models import MCPServer
+from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
+from reasoning.tools.mcp_pool import _alive
+from reasoning.tools.registry import ToolRegistry
+
+FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
+SLEEP = shutil.which("sleep") or "/bin/sleep"
+
+
+def hung(**overrides) -> MCPServerConfig:
+    options = {"connect_timeout": 1.0, "list_timeout": 1.0, "breaker_threshold": 2, "breaker_cooldown": 600.0}
+    return MCPServerConfig(name="hung", command=SLEEP, args=("600",), **{**options, **overrides})
+
+
+def faulty(**overrides) -> MCPServerConfig:
+    return MCPServerConfig(name="faulty", command=sys.executable, args=(FAULTY,), **overrides)
+
+
+def wait_until(condition, seconds: float = 30.0) -> bool:
+    """Poll `condition`; the bound is only a safety net, far above what it should take."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.fixture
+def pool():
+    pool = MCPConnectionPool()
+    yield pool
+    pool.close_sync()
+
+
+@pytest.fixture
+def never_retrieved(caplog):
+    """Log records of futures or tasks whose exception nobody read."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+
+    def found() -> list[str]:
+        gc.collect()
+        return [r.getMessage() for r in caplog.records if "never retrieved" in r.getMessage()]
+
+    return found
+
+
+async def test_a_hung_server_fails_alone_with_a_clear_error_and_is_then_paused(pool, never_retrieved):
+    registry = ToolRegistry([MCPToolProvider(pool, hung()), MCPToolProvider(pool, faulty())])
+    await registry.refresh()
+    assert "faulty__echo" in registry.names(), "the working server's tools are offered"
+    assert registry.errors["hung"] == "tool server hung is unavailable"
+    assert "did not answer within 1s" in registry.error_details["hung"], registry.error_details
+    connection = pool.connection(hung())
+    first_pids = list(connection.pids)
+    assert len(first_pids) == 1
+    assert wait_until(lambda: not _alive(first_pids[0])), "the hung process is stopped, not leaked"
+
+    await registry.refresh()  # the second failure in a row opens the circuit
+    assert "did not answer" in registry.error_details["hung"]
+    spawned = len(connection.pids)
+    await registry.refresh()
+    assert (
+        "paused" in registry.error_details["hung"] and "2 failures in a row" in registry.error_details["hung"]
+    )
+    assert len(connection.pids) == spawned, "a paused server is refused without starting it again"
+    assert (await registry.execute("faulty__echo", {"text": "still here"})).success
+    assert not never_retrieved()
+
+
+async def test_waiting_callers_do_not_queue_behind_a_hung_connection(pool, never_retrieved):
+    config = hung(connect_timeout=600.0)
+    provider = MCPToolProvider(pool, config)
+    results = await asyncio.gather(
+        *(asyncio.wait_for(pool._run(pool.connection(config).ensure(budget=0.5)), 60) for _ in range(3)),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, MCPUnavailable) and "still connecting after 0.5s" in str(r) for r in results)
+    connection = pool.connection(config)
+    assert len(connection.pids) == 1, "one shared connection attempt, not one per caller"
+    assert _alive(connection.pids[0]), "the answers came while the server was still hung"
+    assert provider.name == "hung"
+    assert not never_retrieved()
+
+
+async def test_a_server_killed_mid_call_fails_that_call_and_the_next_one_reconnects(pool):
+    config = faulty(call_timeout=600.0)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    call = asyncio.ensure_future(registry.execute("faulty__hang", {}))
+    connection = pool.connection(config)
+    await asyncio.to_thread(wait_until, lambda: bool(connection.pids))
+    await asyncio.sleep(0.5)  # the call is on its way
+    os.killpg(connection.pids[0], signal.SIGKILL)
+    outcome = await asyncio.wait_for(call, 120)
+    assert not outcome.success and "failed during hang" in outcome.error
+    again = await registry.execute("faulty__echo", {"text": "back"})
+    assert again.success and again.content.startswith("back")
+
+
+def test_no_server_process_outlives_the_process_that_started_it(tmp_path):
+    script = tmp_path / "owner.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, sys, time
+            from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig
+            pool = MCPConnectionPool()
+            config = MCPServerConfig(name="hung", command={SLEEP!r}, args=("600",), connect_timeout=600)
+            connection = pool.connection(config)
+            pool.submit(connection.ensure())
+            while not connection.pids:
+                time.sleep(0.05)
+            print(connection.pids[0], flush=True)
+            sys.exit(0)  # like daphne on SIGTERM: a normal exit while the server is still hung
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env, check=True
+    )
+    pid = int(done.stdout.split()[0])
+    assert wait_until(lambda: not _pid_exists(pid), 10), f"server process {pid} leaked"
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return _alive(pid)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_completions_answer_from_what_is_known_while_a_server_hangs(alice, client_for, settings):
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {SLEEP: (SLEEP, "600")}
+    client = client_for(alice)
+    # The built-in server's prompts become known (the first request may come before it started).
+    assert wait_until(lambda: "summarize" in client.get("/complete/", {"q": "/"}).content.decode(), 60)
+    MCPServer.objects.create(name="hung", command=SLEEP, args=["600"])
+    answered = client.get("/complete/", {"q": "/"}).json()["items"]
+    assert any(item["label"].startswith("/summarize") for item in answered)
+    server = MCPServer.objects.get(name="hung")
+    connection = tools.POOL.connection(tools.config_for(server))
+    assert connection.pids and _alive(connection.pids[0]), (
+        "answered while the hung server was still connecting"
+    )
+    assert connection._connecting is not None and not connection._connecting.done()
+    again = client.get("/complete/", {"q": "/sum"}).json()["items"]
+    assert [item["label"] for item in again] == ["/summarize topic"]
+    assert again[0]["detail"].endswith("(on nexus)"), "the server offering it is shown"
+    assert len(connection.pids) == 1, "the hung server's refresh is shared, not restarted per request"
+    tools.POOL.submit(connection.close()).result(30)

@@ -1,0 +1,318 @@
+"""Tool approval: a run that wants to call a tool the policy says to ask about waits for the
+person's decision on a card in the chat, durably; every decision is stored and audited."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from chat import services, tools
+from chat.models import MCPServer, ReasoningRun, ToolApproval, ToolExecution, TraceEvent
+from reasoning.tools.approval import default_approval
+from tests.conftest import run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
+
+
+def wait_until(condition, seconds: float = 60.0):
+    """Poll `condition`; the bound is only a safety net, far above what it should take."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    return condition()
+
+
+def pending(run: ReasoningRun, count: int = 1) -> list[ToolApproval]:
+    rows = list(ToolApproval.objects.filter(run=run, status="pending").order_by("pk"))
+    return rows if len(rows) >= count else []
+
+
+def in_background(run_id: int) -> threading.Thread:
+    thread = threading.Thread(target=run_now, args=(run_id,), daemon=True)
+    thread.start()
+    return thread
+
+
+def decide(client, approval: ToolApproval, decision: str, **extra) -> str:
+    response = client.post(
+        reverse("chat:approval-decide", args=[approval.pk]),
+        {"decision": decision, **extra},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200, response.content
+    return response.content.decode()
+
+
+def test_the_default_asks_for_what_may_destroy_or_reach_out():
+    from mcp_types import ToolAnnotations as A
+
+    assert default_approval(None) == "ask", "the spec's defaults: destructive, open world"
+    assert default_approval(A(read_only_hint=True, open_world_hint=False)) == "auto"
+    assert default_approval(A(read_only_hint=True)) == "ask", "open world unless said otherwise"
+    assert default_approval(A(destructive_hint=False, open_world_hint=False)) == "auto"
+    assert default_approval(A(destructive_hint=True, open_world_hint=False)) == "ask"
+
+
+def test_each_decision_reaches_the_model_and_is_stored(
+    alice, bob, alice_session, client_for, settings, monkeypatch
+):
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {FAULTY}": (sys.executable, FAULTY)}
+    MCPServer.objects.create(
+        name="faulty",
+        command=sys.executable,
+        args=[FAULTY],
+        approval_policies={"html": "never", "lookup": "ask"},
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple"), analysis("simple")],
+            "agent": [
+                tool("faulty__echo", text="first"),
+                tool("faulty__echo", text="second"),
+                tool("faulty__echo", text="third"),
+                tool("faulty__html"),
+                "Done.",
+                tool("faulty__echo", text="fourth"),
+                "Done again.",
+            ],
+            "evaluation": [quality(True, 0.9), quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="Echo some things")
+    worker = in_background(run.pk)
+
+    (first,) = wait_until(lambda: pending(run))
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    for button in ("Approve once", "Always for this chat", "Decline", "Edit arguments"):
+        assert button in page
+    assert "&quot;text&quot;: &quot;first&quot;" in page, "the card shows the arguments"
+    assert (
+        client_for(bob)
+        .post(reverse("chat:approval-decide", args=[first.pk]), {"decision": "approve"})
+        .status_code
+        == 404
+    )
+    assert "declined" in decide(client, first, "decline")
+    assert (
+        "already decided"
+        in client.post(
+            reverse("chat:approval-decide", args=[first.pk]), {"decision": "approve"}
+        ).content.decode()
+    )
+
+    second = wait_until(
+        lambda: ToolApproval.objects.filter(run=run, status="pending").exclude(pk=first.pk).first()
+    )
+    bad = client.post(
+        reverse("chat:approval-decide", args=[second.pk]), {"decision": "edit", "arguments": "{oops"}
+    )
+    assert bad.status_code == 400 and "not valid JSON" in bad.content.decode()
+    decide(client, second, "edit", arguments=json.dumps({"text": "edited"}))
+
+    third = wait_until(
+        lambda: (
+            ToolApproval.objects.filter(run=run, status="pending")
+            .exclude(pk__in=[first.pk, second.pk])
+            .first()
+        )
+    )
+    decide(client, third, "always")
+    worker.join(120)
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+
+    told = json.dumps([request.messages for request in script.requests_for("agent")])
+    assert "the user declined this call of echo" in told
+    assert "html is switched off by an administrator" in told, "never: refused without asking"
+    executed = list(ToolExecution.objects.filter(run=run, success=True).values_list("arguments", flat=True))
+    assert (
+        {"text": "edited"} in executed and {"text": "first"} not in executed and {"text": "third"} in executed
+    )
+    assert not ToolApproval.objects.filter(run=run, model_tool="faulty__html").exists()
+
+    again = services.message_post(session=alice_session, content="Once more")
+    run_now(again.pk)
+    again.refresh_from_db()
+    assert again.status == "succeeded"
+    assert not ToolApproval.objects.filter(run=again).exists(), "always for this chat: not asked again"
+    decided = TraceEvent.objects.filter(run=again, kind="tool.approval.decided").get().payload
+    assert decided["approved"] and decided["scope"] == "chat" and decided["by"] == "alice"
+
+    rows = {
+        a.arguments["text"]: (a.status, a.scope, a.decided_by) for a in ToolApproval.objects.filter(run=run)
+    }
+    assert rows == {
+        "first": ("declined", "once", alice),
+        "second": ("approved", "once", alice),
+        "third": ("approved", "chat", alice),
+    }
+
+
+def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_session, client_for, settings):
+    """Worker A (its own process) asks and is killed while waiting; worker B resumes the run,
+    finds the same request instead of asking again, and finishes once the person approves."""
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "nexus.settings",
+        "DATABASE_URL": tools._database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
+        "NEXUS_VAR_DIR": str(settings.VAR_DIR),
+    }
+    code = (
+        f"import asyncio; from chat.engine import execute_run; asyncio.run(execute_run({run.pk}, worker='A'))"
+    )
+    worker_a = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=str(settings.BASE_DIR),
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        (asked,) = wait_until(lambda: pending(run), 120)
+    finally:
+        os.killpg(worker_a.pid, signal.SIGKILL)  # the worker and its tool server, no cleanup
+        worker_a.wait(30)
+    run.refresh_from_db()
+    assert run.status == "running" and run.worker == "A"
+
+    settings.NEXUS_RUN_STALE_SECONDS = 1
+    ReasoningRun.objects.filter(pk=run.pk).update(heartbeat_at=run.heartbeat_at.replace(year=2000))
+    worker_b = in_background(run.pk)
+    assert wait_until(lambda: ReasoningRun.objects.get(pk=run.pk).worker != "A", 60), (
+        "worker B took the run over"
+    )
+    time.sleep(1)  # B reaches the approval again (or not yet): either way it may not ask twice
+    assert ToolApproval.objects.filter(run=run).count() == 1
+    decide(client_for(alice), asked, "approve")
+    worker_b.join(120)
+    run.refresh_from_db()
+    assert run.status == "succeeded" and "391" in run.answers.get().content
+    assert ToolApproval.objects.filter(run=run).count() == 1, "asked once across both workers"
+    assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
+
+
+def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_chat(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """@modelcontextprotocol/server-everything asks for a form's worth of input mid-call."""
+    from chat.models import Elicitation
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [
+                tool("everything__trigger-elicitation-request"),
+                tool("everything__trigger-elicitation-request", again=1),
+                "Asked.",
+            ],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="Ask me things")
+    worker = in_background(run.pk)
+    asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Please provide inputs" in page and 'name="name"' in page and 'name="integer"' in page
+    assert '<option value="Monica" selected>' in page, "enums are choices, with the server's default"
+    url = reverse("chat:elicitation-reply", args=[asked.pk])
+    bad = client.post(url, {"action": "accept", "name": "Ada", "integer": "many"})
+    assert bad.status_code == 400 and "must be a number" in bad.content.decode()
+    answer = {
+        "action": "accept",
+        "name": "Ada",
+        "integer": "7",
+        "check": "on",
+        "untitledMultipleSelectEnum": ["Piano"],
+    }
+    assert "Answered" in client.post(url, answer).content.decode()
+    second = wait_until(
+        lambda: Elicitation.objects.filter(run=run, status="pending").exclude(pk=asked.pk).first()
+    )
+    client.post(reverse("chat:elicitation-reply", args=[second.pk]), {"action": "decline"})
+    worker.join(120)
+    results = list(
+        ToolExecution.objects.filter(run=run, tool="trigger-elicitation-request")
+        .order_by("created_at")
+        .values_list("result", flat=True)
+    )
+    assert "Name: Ada" in results[0] and '"integer": 7' in results[0]
+    assert "decline" in results[1].lower()
+    asked.refresh_from_db()
+    assert asked.content["name"] == "Ada" and asked.content["check"] is True and asked.answered_by == alice
+
+
+def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """server-everything's sampling tool: the card shows what it asks our model; once approved,
+    the configured model answers it and the call counts in the run's tokens."""
+    from chat.models import LLMCall
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [
+                tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
+                "Sampled.",
+            ],
+            "sampling": ["Hello, Ada! (from the configured model)"],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="Let the server ask the model")
+    worker = in_background(run.pk)
+    (asked,) = wait_until(lambda: pending(run))
+    assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Say hello to Ada" in page and "Approve once" in page
+    decide(client, asked, "approve")
+    worker.join(120)
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    result = ToolExecution.objects.get(run=run, tool="trigger-sampling-request").result
+    assert "Hello, Ada! (from the configured model)" in result
+    assert LLMCall.objects.filter(run=run, component="sampling").count() == 1, "counted in the run's calls"
+    assert "Say hello to Ada" in json.dumps(script.requests_for("sampling")[0].messages)
