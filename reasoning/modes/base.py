@@ -2,8 +2,8 @@
 
 A mode is built once from the model client and settings; each run takes the structured
 input (question, conversation, attachments), the tools it may use, a sink for its events,
-and the state to resume from, and returns a ReasoningResult. Hosts choose a mode by name
-(reasoning.modes.create_mode) and know nothing else about it.
+the state to resume from and the person's memory store, and returns a ReasoningResult.
+Hosts choose a mode by name (reasoning.modes.create_mode) and know nothing else about it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from reasoning.context import Checkpoint
 from reasoning.events import Sink
 from reasoning.llm.base import Usage
+from reasoning.memory import MemoryStore
 from reasoning.tools.registry import ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, RunInput
@@ -82,5 +83,7 @@ class Mode(ABC):
         resume: ResumeState | None = None,
         lessons: Sequence[str] = (),
         checkpoint: Checkpoint | None = None,
+        memory: MemoryStore | None = None,
     ) -> ReasoningResult:
-        """Answer one user turn; raises ReasoningFailed only when no answer can be given."""
+        """Answer one user turn; raises ReasoningFailed only when no answer can be given.
+        `memory` is the asking person's long-term memory; modes without memory ignore it."""
