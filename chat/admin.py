@@ -232,6 +232,7 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
         ),
         ("Plan", {"fields": ["plan_table"]}),
         ("Quality layers", {"fields": ["quality_layers"]}),
+        ("Agents (cognitive mode)", {"classes": ["collapse"], "fields": ["agents_timeline"]}),
         ("Timeline", {"fields": ["timeline"]}),
         ("Tracker state", {"classes": ["collapse"], "fields": ["tracker_json"]}),
     ]
@@ -365,6 +366,30 @@ class ReasoningRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
             ),
         )
 
+    @admin.display(description="agents' conversation")
+    def agents_timeline(self, obj: ReasoningRun) -> str:
+        """The cognitive mode's messages: who asked whom what, and how long the answer took."""
+        rows = [
+            (
+                e.sequence,
+                e.payload.get("type", ""),
+                e.payload.get("sender", ""),
+                e.payload.get("recipient", ""),
+                e.payload.get("action", ""),
+                "" if e.payload.get("duration_ms") is None else f"{e.payload['duration_ms']:.1f} ms",
+                e.payload.get("summary", ""),
+            )
+            for e in obj.events.all()
+            if e.kind == "agent.message"
+        ]
+        if not rows:
+            return "–"
+        return format_html(
+            '<table class="nexus-audit"><thead><tr><th>#</th><th>type</th><th>from</th><th>to</th>'
+            "<th>action</th><th>took</th><th>said</th></tr></thead><tbody>{}</tbody></table>",
+            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        )
+
     @admin.display(description="tracker state")
     def tracker_json(self, obj: ReasoningRun) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.tracker_state, indent=2, ensure_ascii=False))
@@ -489,4 +514,4 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 # Lessons, tool servers and documents, and accounts are configured in their own modules.
-from chat import admin_accounts, admin_feedback, admin_lessons, admin_tools  # noqa: E402, F401
+from chat import admin_accounts, admin_feedback, admin_lessons, admin_memory, admin_tools  # noqa: E402, F401

@@ -4,7 +4,8 @@
 Celery task call it with a run id. It claims the run (so only one executor ever works on
 it), resumes from the stored tracker state if an earlier worker died, streams every event
 into the database and the channel layer, and always leaves the run finished or failed.
-The agent mode comes from AGENT_MODE; this module knows only the Mode interface.
+The agent mode comes from AGENT_MODE (or the chat's own choice, where the operator allows
+it); this module knows only the Mode interface. Each run gets the asking person's memory.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from django.db import close_old_connections
 
 from chat import services
 from chat.lessons import lessons_for
-from chat.models import ReasoningRun
+from chat.memory import DjangoMemoryStore
+from chat.models import ChatSession, ReasoningRun, SessionMode
 from chat.sink import RunSink
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
-from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
+from reasoning.modes import MODE_NAMES, Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
 
@@ -53,10 +55,13 @@ def build_llm() -> LLMClient:
     )
 
 
-def build_mode() -> Mode:
-    """The agent mode AGENT_MODE names, on the configured model provider."""
+def build_mode(name: str | None = None) -> Mode:
+    """The agent mode `name` (default: the one AGENT_MODE names), on the configured provider."""
     return create_mode(
-        settings.AGENT_MODE, build_llm(), settings.NEXUS_REASONING, analysis_cache=DjangoAnalysisCache()
+        name or settings.AGENT_MODE,
+        build_llm(),
+        settings.NEXUS_REASONING,
+        analysis_cache=DjangoAnalysisCache(),
     )
 
 
@@ -94,13 +99,14 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
     try:
         context = await database_sync_to_async(_run_context)(run)
         try:
-            await build_mode().run(
+            await build_mode(context["mode"]).run(
                 context["input"],
                 tools=context["tools"],
                 sink=sink,
                 resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
+                memory=context["memory"],
             )
         finally:
             await context["tools"].close()
@@ -135,7 +141,20 @@ def _run_context(run: ReasoningRun) -> dict[str, Any]:
         ),
         "lessons": lessons_for(run),
         "tools": registry_for(run.session.owner),
+        "mode": mode_for(run.session),
+        "memory": DjangoMemoryStore(user=run.session.owner, session=run.session, run=run)
+        if settings.NEXUS_MEMORY
+        else None,
     }
+
+
+def mode_for(session: ChatSession) -> str:
+    """The chat's own mode where the operator lets people choose, else AGENT_MODE."""
+    if settings.NEXUS_CHAT_MODE_CHOICE:
+        chosen = SessionMode.objects.filter(session=session).values_list("mode", flat=True).first()
+        if chosen in MODE_NAMES:
+            return chosen
+    return settings.AGENT_MODE
 
 
 async def reflect_on_run_feedback(run_id: int, *, rating: str, comment: str = "") -> dict[str, Any] | None:

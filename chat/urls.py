@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chat import views
+from chat import views, views_memory
 
 app_name = "chat"
 
@@ -17,4 +17,9 @@ urlpatterns = [
     path("documents/upload/", views.document_upload, name="document-upload"),
     path("documents/<int:document_id>/delete/", views.document_delete, name="document-delete"),
     path("complete/", views.completions, name="completions"),
+    path("memory/", views_memory.memory_list, name="memory"),
+    path("memory/<int:memory_id>/delete/", views_memory.memory_delete, name="memory-delete"),
+    path("memory/lessons/delete/", views_memory.memory_lesson_delete, name="memory-lesson-delete"),
+    path("memory/forget/", views_memory.memory_forget, name="memory-forget"),
+    path("sessions/<int:session_id>/mode/", views_memory.session_mode, name="session-mode"),
 ]

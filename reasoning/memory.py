@@ -208,6 +208,13 @@ def terms(text: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def search_words(text: str) -> list[str]:
+    """The question's content words as a full-text index should see them: unstemmed (the
+    index stems), letters and digits only (safe to put in any full-text query syntax)."""
+    words = re.findall(r"[a-z0-9]+", (text or "").lower())
+    return list(dict.fromkeys(w for w in words if w not in STOPWORDS and len(w) > 1))[:24]
+
+
 def relevance(query_terms: list[str], text: str) -> float:
     """Share of the question's content words the item contains (0 when too few are shared)."""
     if not query_terms:

@@ -8,7 +8,15 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import documents, services
-from chat.models import AnswerFeedback, Attempt, MCPServer, ReasoningRun, StaffAuditEntry, TeamLesson
+from chat.models import (
+    AnswerFeedback,
+    Attempt,
+    MCPServer,
+    Memory,
+    ReasoningRun,
+    StaffAuditEntry,
+    TeamLesson,
+)
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,6 +53,12 @@ def rows_in_every_status(alice, bob):
         StaffAuditEntry.objects.create(
             actor=alice, actor_name="alice", action=action, object_type="run", summary=action
         )
+    Memory.objects.create(
+        owner=alice, kind="episodic", text="Asked: x. Answered: y.", run=run, session=run.session
+    )
+    Memory.objects.create(
+        owner=bob, kind="semantic", text="A fact", source="chat", shared=True, promoted_by=alice
+    )
     signing_in = Client(REMOTE_ADDR="10.4.4.4")
     signing_in.post("/accounts/login/", {"username": "alice", "password": "wrong"})  # a failure
     signing_in.post("/accounts/login/", {"username": "bob", "password": "bob-password-1"})  # a success
