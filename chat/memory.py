@@ -3,8 +3,9 @@
 A run gets a `DjangoMemoryStore` bound to the person who asked (and the chat): it recalls
 only their items and those staff promoted to the team, so another person's memories cannot
 reach a run by construction. Recall asks the database's full-text index for candidates (FTS5
-on SQLite, a GIN index on PostgreSQL; see migration 0006) and then keeps the ones the
-engine's relevance rule accepts (reasoning.memory.rank), so both databases recall the same.
+on SQLite, a GIN index on a generated tsvector column on PostgreSQL; see migration 0007),
+then keeps the ones the engine's relevance rule accepts (reasoning.memory.rank), so both
+databases recall the same.
 
 The Memory page lists a person's episodes, facts and lessons (procedural memory); they
 delete any of them, or everything, and a deleted item is gone: the row and its index entry.
@@ -22,26 +23,40 @@ from chat.models import ChatSession, Memory, ReasoningRun, Reflection
 from reasoning.memory import RECALL_LIMIT, MemoryItem, rank, search_words
 
 CANDIDATES = 40
+# A question's first words searched for (pairs of them: at most 28 groups).
+MAX_WORDS = 8
 
 
 def memories_visible_to(user: Any) -> QuerySet[Memory]:
     return Memory.objects.filter(Q(owner=user) | Q(shared=True))
 
 
+def _pairs(words: list[str]) -> list[tuple[str, ...]]:
+    """The groups of words a relevant item must contain at least one of: any two of the
+    question's words (the relevance rule needs two shared words), or the one word."""
+    words = words[:MAX_WORDS]
+    if len(words) < 2:
+        return [tuple(words)] if words else []
+    return [(a, b) for i, a in enumerate(words) for b in words[i + 1 :]]
+
+
 def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
-    if not words:
+    """Items holding at least two of the question's words (one for a one-word question), best
+    ranked first; asking the index for pairs keeps common words from matching thousands."""
+    groups = _pairs(words)
+    if not groups:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            query = " | ".join(words)
+            query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
             cursor.execute(
-                "SELECT id FROM chat_memory WHERE to_tsvector('english', text) @@ to_tsquery('english', %s) "
+                "SELECT id FROM chat_memory WHERE search @@ to_tsquery('english', %s) "
                 "AND (owner_id = %s OR shared) "
-                "ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', %s)) DESC LIMIT %s",
+                "ORDER BY ts_rank(search, to_tsquery('english', %s)) DESC LIMIT %s",
                 [query, user_id, query, CANDIDATES],
             )
         elif connection.vendor == "sqlite":
-            query = " OR ".join(f'"{w}"' for w in words)
+            query = " OR ".join("(" + " AND ".join(f'"{w}"' for w in group) + ")" for group in groups)
             cursor.execute(
                 "SELECT m.id FROM chat_memory_fts JOIN chat_memory m ON m.id = chat_memory_fts.rowid "
                 "WHERE chat_memory_fts MATCH %s AND (m.owner_id = %s OR m.shared) "

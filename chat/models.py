@@ -622,8 +622,8 @@ class Memory(models.Model):
     fact (with its source and confidence). Procedural memory is the lessons (Reflection).
 
     It is the owner's alone until staff promote it to the team (`shared`). Deleting it deletes
-    it: nothing keeps a copy, and the full-text index follows through triggers (SQLite) or is
-    an expression index (PostgreSQL), so a deleted item can never be recalled. A chat's
+    it: nothing keeps a copy, and the full-text index follows through triggers (SQLite) or a
+    generated column (PostgreSQL), so a deleted item can never be recalled. A chat's
     episodes go with the chat.
     """
 

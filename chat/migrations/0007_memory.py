@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 # Full-text recall of memories: an FTS5 table kept in step by triggers on SQLite, a GIN
-# expression index on PostgreSQL (chat/memory.py queries each the way its index expects).
+# index on a generated tsvector column on PostgreSQL (chat/memory.py queries each the way its index expects).
 SQLITE_FTS = [
     "CREATE VIRTUAL TABLE chat_memory_fts USING fts5(text, content='chat_memory', content_rowid='id', "
     "tokenize='porter unicode61')",
@@ -24,8 +24,13 @@ SQLITE_FTS_DROP = [
     "DROP TRIGGER IF EXISTS chat_memory_fts_au",
     "DROP TABLE IF EXISTS chat_memory_fts",
 ]
-POSTGRES_FTS = ["CREATE INDEX chat_memory_text_fts ON chat_memory USING GIN (to_tsvector('english', text))"]
-POSTGRES_FTS_DROP = ["DROP INDEX IF EXISTS chat_memory_text_fts"]
+# A stored tsvector (the model never reads it) so ranking does not re-parse every match.
+POSTGRES_FTS = [
+    "ALTER TABLE chat_memory ADD COLUMN search tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+    "CREATE INDEX chat_memory_search ON chat_memory USING GIN (search)",
+]
+POSTGRES_FTS_DROP = ["DROP INDEX IF EXISTS chat_memory_search", "ALTER TABLE chat_memory DROP COLUMN search"]
 
 
 def _run(statements):
