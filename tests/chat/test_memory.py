@@ -153,3 +153,59 @@ def test_the_panel_and_the_admin_show_the_agents_conversation(alice, auditor, cl
         listing = staff.get(reverse(f"admin:chat_{name}_changelist"))
         assert listing.status_code == 200
     assert "db-2 in Frankfurt" in staff.get(reverse("admin:chat_semanticmemory_changelist")).content.decode()
+
+
+@COGNITIVE
+def test_a_cognitive_run_left_by_a_dead_worker_resumes_after_its_finished_steps(alice_session):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chat.models import TraceEvent
+    from tests.conftest import ask
+
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="light")
+    assert run.status == "succeeded"
+    # Rewind to just after step_1 finished, as if the worker died while step_2 ran.
+    state = run.tracker_state
+    state["attempts"] = state["attempts"][:1]
+    state["attempts"][0].update(status="in_progress", outcome="", response=None)
+    state["current_attempt"] = 0
+    for step in state["plan"]["steps"][1:]:
+        step.update(status="pending", findings=[], tools_used=[], completed_at=None)
+    cut = run.events.filter(kind="step.completed", payload__step_id="step_1").get().sequence
+    run.answers.all().delete()
+    TraceEvent.objects.filter(run=run, sequence__gt=cut).delete()
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running",
+        worker="dead-host:1",
+        tracker_state=state,
+        next_sequence=cut + 1,
+        finished_at=None,
+        heartbeat_at=timezone.now() - timedelta(minutes=10),
+    )
+    assert run_now(run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.answers.count() == 1 and "391" in run.answers.get().content
+    after = run.events.filter(sequence__gt=cut)
+    assert after.first().kind == "run.started" and after.first().payload["resumed"]
+    started = [e.payload["step_id"] for e in after.filter(kind="step.started")]
+    assert started == ["step_2"], "the finished step is not run again"
+    assert not after.filter(kind="plan.created").exists(), "the plan survives the worker"
+
+
+def test_staff_share_a_memory_with_the_team(alice, bob, auditor, client_for):
+    fact = Memory.objects.create(
+        owner=alice, kind=SEMANTIC, text="The release train leaves every second Wednesday"
+    )
+    assert memory_recall(user=bob, query="When does the release train leave?") == []
+    staff = client_for(auditor)
+    staff.post(
+        reverse("admin:chat_semanticmemory_changelist"),
+        {"action": "promote", "_selected_action": [fact.pk]},
+    )
+    fact.refresh_from_db()
+    assert fact.shared and fact.promoted_by == auditor
+    assert [m.text for m in memory_recall(user=bob, query="When does the release train leave?")] == [
+        fact.text
+    ]
