@@ -334,3 +334,29 @@ def _analysis():
     from reasoning.routing import Router
 
     return Router().route("Why did the March outage happen?").analysis()
+
+
+async def test_a_run_that_fell_short_leaves_a_lesson_through_the_memory_agent():
+    llm = ScriptedClient(
+        by_component={
+            "agent": ["A weak answer."],
+            "evaluation": [quality(False, 0.3, "the numbers", deeper=False)],
+            "reflection": [
+                {
+                    "insights": [],
+                    "lessons": ["Ask for the numbers first."],
+                    "improvements": [],
+                    "confidence": 0.6,
+                }
+            ],
+        }
+    )
+    config = ReasoningConfig(**{**QUALITY_LAYERS_OFF, "enable_reflection": True})
+    sink = ListSink()
+    result = await CognitiveMode(llm, None, config).run("What is 17*23?", sink=sink)
+    assert result.reflection_trigger == "low_quality"
+    assert sink.of("reflection.completed")[0].payload["reflection"]["lessons"] == [
+        "Ask for the numbers first."
+    ]
+    assert ("response", "memory", "cortex", "learn") in timeline(sink)
+    assert sink.kinds().index("run.finished") < sink.kinds().index("reflection.completed"), "after the answer"

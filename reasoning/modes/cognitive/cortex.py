@@ -29,6 +29,7 @@ from reasoning.modes.cognitive.motor import MotorAgent
 from reasoning.modes.cognitive.perception import PerceptionAgent
 from reasoning.planner import direct_plan
 from reasoning.progress import PlanStep
+from reasoning.quality.reflection import reflection_trigger
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import (
     Attachment,
@@ -414,6 +415,11 @@ class CortexCoordinator:
             draft=draft if draft == live else None,
         )
         totals, latency = ctx.totals, ctx.latency_ms()
+        trigger = (
+            reflection_trigger(ctx, evaluation if checked else None, escalations, "answer", answer)
+            if ctx.config.enable_reflection
+            else None
+        )
         await ctx.emit(
             "run.finished",
             "Complete",
@@ -433,11 +439,11 @@ class CortexCoordinator:
             degraded=ctx.degraded,
             answer_kind="answer",
             routed_by="perception",
-            reflects=None,
+            reflects=trigger,
             agent_mode="cognitive",
             messages=len(self.bus.log),
         )
-        return ReasoningResult(
+        result = ReasoningResult(
             answer=answer,
             analysis=analysis,
             initial_strategy=initial,
@@ -455,4 +461,24 @@ class CortexCoordinator:
             routed_by="perception",
             cancelled_calls=totals.cancelled,
             calls_by_component=dict(totals.by_component),
+            reflection_trigger=trigger,
         )
+        # Procedural memory: like the adaptive mode, learn only when there is something to
+        # learn, after the run is finished (the person already has the answer).
+        if trigger is not None:
+            try:
+                await self.ask(
+                    "memory",
+                    "learn",
+                    {
+                        "trigger": trigger,
+                        "final": final.value,
+                        "escalations": escalations,
+                        "evaluation": evaluation.to_dict() if checked else None,
+                        "answer": answer,
+                    },
+                    summary=f"What should we learn from this run ({trigger})?",
+                )
+            except MessageError as error:
+                await ctx.degrade("reflection", error.error, "no lessons recorded for this run")
+        return result

@@ -4,7 +4,8 @@ Recall reads the store the host bound to the person asking (episodic and semanti
 the lessons earlier reflections left (procedural memory); every recalled item is reported in
 a `memory.recalled` event, so the person sees what the run remembered. Storing keeps one
 episode per answered question (what was asked and what was answered, summarised, with the
-chat it happened in) and the facts the person asked Nexus to remember.
+chat it happened in) and the facts the person asked Nexus to remember. Learning reflects on a
+run that escalated, degraded or fell short, and leaves lessons (procedural memory).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from reasoning.agent import summarize
 from reasoning.context import RunContext
 from reasoning.memory import EPISODIC, PROCEDURAL, RECALL_LIMIT, SEMANTIC, MemoryItem, MemoryStore
 from reasoning.modes.cognitive.messaging import PHASE, Agent, CognitiveContext, CognitiveMessage
+from reasoning.quality.reflection import ReflectionAgent, run_summary
+from reasoning.types import EvaluationResult, ExecutionStrategy, require
 
 EPISODE_CHARS = 600
 # "Remember that our staging database is db-2", "note: deploys happen on Tuesdays".
@@ -46,6 +49,8 @@ class MemoryAgent(Agent):
             return await self.recall(workspace)
         if message.action == "store":
             return await self.remember(message.payload, workspace)
+        if message.action == "learn":
+            return await self.learn(message.payload)
         raise ValueError(f"memory has no action {message.action!r}")
 
     async def recall(self, workspace: CognitiveContext) -> tuple[dict[str, Any], str]:
@@ -88,6 +93,26 @@ class MemoryAgent(Agent):
             items.append(MemoryItem(SEMANTIC, fact, source="you said so in chat", confidence=1.0))
         stored = await self.store.remember(items)
         return {"stored": [i.to_dict() for i in stored]}, f"stored {len(stored)} item(s)"
+
+    async def learn(self, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """Procedural memory: reflect on the run (the adaptive mode's ReflectionAgent); the
+        host keeps the lessons (`reflection.completed`) for this person's later planners."""
+        ctx = self.ctx
+        evaluation = payload.get("evaluation")
+        summary = run_summary(
+            require(ctx.tracker, "the run's tracker"),
+            final_strategy=ExecutionStrategy(payload["final"]),
+            evaluation=EvaluationResult.from_dict(evaluation) if evaluation else None,
+            escalations=int(payload.get("escalations") or 0),
+            degraded=ctx.degraded,
+            answer=payload.get("answer", ""),
+        )
+        reflection = await ReflectionAgent(ctx).reflect(ctx.question, summary, trigger=payload["trigger"])
+        await ctx.emit(
+            "reflection.completed", "Reflection", reflection=reflection, trigger=payload["trigger"]
+        )
+        lessons = reflection.get("lessons") or []
+        return {"lessons": lessons}, f"learned {len(lessons)} lesson(s)"
 
 
 def memory_attachment_text(items: list[MemoryItem]) -> str:
