@@ -189,6 +189,7 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         "critiques_table",
         "reflection_block",
         "quality_layers",
+        "agents_timeline",
         "timeline",
         "tracker_json",
     ]
@@ -209,6 +210,7 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
             (f"Critiques ({len(obj.critiques.all())})", {**collapse, "fields": ["critiques_table"]}),
             ("Reflection", {**collapse, "fields": ["reflection_block"]}),
             (f"Meta-agent and confidence ({layers})", {**collapse, "fields": ["quality_layers"]}),
+            *self._agents_section(events, collapse),
             (f"Timeline ({len(events)} events)", {**collapse, "fields": ["timeline"]}),
             ("Analysis", {**collapse, "fields": self.ANALYSIS}),
             ("Outcome details", {**collapse, "fields": self.OUTCOME}),
@@ -217,6 +219,14 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [*self.SECTIONS, *self.ANALYSIS, *self.OUTCOME]
+
+    @staticmethod
+    def _agents_section(events: Any, collapse: dict[str, Any]) -> list[Any]:
+        """The cognitive mode's conversation between agents, for runs that have one."""
+        messages = sum(1 for e in events if e.kind == "agent.message")
+        if not messages:
+            return []
+        return [(f"Agents' conversation ({messages} messages)", {**collapse, "fields": ["agents_timeline"]})]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ReasoningRun]:
         up, down = _feedback_count(1), _feedback_count(-1)
@@ -456,6 +466,24 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         ]
         return trail.table(["#", "time", "phase", "kind", "level", "payload"], rows)
 
+    @admin.display(description="agents' conversation")
+    def agents_timeline(self, obj: ReasoningRun) -> str:
+        """The cognitive mode's messages: who asked whom what, and how long the answer took."""
+        rows = [
+            (
+                e.sequence,
+                e.payload.get("type", ""),
+                e.payload.get("sender", ""),
+                e.payload.get("recipient", ""),
+                e.payload.get("action", ""),
+                "" if e.payload.get("duration_ms") is None else f"{e.payload['duration_ms']:.1f} ms",
+                e.payload.get("summary", ""),
+            )
+            for e in obj.events.all()
+            if e.kind == "agent.message"
+        ]
+        return trail.table(["#", "type", "from", "to", "action", "took", "said"], rows)
+
     @admin.display(description="tracker state")
     def tracker_json(self, obj: ReasoningRun) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.tracker_state, indent=2, ensure_ascii=False))
@@ -594,4 +622,4 @@ class MessageAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
 
 # Lessons, tool servers and documents, and accounts are configured in their own modules.
-from chat import admin_accounts, admin_feedback, admin_lessons, admin_tools  # noqa: E402, F401
+from chat import admin_accounts, admin_feedback, admin_lessons, admin_memory, admin_tools  # noqa: E402, F401

@@ -4,7 +4,8 @@
 Celery task call it with a run id. It claims the run (so only one executor ever works on
 it), resumes from the stored tracker state if an earlier worker died, streams every event
 into the database and the channel layer, and always leaves the run finished or failed.
-The agent mode comes from AGENT_MODE; this module knows only the Mode interface.
+The agent mode comes from AGENT_MODE (or the chat's own choice, where the operator allows
+it); this module knows only the Mode interface. Each run gets the asking person's memory.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from chat import services
 from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
-from chat.models import ReasoningRun
+from chat.memory import DjangoMemoryStore
+from chat.models import ChatSession, ReasoningRun, SessionMode
 from chat.sink import RunSink
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
-from reasoning.modes import Mode, ReasoningFailed, ResumeState, create_mode
+from reasoning.modes import MODE_NAMES, Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
 from reasoning.types import Attachment, RunInput
 from teamops import telemetry
@@ -63,10 +65,13 @@ def build_llm() -> LLMClient:
     )
 
 
-def build_mode() -> Mode:
-    """The agent mode AGENT_MODE names, on the configured model provider."""
+def build_mode(name: str | None = None) -> Mode:
+    """The agent mode `name` (default: the one AGENT_MODE names), on the configured provider."""
     return create_mode(
-        settings.AGENT_MODE, build_llm(), settings.NEXUS_REASONING, analysis_cache=DjangoAnalysisCache()
+        name or settings.AGENT_MODE,
+        build_llm(),
+        settings.NEXUS_REASONING,
+        analysis_cache=DjangoAnalysisCache(),
     )
 
 
@@ -143,7 +148,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
     try:
         context = await database_sync_to_async(_run_context)(run)
         try:
-            await build_mode().run(
+            await build_mode(context["mode"]).run(
                 context["input"],
                 tools=context["tools"],
                 sink=telemetry.traced(sink, run_id=run.pk, session_id=run.session_id),
@@ -151,6 +156,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
                 budget=UserSpendingLimit(run.session.owner_id),
+                memory=context["memory"],
             )
         finally:
             await context["tools"].close()
@@ -204,7 +210,20 @@ def _run_context(run: ReasoningRun) -> dict[str, Any]:
         ),
         "lessons": lessons_for(run),
         "tools": _registry(run),
+        "mode": mode_for(run.session),
+        "memory": DjangoMemoryStore(user=run.session.owner, session=run.session, run=run)
+        if settings.NEXUS_MEMORY
+        else None,
     }
+
+
+def mode_for(session: ChatSession) -> str:
+    """The chat's own mode where the operator lets people choose, else AGENT_MODE."""
+    if settings.NEXUS_CHAT_MODE_CHOICE:
+        chosen = SessionMode.objects.filter(session=session).values_list("mode", flat=True).first()
+        if chosen in MODE_NAMES:
+            return chosen
+    return settings.AGENT_MODE
 
 
 def _registry(run: ReasoningRun) -> Any:

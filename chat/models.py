@@ -717,3 +717,75 @@ class Elicitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server}/{self.tool}: {self.status}"
+
+
+# --- long-term memory (issue 16: the cognitive mode's episodic and semantic memory) -----------
+
+
+class Memory(models.Model):
+    """Something Nexus remembers about a person: an episode (a past exchange, summarised) or a
+    fact (with its source and confidence). Procedural memory is the lessons (Reflection).
+
+    It is the owner's alone until staff promote it to the team (`shared`). Deleting it deletes
+    it: nothing keeps a copy, and the full-text index follows through triggers (SQLite) or a
+    generated column (PostgreSQL), so a deleted item can never be recalled. A chat's
+    episodes go with the chat.
+    """
+
+    class Kind(models.TextChoices):
+        EPISODIC = "episodic", "Episode"
+        SEMANTIC = "semantic", "Fact"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    text = models.TextField()
+    source = models.CharField(max_length=200, blank=True)
+    confidence = models.FloatField(default=1.0)
+    session = models.ForeignKey(
+        ChatSession, on_delete=models.CASCADE, null=True, blank=True, related_name="memories"
+    )
+    run = models.ForeignKey(
+        ReasoningRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+    )
+    shared = models.BooleanField(
+        default=False, help_text="Recalled for everyone (staff promote reviewed items)."
+    )
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="memory_owner_recent")]
+        constraints = [
+            _score_check("confidence", "memory_confidence_range"),
+            models.CheckConstraint(condition=Q(kind__in=["episodic", "semantic"]), name="memory_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class EpisodicMemory(Memory):
+    class Meta:
+        proxy = True
+        verbose_name = "episodic memory"
+        verbose_name_plural = "episodic memories"
+
+
+class SemanticMemory(Memory):
+    class Meta:
+        proxy = True
+        verbose_name = "semantic memory (fact)"
+        verbose_name_plural = "semantic memories (facts)"
+
+
+class SessionMode(models.Model):
+    """The agent mode a person picked for one chat (when NEXUS_CHAT_MODE_CHOICE allows it)."""
+
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="agent_mode")
+    mode = models.CharField(max_length=30)
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.mode}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chat import views, views_tools
+from chat import views, views_memory, views_tools
 
 app_name = "chat"
 
@@ -24,4 +24,9 @@ urlpatterns = [
     ),
     path("approvals/<int:approval_id>/", views_tools.approval_decide, name="approval-decide"),
     path("elicitations/<int:elicitation_id>/", views_tools.elicitation_reply, name="elicitation-reply"),
+    path("memory/", views_memory.memory_list, name="memory"),
+    path("memory/<int:memory_id>/delete/", views_memory.memory_delete, name="memory-delete"),
+    path("memory/lessons/delete/", views_memory.memory_lesson_delete, name="memory-lesson-delete"),
+    path("memory/forget/", views_memory.memory_forget, name="memory-forget"),
+    path("sessions/<int:session_id>/mode/", views_memory.session_mode, name="session-mode"),
 ]

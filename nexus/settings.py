@@ -210,6 +210,12 @@ NEXUS_LESSONS_SCOPE = env_choice("NEXUS_LESSONS_SCOPE", ("team", "user"), "user"
 # AGENT_MODE picks the engine's mode (reasoning.modes); reasoning_driven is the adaptive mode
 # executing in seed 003's style (EXECUTION_STYLE=reasoning_driven does the same for adaptive).
 AGENT_MODE = env_choice("AGENT_MODE", MODE_NAMES, "adaptive")
+# Whether a person may pick another mode for one chat (the chat's header offers it); the
+# deployment's AGENT_MODE is every chat's default either way.
+NEXUS_CHAT_MODE_CHOICE = env_bool("NEXUS_CHAT_MODE_CHOICE", False)
+# Long-term memory (the cognitive mode's episodic and semantic memory): off stores and
+# recalls nothing; what is stored stays visible and deletable on the Memory page.
+NEXUS_MEMORY = env_bool("NEXUS_MEMORY", True)
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
 

@@ -139,6 +139,17 @@ class RunContext:
     async def emit(self, kind: str, phase: str | None = None, **payload: Any) -> None:
         await self.emitter.emit(kind, phase, **payload)
 
+    async def budget_stops(self, escalate: bool) -> bool:
+        """Whether the run's budget forbids the escalation it is about to make; says so in
+        the trace (the answer of this attempt stands, unescalated)."""
+        if not escalate:
+            return False
+        reason = await self.budget.exceeded()
+        if reason is None:
+            return False
+        await self.degrade("budget", reason, "keeping this attempt's answer instead of escalating")
+        return True
+
     async def degrade(self, component: str, error: str, fallback: str, *, detail: str | None = None) -> None:
         """Record a component failure and its fallback. `error` is shown to the user; `detail`
         (if any) only to staff auditing the run."""

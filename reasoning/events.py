@@ -74,6 +74,9 @@ KINDS = (
     "answer.delta",
     "answer.discarded",
     "answer.final",
+    # The cognitive mode: one per message between its agents, and what memory recalled.
+    "agent.message",
+    "memory.recalled",
 )
 
 # Events that change the high-level status line; everything else is panel detail.

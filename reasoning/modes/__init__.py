@@ -11,7 +11,7 @@ from reasoning.modes.base import Mode, ReasoningFailed, ReasoningResult, ResumeS
 
 __all__ = ["MODE_NAMES", "Mode", "ReasoningFailed", "ReasoningResult", "ResumeState", "create_mode"]
 
-MODE_NAMES = ("adaptive", "reasoning_driven")
+MODE_NAMES = ("adaptive", "reasoning_driven", "cognitive")
 
 
 def create_mode(
@@ -24,10 +24,12 @@ def create_mode(
 ) -> Mode:
     """The mode called `name` (AGENT_MODE), built from the model client and settings."""
     from reasoning.modes.adaptive import AdaptiveReasoningLoop, ReasoningDrivenMode
+    from reasoning.modes.cognitive import CognitiveMode
 
-    modes: dict[str, type[AdaptiveReasoningLoop]] = {
+    modes: dict[str, type[AdaptiveReasoningLoop] | type[CognitiveMode]] = {
         "adaptive": AdaptiveReasoningLoop,
         "reasoning_driven": ReasoningDrivenMode,
+        "cognitive": CognitiveMode,
     }
     if name not in modes:
         raise ValueError(f"unknown agent mode {name!r}; valid modes: {', '.join(MODE_NAMES)}")

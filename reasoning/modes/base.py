@@ -2,8 +2,8 @@
 
 A mode is built once from the model client and settings; each run takes the structured
 input (question, conversation, attachments), the tools it may use, a sink for its events,
-and the state to resume from, and returns a ReasoningResult. Hosts choose a mode by name
-(reasoning.modes.create_mode) and know nothing else about it.
+the state to resume from and the person's memory store, and returns a ReasoningResult.
+Hosts choose a mode by name (reasoning.modes.create_mode) and know nothing else about it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from reasoning.budget import SpendingLimit
 from reasoning.context import Checkpoint
 from reasoning.events import Sink
 from reasoning.llm.base import Usage
+from reasoning.memory import MemoryStore
 from reasoning.tools.registry import ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, RunInput
@@ -84,8 +85,10 @@ class Mode(ABC):
         lessons: Sequence[str] = (),
         checkpoint: Checkpoint | None = None,
         budget: SpendingLimit | None = None,
+        memory: MemoryStore | None = None,
     ) -> ReasoningResult:
         """Answer one user turn; raises ReasoningFailed only when no answer can be given.
 
         `budget` is asked before each escalation: once it is exceeded the run keeps the
-        answer of the attempt it is in instead of going deeper."""
+        answer of the attempt it is in instead of going deeper. `memory` is the asking
+        person's long-term memory; modes without memory ignore it."""

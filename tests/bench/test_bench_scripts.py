@@ -40,3 +40,20 @@ async def test_routed_runs_on_the_held_out_split_make_at_most_half_the_calls_of_
         routed += (await offline_run(row.question)).calls
         forced += (await offline_run(row.question, ExecutionStrategy.DEEP_REASONING)).calls
     assert routed <= 0.5 * forced, f"routed {routed} vs forced DEEP {forced}"
+
+
+async def test_the_modes_bench_runs_every_mode_without_degrading():
+    from tests.bench.modes import MODES, run_mode
+
+    questions = ["What is 17*23?", "What is 17*23 and what time is it in Tokyo?"]
+    for name in MODES:
+        stats = await run_mode(name, questions)
+        assert stats.answered == 2 and stats.degraded == 0 and 0 < stats.critical <= stats.wall
+        assert (stats.messages > 0) == (name == "cognitive")
+
+
+def test_the_labelled_memory_set_names_only_memories_it_has():
+    from tests.bench.memory_set import MEMORIES, QUESTIONS
+
+    assert all(wanted <= MEMORIES.keys() for wanted in QUESTIONS.values())
+    assert sum(1 for wanted in QUESTIONS.values() if not wanted) >= 4, "questions nothing should answer"

@@ -5,6 +5,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import services
+from chat.models import Memory
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +71,13 @@ def _every_chat_url(alice_session) -> list[str]:
 
     run = services.message_post(session=alice_session, content="Hi")
     document = documents.document_create(owner=alice_session.owner, title="Notes", content="x")
-    ids = {"session_id": alice_session.pk, "run_id": run.pk, "document_id": document.pk}
+    memory = Memory.objects.create(owner=alice_session.owner, kind="semantic", text="A fact")
+    ids = {
+        "session_id": alice_session.pk,
+        "run_id": run.pk,
+        "document_id": document.pk,
+        "memory_id": memory.pk,
+    }
     return [reverse(f"chat:{p.name}", kwargs={k: ids[k] for k in p.pattern.converters}) for p in urlpatterns]
 
 

@@ -13,6 +13,7 @@ from chat.models import (
     Attempt,
     Elicitation,
     MCPServer,
+    Memory,
     ReasoningRun,
     StaffAuditEntry,
     TeamLesson,
@@ -68,6 +69,12 @@ def rows_in_every_status(alice, bob):
         StaffAuditEntry.objects.create(
             actor=alice, actor_name="alice", action=action, object_type="run", summary=action
         )
+    Memory.objects.create(
+        owner=alice, kind="episodic", text="Asked: x. Answered: y.", run=run, session=run.session
+    )
+    Memory.objects.create(
+        owner=bob, kind="semantic", text="A fact", source="chat", shared=True, promoted_by=alice
+    )
     signing_in = Client(REMOTE_ADDR="10.4.4.4")
     signing_in.post("/accounts/login/", {"username": "alice", "password": "wrong"})  # a failure
     signing_in.post("/accounts/login/", {"username": "bob", "password": "bob-password-1"})  # a success

@@ -27,13 +27,13 @@ async def test_every_mode_answers_through_the_same_call(name):
 
 
 def test_an_unknown_mode_is_refused_by_name():
-    with pytest.raises(ValueError, match="valid modes: adaptive, reasoning_driven"):
+    with pytest.raises(ValueError, match="valid modes: adaptive, reasoning_driven, cognitive"):
         create_mode("telepathic", OfflineClient(), ReasoningConfig())
 
 
 def test_the_interface_is_small():
     parameters = list(inspect.signature(Mode.run).parameters)
-    assert parameters == ["self", "run_input", "tools", "sink", "resume", "lessons", "checkpoint"]
+    assert parameters == ["self", "run_input", "tools", "sink", "resume", "lessons", "checkpoint", "memory"]
 
 
 def test_no_mixins_remain():

@@ -14,6 +14,7 @@ from reasoning.config import ReasoningConfig
 from reasoning.context import Checkpoint, ModelSet, RunContext
 from reasoning.events import Emitter, Sink
 from reasoning.llm.base import LLMClient
+from reasoning.memory import MemoryStore
 from reasoning.modes.adaptive.run import AdaptiveRun
 from reasoning.modes.base import Mode, ReasoningResult, ResumeState
 from reasoning.tools.registry import ToolRegistry
@@ -50,10 +51,12 @@ class AdaptiveReasoningLoop(Mode):
         lessons: Sequence[str] = (),
         checkpoint: Checkpoint | None = None,
         budget: SpendingLimit | None = None,
+        memory: MemoryStore | None = None,
         force_strategy: ExecutionStrategy | None = None,
     ) -> ReasoningResult:
         """Answer one turn. `force_strategy` (or FORCE_REASONING_STRATEGY) skips routing, for
-        debugging and benchmarks."""
+        debugging and benchmarks. The adaptive mode keeps no long-term memory (`memory` is
+        ignored; lessons are its procedural memory)."""
         resume = resume or ResumeState()
         ctx = RunContext(
             config=self.config,

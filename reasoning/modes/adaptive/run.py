@@ -155,7 +155,7 @@ class AdaptiveRun:
             evaluation, draft = await self.check_quality(answer, strategy, analysis)
             following = strategy.next()
             escalate = not evaluation.is_complete and following is not None and evaluation.deeper_would_help
-            over_budget = await self.budget_stops(escalate)
+            over_budget = await self.ctx.budget_stops(escalate)
             escalate = escalate and not over_budget
             tracker.end_attempt(
                 "Best effort: the budget is used up"
@@ -193,17 +193,6 @@ class AdaptiveRun:
                 missing_aspects=evaluation.missing_aspects,
             )
             strategy = following
-
-    async def budget_stops(self, escalate: bool) -> bool:
-        """Whether the run's budget forbids the escalation it is about to make; says so in
-        the trace (the answer of this attempt stands, unescalated)."""
-        if not escalate:
-            return False
-        reason = await self.ctx.budget.exceeded()
-        if reason is None:
-            return False
-        await self.ctx.degrade("budget", reason, "keeping this attempt's answer instead of escalating")
-        return True
 
     def resume_strategy(self) -> ExecutionStrategy | None:
         """Where a resumed run picks up: the interrupted attempt's level, or the next one."""

@@ -1,0 +1,50 @@
+"""Memory in the admin: episodes and facts, each on its own page, and promotion to the team.
+
+An item is its owner's until staff read it and share it with the team (an action needing the
+*change memory* permission); a shared item is recalled for everyone's runs.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.text import Truncator
+
+from chat.memory import memory_promote
+from chat.models import EpisodicMemory, Memory, SemanticMemory
+
+
+class MemoryAdmin(admin.ModelAdmin):
+    kind = ""
+    list_display = ["id", "owner", "summary", "source", "confidence", "shared", "created_at"]
+    list_filter = ["shared"]
+    search_fields = ["text", "owner__username", "source"]
+    readonly_fields = ["owner", "kind", "session", "run", "promoted_by", "created_at"]
+    actions = ["promote"]
+    list_select_related = ["owner"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
+        return super().get_queryset(request).filter(kind=self.kind)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.display(description="text")
+    def summary(self, obj: Memory) -> str:
+        return Truncator(obj.text).chars(100)
+
+    @admin.action(description="Share with the team (after reading them)", permissions=["change"])
+    def promote(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        count = memory_promote(memories=queryset, by=request.user)
+        self.message_user(request, f"{count} item(s) are now recalled for everyone.")
+
+
+@admin.register(EpisodicMemory)
+class EpisodicMemoryAdmin(MemoryAdmin):
+    kind = Memory.Kind.EPISODIC
+
+
+@admin.register(SemanticMemory)
+class SemanticMemoryAdmin(MemoryAdmin):
+    kind = Memory.Kind.SEMANTIC

@@ -1,0 +1,175 @@
+"""Long-term memory in the database: recall by full text, and what a person controls.
+
+A run gets a `DjangoMemoryStore` bound to the person who asked (and the chat): it recalls
+only their items and those staff promoted to the team, so another person's memories cannot
+reach a run by construction. Recall asks the database's full-text index for candidates (FTS5
+on SQLite, a GIN index on a generated tsvector column on PostgreSQL; see migration 0007),
+then keeps the ones the engine's relevance rule accepts (reasoning.memory.rank), so both
+databases recall the same.
+
+The Memory page lists a person's episodes, facts and lessons (procedural memory); they
+delete any of them, or everything, and a deleted item is gone: the row and its index entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+
+from chat.models import ChatSession, Memory, ReasoningRun, Reflection
+from reasoning.memory import RECALL_LIMIT, MemoryItem, rank, search_words
+
+CANDIDATES = 40
+# A question's first words searched for (pairs of them: at most 28 groups).
+MAX_WORDS = 8
+
+
+def memories_visible_to(user: Any) -> QuerySet[Memory]:
+    return Memory.objects.filter(Q(owner=user) | Q(shared=True))
+
+
+def _pairs(words: list[str]) -> list[tuple[str, ...]]:
+    """The groups of words a relevant item must contain at least one of: any two of the
+    question's words (the relevance rule needs two shared words), or the one word."""
+    words = words[:MAX_WORDS]
+    if len(words) < 2:
+        return [tuple(words)] if words else []
+    return [(a, b) for i, a in enumerate(words) for b in words[i + 1 :]]
+
+
+def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
+    """Items holding at least two of the question's words (one for a one-word question), best
+    ranked first; asking the index for pairs keeps common words from matching thousands."""
+    groups = _pairs(words)
+    if not groups:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
+            cursor.execute(
+                "SELECT id FROM chat_memory WHERE search @@ to_tsquery('english', %s) "
+                "AND (owner_id = %s OR shared) "
+                "ORDER BY ts_rank(search, to_tsquery('english', %s)) DESC LIMIT %s",
+                [query, user_id, query, CANDIDATES],
+            )
+        elif connection.vendor == "sqlite":
+            query = " OR ".join("(" + " AND ".join(f'"{w}"' for w in group) + ")" for group in groups)
+            cursor.execute(
+                "SELECT m.id FROM chat_memory_fts JOIN chat_memory m ON m.id = chat_memory_fts.rowid "
+                "WHERE chat_memory_fts MATCH %s AND (m.owner_id = %s OR m.shared) "
+                "ORDER BY bm25(chat_memory_fts) LIMIT %s",
+                [query, user_id, CANDIDATES],
+            )
+        else:  # another database: a plain scan of the person's items
+            visible = Memory.objects.filter(Q(owner_id=user_id) | Q(shared=True))
+            return list(visible.values_list("id", flat=True)[:CANDIDATES])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _item(memory: Memory) -> MemoryItem:
+    return MemoryItem(
+        kind=memory.kind,
+        text=memory.text,
+        source=memory.source,
+        confidence=memory.confidence,
+        id=memory.pk,
+        chat=memory.session.title if memory.session_id and memory.session else "",
+        created=memory.created_at.isoformat(),
+        shared=memory.shared,
+    )
+
+
+def memory_recall(*, user: Any, query: str, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
+    """The person's (and the team's promoted) memories relevant to `query`, best first."""
+    ids = _candidate_ids(user.pk, search_words(query))
+    rows = Memory.objects.filter(Q(owner=user) | Q(shared=True), pk__in=ids).select_related("session")
+    by_id = {m.pk: m for m in rows}
+    return rank(query, [_item(by_id[i]) for i in ids if i in by_id], limit=limit)
+
+
+def memory_store(
+    *, user: Any, session: ChatSession | None, run: ReasoningRun | None, items: list[MemoryItem]
+) -> list[MemoryItem]:
+    stored = []
+    for item in items:
+        memory = Memory.objects.create(
+            owner=user,
+            kind=item.kind,
+            text=item.text,
+            source=item.source[:200],
+            confidence=min(1.0, max(0.0, item.confidence)),
+            session=session,
+            run=run,
+        )
+        stored.append(_item(memory))
+    return stored
+
+
+class DjangoMemoryStore:
+    """The engine's MemoryStore for one person and one chat."""
+
+    def __init__(
+        self, *, user: Any, session: ChatSession | None = None, run: ReasoningRun | None = None
+    ) -> None:
+        self.user = user
+        self.session = session
+        self.run = run
+
+    async def recall(self, query: str, *, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
+        return await database_sync_to_async(memory_recall)(user=self.user, query=query, limit=limit)
+
+    async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
+        return await database_sync_to_async(memory_store)(
+            user=self.user, session=self.session, run=self.run, items=items
+        )
+
+
+# --- what the person controls (the Memory page) ---------------------------------------------
+
+
+def lessons_of(user: Any) -> list[dict[str, Any]]:
+    """The lessons the person's own runs taught (procedural memory), newest first, unique."""
+    seen: dict[str, dict[str, Any]] = {}
+    reflections = (
+        Reflection.objects.filter(run__session__owner=user).select_related("run").order_by("-created_at")
+    )
+    for reflection in reflections:
+        for lesson in reflection.lessons or []:
+            seen.setdefault(
+                lesson, {"text": lesson, "created_at": reflection.created_at, "run": reflection.run}
+            )
+    return list(seen.values())
+
+
+def memory_delete(*, user: Any, memory_id: int) -> bool:
+    """Delete one of the person's own memories; False when there is no such item of theirs."""
+    deleted, _ = Memory.objects.filter(owner=user, pk=memory_id).delete()
+    return deleted > 0
+
+
+def lesson_forget(*, user: Any, text: str) -> int:
+    """Remove a lesson from every reflection of the person's runs; how many held it."""
+    changed = 0
+    with transaction.atomic():
+        for reflection in Reflection.objects.filter(run__session__owner=user).select_for_update():
+            if text in (reflection.lessons or []):
+                reflection.lessons = [lesson for lesson in reflection.lessons if lesson != text]
+                reflection.save(update_fields=["lessons"])
+                changed += 1
+    return changed
+
+
+def memory_forget_all(*, user: Any) -> int:
+    """Everything Nexus remembers about the person: their memories and their runs' lessons."""
+    with transaction.atomic():
+        deleted, _ = Memory.objects.filter(owner=user).delete()
+        Reflection.objects.filter(run__session__owner=user).update(lessons=[])
+    return deleted
+
+
+def memory_promote(*, memories: QuerySet[Memory], by: Any) -> int:
+    """Staff share reviewed items with the team."""
+    return memories.filter(shared=False).update(shared=True, promoted_by=by)
