@@ -77,6 +77,11 @@ def _every_chat_url(alice_session) -> list[str]:
         "run_id": run.pk,
         "document_id": document.pk,
         "memory_id": memory.pk,
+        # Sign-in and CSRF are checked before any lookup: these need not exist.
+        "sequence": 1,
+        "index": 0,
+        "approval_id": 1,
+        "elicitation_id": 1,
     }
     return [reverse(f"chat:{p.name}", kwargs={k: ids[k] for k in p.pattern.converters}) for p in urlpatterns]
 
