@@ -5,6 +5,8 @@ alice tells Nexus a fact; bob (a teammate) never gets it back, over HTTP or in t
 until staff share it with the team.
 """
 
+import re
+
 import pytest
 from asgiref.sync import async_to_sync
 from django.test import override_settings
@@ -147,7 +149,7 @@ def test_the_panel_and_the_admin_show_the_agents_conversation(alice, auditor, cl
     assert "asks" in page and "perception" in page and "Memory recalled 2 items" in page
     staff = client_for(auditor)
     admin_page = staff.get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
-    assert "Agents (cognitive mode)" in admin_page
+    assert re.search(r"Agents(&#x27;|')s? conversation \(\d+ messages\)", admin_page)
     assert "<td>perception</td><td>cortex</td><td>perceive</td>" in admin_page
     for name in ("episodicmemory", "semanticmemory"):
         listing = staff.get(reverse(f"admin:chat_{name}_changelist"))

@@ -33,7 +33,17 @@ def test_an_unknown_mode_is_refused_by_name():
 
 def test_the_interface_is_small():
     parameters = list(inspect.signature(Mode.run).parameters)
-    assert parameters == ["self", "run_input", "tools", "sink", "resume", "lessons", "checkpoint", "memory"]
+    assert parameters == [
+        "self",
+        "run_input",
+        "tools",
+        "sink",
+        "resume",
+        "lessons",
+        "checkpoint",
+        "budget",
+        "memory",
+    ]
 
 
 def test_no_mixins_remain():
