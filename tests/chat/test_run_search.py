@@ -80,3 +80,23 @@ def test_search_runs_on_a_full_text_index(runs):
         cursor.execute("SET enable_seqscan = on")
     for index in ("message_fts", "tool_fts", "llmcall_error_fts", "run_error_fts"):
         assert index in plan, plan
+
+
+def test_the_sqlite_index_follows_rows_again_after_a_table_rebuild_drops_its_triggers(runs):
+    """Django rebuilds a SQLite table to change it, which drops the table's triggers; after
+    `migrate` (post_migrate) they are back and the index has caught up with the rows."""
+    from chat.fts import ensure_sqlite_fulltext
+
+    tokyo, sums = runs
+    if connection.vendor != "sqlite":
+        assert ensure_sqlite_fulltext() == []  # PostgreSQL's indexes live on the tables
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER chat_run_fts_tool_au")
+    ToolExecution.objects.filter(run=sums).update(error="EPIPE while reading")
+    assert found("EPIPE") == set(), "no trigger, no index update"
+    assert ensure_sqlite_fulltext() == ["chat_run_fts"]
+    assert found("EPIPE") == {sums.pk} and found("Tokyo") == {tokyo.pk}
+    ToolExecution.objects.filter(run=sums).update(error="ETIMEDOUT later")
+    assert found("ETIMEDOUT") == {sums.pk}
+    assert ensure_sqlite_fulltext() == []
