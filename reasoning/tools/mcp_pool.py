@@ -516,10 +516,16 @@ class MCPConnectionPool:
         thread: what it answered in time, else its last known listing, else None. Servers
         that did not answer go on refreshing in the background."""
         futures: dict[str, tuple[MCPConnection, concurrent.futures.Future[list[Any]]]] = {}
+        waiting: list[concurrent.futures.Future[list[Any]]] = []
         for config, meta in requests:
             connection = self.connection(config)
+            # A server still connecting since an earlier request (hung, or slow to start) is
+            # not waited for again: only a server nobody asked yet gets the budget.
+            busy = connection._connecting is not None and not connection._connecting.done()
             futures[config.name] = (connection, self.submit(connection.listing(kind, meta)))
-        concurrent.futures.wait([f for _, f in futures.values()], timeout=budget)
+            if not busy:
+                waiting.append(futures[config.name][1])
+        concurrent.futures.wait(waiting, timeout=budget)
         found: dict[str, list[Any] | None] = {}
         for name, (connection, future) in futures.items():
             if future.done() and not future.cancelled() and future.exception() is None:
