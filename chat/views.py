@@ -247,6 +247,9 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
         return _error(
             request, "You are sending messages too quickly; wait a minute and try again.", run.session_id, 429
         )
+    refusal = budgets.refusal_for(request.user.pk)
+    if refusal is not None:
+        return _error(request, f"{refusal} Nothing was sent.", run.session_id)
     content = request.POST.get("content")
     try:
         if content is None:
@@ -263,6 +266,7 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
     with contextlib.suppress(DispatchError):
         dispatch_run(new_run.pk)
+        services.run_mark_dispatched(new_run.pk)
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
     return _turn_response(request, new_run)
