@@ -7,38 +7,9 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from chat.admin import ReadOnlyInline, ReadOnlyMixin, ReasoningRunAdmin
+from chat.admin import ReadOnlyMixin
 from chat.admin_audit import export_audit_csv, export_audit_jsonl
 from chat.models import AnswerFeedback, StaffAuditEntry
-
-
-class AnswerFeedbackInline(ReadOnlyInline, admin.TabularInline):
-    """What people said about the run's answer, on the run's own audit page."""
-
-    model = AnswerFeedback
-    fields = ["user", "rating", "comment", "updated_at"]
-    verbose_name_plural = "feedback from people"
-
-
-class FeedbackFilter(admin.SimpleListFilter):
-    title = "feedback"
-    parameter_name = "feedback"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("up", "Rated helpful"), ("down", "Rated not helpful"), ("none", "Not rated")]
-
-    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
-        if self.value() == "up":
-            return queryset.filter(feedback__rating=AnswerFeedback.Rating.UP).distinct()
-        if self.value() == "down":
-            return queryset.filter(feedback__rating=AnswerFeedback.Rating.DOWN).distinct()
-        if self.value() == "none":
-            return queryset.filter(feedback__isnull=True)
-        return queryset
-
-
-ReasoningRunAdmin.inlines = [*ReasoningRunAdmin.inlines, AnswerFeedbackInline]
-ReasoningRunAdmin.list_filter = [*ReasoningRunAdmin.list_filter, FeedbackFilter]
 
 
 @admin.register(AnswerFeedback)
