@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from chat import sockets
+from chat import services, sockets
 from chat.models import ChatSession, Preference, ReasoningRun, TraceEvent
 from chat.presenters import events_context, run_mode, turn_context
 from chat.sink import session_group
@@ -34,6 +34,7 @@ CLOSE_UNAVAILABLE = 4503
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
+DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -68,6 +69,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.user_id = user.pk
         self.group = session_group(self.session_id)
         self.sent: dict[int, int] = {}
+        self.settled: set[int] = set()
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -102,18 +104,32 @@ class SessionConsumer(AsyncWebsocketConsumer):
         for run_id in await self._runs_of_session(list(wanted)):
             self.sent[run_id] = wanted[run_id]
             await self._send_events(run_id, upto=None)
+            draft = await self._draft_of(run_id)
+            if draft is not None:
+                await self.send(text_data=json.dumps(draft))
 
     # --- group messages ----------------------------------------------------------------
 
     async def trace_event(self, message: dict[str, Any]) -> None:
         run_id = message["run"]
         if run_id not in self.sent:
-            self.sent[run_id] = message["seq"] - 1
+            # A run this page has never synced: a question asked in another tab (or this
+            # tab's own, racing its POST's response). Send the whole turn; the page keeps one.
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, message["seq"])
+            if last is None:
+                return
+            self.sent[run_id] = last
+            await self.send(text_data=html)
+            return
         await self._send_events(run_id, upto=message["seq"])
 
     async def answer_delta(self, message: dict[str, Any]) -> None:
-        """A batch of draft text. Not rendered yet: the page shows the approved answer when
-        it arrives (and the run's stored draft on a reload)."""
+        """A batch of draft text, as a small JSON frame the page appends to the run's draft
+        (plain text, never HTML). The page checks `offset` against what it has and asks for
+        a sync on a gap; the sync sends the whole stored draft."""
+        if message["run"] not in self.sent:
+            return
+        await self.send(text_data=json.dumps({"nexus": "draft", **{k: message[k] for k in DRAFT_KEYS}}))
 
     async def run_done(self, message: dict[str, Any]) -> None:
         html = await database_sync_to_async(self._render_done)(message["run"])
@@ -151,25 +167,28 @@ class SessionConsumer(AsyncWebsocketConsumer):
         html = f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
         status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
         if status:
-            run = ReasoningRun.objects.select_related("session").get(pk=run_id)
+            run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_status(run, status[-1].payload["mode"])
             html += self._render_turn_parts(run, parts=("panel-head",))
-        if any(e.kind in ("answer.final", "run.started") for e in events):
-            run = ReasoningRun.objects.select_related("session").get(pk=run_id)
+        if any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events):
+            run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
+            if not run.is_active:
+                self.settled.add(run_id)
         return html, events[-1].sequence
 
     def _render_done(self, run_id: int) -> str:
         run = (
-            ReasoningRun.objects.select_related("session")
+            ReasoningRun.objects.select_related("session", "user_message")
             .filter(pk=run_id, session_id=self.session_id)
             .first()
         )
         if run is None:
             return ""
-        return self._render_status(run, run_mode(run)) + self._render_turn_parts(
-            run, ("panel-head", "answer")
-        )
+        # An answer already rendered in its final state is not rendered again: the person may be
+        # rating it right now, and an older render must not overwrite their verdict.
+        parts = ("panel-head",) if run_id in self.settled else ("panel-head", "answer")
+        return self._render_status(run, run_mode(run)) + self._render_turn_parts(run, parts)
 
     def _render_status(self, run: ReasoningRun, mode: str) -> str:
         return render_to_string(
@@ -181,11 +200,47 @@ class SessionConsumer(AsyncWebsocketConsumer):
         trace_open = (
             Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
         )
-        answer = run.answers.first()
         turn = turn_context(
-            {"message": run.user_message, "run": run, "answer": answer}, trace_open=bool(trace_open)
+            services.turn_of(run),
+            trace_open=bool(trace_open),
+            user_id=self.user_id,
         )
         return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
+
+    def _render_new_turn(self, run_id: int, upto: int) -> tuple[str, int | None]:
+        run = (
+            ReasoningRun.objects.select_related("session", "user_message")
+            .filter(pk=run_id, session_id=self.session_id)
+            .first()
+        )
+        if run is None:
+            return "", None
+        turn = turn_context(services.turn_of(run), trace_open=False, user_id=self.user_id)
+        turn["events"] = [item for item in turn["events"] if item["event"].sequence <= upto]
+        last = turn["events"][-1]["event"].sequence if turn["events"] else 0
+        turn["last_seq"] = last
+        html = render_to_string(f"{PAGE}#turn", {"turn": turn, "session": run.session})
+        return f'<div hx-swap-oob="beforeend:#thread">{html}</div>', last
+
+    @database_sync_to_async
+    def _draft_of(self, run_id: int) -> dict[str, Any] | None:
+        """The stored draft of an unfinished run, as one draft frame from offset 0."""
+        run = (
+            ReasoningRun.objects.filter(pk=run_id, status__in=ReasoningRun.ACTIVE)
+            .exclude(draft_id="")
+            .values("draft_id", "draft_text", "next_sequence")
+            .first()
+        )
+        if run is None:
+            return None
+        return {
+            "nexus": "draft",
+            "run": run_id,
+            "seq": run["next_sequence"] - 1,
+            "draft": run["draft_id"],
+            "offset": 0,
+            "text": run["draft_text"],
+        }
 
     @database_sync_to_async
     def _runs_of_session(self, run_ids: list[int]) -> list[int]:

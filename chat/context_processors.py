@@ -10,4 +10,15 @@ def nexus(request: HttpRequest) -> dict[str, object]:
         "nexus_model": config.model,
         "nexus_analysis_model": config.model_for("analysis"),
         "nexus_max_message_chars": settings.NEXUS_MAX_MESSAGE_CHARS,
+        "nexus_theme": lambda: _theme(request),
     }
+
+
+def _theme(request: HttpRequest) -> str:
+    """The signed-in person's colour scheme: system (follow the device), light or dark."""
+    from chat.models import Preference
+
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return "system"
+    return Preference.objects.filter(user=user).values_list("theme", flat=True).first() or "system"

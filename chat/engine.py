@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 # What the database driver raises when the server restarts or drops the connection.
 DATABASE_LOST = (OperationalError, InterfaceError)
+STOP_POLL_SECONDS = 0.25
 
 
 def worker_name() -> str:
@@ -99,8 +100,9 @@ async def _start_next_runs(user_id: int) -> None:
 
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
-    """Execute a run to the end; returns "succeeded", "failed", "skipped" (not ours to run) or
-    "interrupted" (the database went away; the sweeper resumes it later)."""
+    """Execute a run to the end; returns "succeeded", "failed", "stopped" (by the person),
+    "skipped" (not ours to run) or "interrupted" (the database went away; the sweeper resumes
+    it later)."""
     worker = worker or worker_name()
     if run_id in _executing:  # a duplicate job for a run this process is already executing
         return "skipped"
@@ -119,10 +121,22 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     sink = RunSink(run)
     _executing[run.pk] = worker
     _ensure_heartbeat()
+    engine = asyncio.create_task(_run_engine(run, sink))
+    watcher = asyncio.create_task(_watch_stop(run.pk, engine))
     try:
-        outcome = await _run_engine(run, sink)
+        outcome = await engine
+    except asyncio.CancelledError:
+        if not watcher.done() or not watcher.result():
+            raise  # cancelled from outside (a time limit), not stopped by the person
+        outcome = "stopped"
+        seq = await database_sync_to_async(sink.record_stopped)()
+        if seq is not None:
+            await sink.push({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
     finally:
         _executing.pop(run.pk, None)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     if outcome == "interrupted":
         return outcome
     await sink.push({"type": "run.done", "run": run.pk})
@@ -130,6 +144,22 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     await _start_next_runs(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
+
+
+async def _watch_stop(run_id: int, engine: asyncio.Task[str]) -> bool:
+    """Cancel the engine when the person stops the run (`services.run_stop` marks it in the
+    database, so this works the same in the server process and in a Celery worker). The
+    cancellation is cooperative: it lands at the engine's next await, within a poll."""
+    stopped = ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.CANCELLED).exists
+    while not engine.done():
+        await asyncio.sleep(STOP_POLL_SECONDS)
+        try:
+            if await database_sync_to_async(stopped)():
+                engine.cancel()
+                return True
+        except Exception as exc:  # a missed poll only delays the stop
+            logger.warning("stop check for run %s failed: %s", run_id, exc)
+    return False
 
 
 def start_next_runs(owner_id: int) -> None:

@@ -57,6 +57,11 @@ class Message(models.Model):
     run = models.ForeignKey(
         "ReasoningRun", on_delete=models.RESTRICT, null=True, blank=True, related_name="answers"
     )
+    # A user message that asks an earlier one again (regenerate) or in other words (edit): the
+    # turn keeps every version, so older answers stay browsable.
+    variant_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="variants"
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
@@ -435,6 +440,11 @@ class Preference(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="nexus_preference"
     )
     trace_open = models.BooleanField(default=False, help_text="Show reasoning panels expanded.")
+    theme = models.CharField(
+        max_length=8,
+        choices=[("system", "As the device"), ("light", "Light"), ("dark", "Dark")],
+        default="system",
+    )
 
     def __str__(self) -> str:
         return f"Preferences of {self.user}"

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
-from chat.models import ReasoningRun, TraceEvent
+from chat.models import AnswerFeedback, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
+from reasoning.types import ExecutionStrategy
 
 MODE_ICONS = {
     "Analyzing": "⚡",
@@ -24,8 +26,32 @@ MODE_ICONS = {
     "Complete": "✅",
     "Failed": "✗",
     "Queued": "…",
+    "Stopped": "■",
 }
 STRATEGY_SHORT = {"direct": "DIRECT", "light_planning": "LIGHT", "deep_reasoning": "DEEP"}
+# One line per strategy, for people who have never heard of them (shown in the panel).
+STRATEGY_HELP = {
+    "direct": "answers in one go, calling a tool when it needs one; for simple questions",
+    "light_planning": "splits the question into its parts and covers each; for questions with a few parts",
+    "deep_reasoning": "plans the work, has the plan reviewed, runs independent steps in parallel, "
+    "then checks and combines the findings; for research, diagnoses and designs",
+}
+ACTION_LABELS = {
+    "execute": "go ahead",
+    "execute_with_caution": "go ahead with caution",
+    "clarify": "ask you one question first",
+    "replan": "plan again",
+    "escalate": "switch to a deeper strategy",
+}
+FINDINGS_CHARS = 400
+
+
+def tool_label(name: str, server: str = "") -> str:
+    """A tool as people read it: "nexus__calculator" → "Calculator (Nexus)"."""
+    if "__" in name:
+        server, name = name.split("__", 1)
+    label = name.replace("_", " ").strip().capitalize() or "Tool"
+    return f"{label} ({server.replace('_', ' ').title()})" if server else label
 
 
 def answer_html(text: str) -> SafeString:
@@ -38,13 +64,16 @@ def pretty_json(value: Any) -> str:
 
 
 def quality_class(score: float | None, approved: bool | None = None) -> str:
+    """One colour scale for every quality score on the page (footer, panel head, trace), so
+    the same number never shows in two colours. `approved` is accepted for old callers and
+    does not change the colour: the number does."""
     if score is None:
         return "q-none"
-    if approved is True or score >= 0.8:
+    if score >= 0.8:
         return "q-good"
-    if approved is False and score < 0.5:
-        return "q-bad"
-    return "q-fair" if approved is not False else "q-weak"
+    if score >= 0.5:
+        return "q-fair"
+    return "q-bad"
 
 
 def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, Any]:
@@ -58,11 +87,25 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
     if event.kind == "quality.completed":
         evaluation = payload.get("evaluation", {})
         item["quality_class"] = quality_class(evaluation.get("confidence"), payload.get("approved"))
+        # A rejected draft's missing aspects are said once, on its "discarded draft" line.
+        item["show_missing"] = bool(payload.get("approved"))
     if event.kind in ("tool.called", "thought", "meta.assessment"):
         item["json"] = pretty_json(payload.get("arguments") if event.kind == "tool.called" else payload)
+    if event.kind == "tool.called":
+        item["tool_label"] = tool_label(
+            payload.get("server_tool") or payload.get("tool") or "", payload.get("server") or ""
+        )
     if event.kind in ("plan.created", "plan.refined"):
         plan = payload.get("plan") or {}
         item["steps"] = plan.get("steps", [])
+    if event.kind == "step.completed":
+        findings = payload.get("findings") or ""
+        if findings:
+            short = findings if len(findings) <= FINDINGS_CHARS else findings[:FINDINGS_CHARS].rstrip() + "…"
+            item["findings_html"] = answer_html(short)
+        item["tools"] = [tool_label(t) for t in payload.get("tools_used") or []]
+    if event.kind == "confidence.assessed":
+        item["action_label"] = ACTION_LABELS.get(payload.get("action"), payload.get("action"))
     if event.kind == "escalation":
         item["from_short"] = STRATEGY_SHORT.get(payload.get("from_strategy"), payload.get("from_strategy"))
         item["to_short"] = STRATEGY_SHORT.get(payload.get("to_strategy"), payload.get("to_strategy"))
@@ -73,6 +116,9 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
         item["approval"] = approval_for(event.run_id, payload.get("argument_hash", ""))
     if event.kind == "elicitation.requested":
         item["elicitation"] = elicitation_for(event.run_id, payload.get("key", ""))
+    if event.kind == "strategy.selected":
+        item["strategy_short"] = STRATEGY_SHORT.get(payload.get("strategy"), "")
+        item["strategy_help"] = STRATEGY_HELP.get(payload.get("strategy"), "")
     if event.kind == "run.finished":
         item["strategy_short"] = STRATEGY_SHORT.get(payload.get("final_strategy"), "")
         item["quality_class"] = quality_class(payload.get("quality"))
@@ -80,9 +126,27 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
 
 
 def events_context(events: list[TraceEvent], previous_phase: str | None = None) -> list[dict[str, Any]]:
-    items = []
+    """Trace items in order. A plan shows each step's latest status (done or failed once its
+    step completed), and a rationale already shown by the analysis is not repeated."""
+    latest: dict[str, str] = {}
     for event in events:
-        items.append(event_context(event, previous_phase))
+        if event.kind == "step.completed" and event.payload.get("step_id"):
+            latest[event.payload["step_id"]] = event.payload.get("status") or "completed"
+    items = []
+    rationale = None
+    for event in events:
+        item = event_context(event, previous_phase)
+        if event.kind == "analysis.completed":
+            rationale = (event.payload.get("analysis") or {}).get("rationale")
+        if event.kind == "strategy.selected":
+            item["show_rationale"] = (
+                bool(event.payload.get("rationale")) and event.payload.get("rationale") != rationale
+            )
+        if "steps" in item and latest:
+            item["steps"] = [
+                {**step, "status": latest.get(step.get("id"), step.get("status"))} for step in item["steps"]
+            ]
+        items.append(item)
         previous_phase = event.phase
     return items
 
@@ -95,7 +159,9 @@ def run_mode(run: ReasoningRun | None) -> str:
         return "Queued"
     if run.status == ReasoningRun.Status.FAILED:
         return "Failed"
-    if run.status in (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.CANCELLED):
+    if run.status == ReasoningRun.Status.CANCELLED:
+        return "Stopped"
+    if run.status == ReasoningRun.Status.SUCCEEDED:
         return "Complete"
     last = run.events.filter(level=TraceEvent.Level.STATUS).order_by("-sequence").first()
     return (last.payload or {}).get("mode", "Analyzing") if last else "Analyzing"
@@ -122,10 +188,48 @@ def footer(run: ReasoningRun | None) -> dict[str, Any] | None:
     }
 
 
-def turn_context(turn: dict[str, Any], *, trace_open: bool) -> dict[str, Any]:
+def summary(run: ReasoningRun | None, events: list[TraceEvent]) -> dict[str, Any] | None:
+    """The panel's one line for a finished run: "DIRECT → LIGHT · 2 tools · quality 0.95 · 0.7 s"."""
+    if run is None or run.status != ReasoningRun.Status.SUCCEEDED:
+        return None
+    route = STRATEGY_SHORT.get(run.initial_strategy, "")
+    final = STRATEGY_SHORT.get(run.final_strategy, "")
+    if final and final != route:
+        route = f"{route} → {final}" if route else final
+    return {
+        "route": route,
+        "tools": sum(1 for e in events if e.kind == "tool.called"),
+        "quality": run.final_quality,
+        "quality_class": quality_class(run.final_quality),
+        "seconds": (run.latency_ms or 0) / 1000,
+    }
+
+
+def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
+    """What to say above an answer whose final attempt fell below its strategy's threshold:
+    the score, the threshold and the evaluator's missing aspects. None for a good answer."""
+    if run is None or run.status != ReasoningRun.Status.SUCCEEDED or run.final_quality is None:
+        return None
+    if run.answer_kind == "clarification":
+        return None
+    try:
+        threshold = settings.NEXUS_REASONING.quality_threshold(ExecutionStrategy.parse(run.final_strategy))
+    except (ValueError, KeyError):
+        return None
+    if run.final_quality >= threshold and run.answer_kind != "low_confidence":
+        return None
+    attempt = run.attempts.exclude(evaluation={}).order_by("-number").first()
+    missing = list((attempt.evaluation or {}).get("missing_aspects") or []) if attempt else []
+    return {"quality": run.final_quality, "threshold": threshold, "missing": missing}
+
+
+def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:
     run: ReasoningRun | None = turn["run"]
     answer = turn["answer"]
     events = list(run.events.all()) if run else []
+    feedback = None
+    if run is not None and answer is not None and user_id is not None:
+        feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
     return {
         "message": turn["message"],
         "run": run,
@@ -135,9 +239,18 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool) -> dict[str, Any]:
         "last_seq": events[-1].sequence if events else 0,
         "footer": footer(run),
         "active": bool(run and run.is_active),
+        "stopped": bool(run and run.status == ReasoningRun.Status.CANCELLED),
         "trace_open": trace_open,
         "mode": run_mode(run),
         **queue_context(run),
+        "low_confidence": low_confidence(run) if answer else None,
+        "summary": summary(run, events),
+        "feedback": feedback,
+        "group": turn.get("group", turn["message"].pk),
+        "variant": turn.get("variant", 1),
+        "variants": turn.get("variants", 1),
+        "current": turn.get("current", True),
+        "last": turn.get("last", True),
     }
 
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from chat import mentions
 from chat.inputs import refuse_nul
-from chat.models import ChatSession, Message, ReasoningRun
+from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
@@ -53,36 +53,120 @@ def session_get_for_user(user: Any, session_id: int) -> ChatSession:
 
 
 def session_thread(session: ChatSession) -> list[dict[str, Any]]:
-    """User turns, each with its run and the run's answer, in order, in three queries."""
+    """User turns, each with its run and the run's answer, in order, in three queries.
+
+    A regenerated or edited question is a variant of its first version: each turn says which
+    variant it is (`variant`, `variants`) and whether it is the latest one (`current`), so the
+    page shows the latest and keeps the older answers one click away."""
     runs = {
         run.user_message_id: run
         for run in session.runs.select_related("user_message").prefetch_related("answers", "events")
     }
     turns = []
+    groups: dict[int, list[dict[str, Any]]] = {}
     for message in session.messages.filter(role=Message.Role.USER):
         run = runs.get(message.pk)
         answers = list(run.answers.all()) if run else []
-        turns.append({"message": message, "run": run, "answer": answers[0] if answers else None})
+        turn = {"message": message, "run": run, "answer": answers[0] if answers else None}
+        turn["group"] = message.variant_of_id or message.pk
+        groups.setdefault(turn["group"], []).append(turn)
+        turns.append(turn)
+    last_group = turns[-1]["group"] if turns else None
+    for members in groups.values():
+        for index, turn in enumerate(members, start=1):
+            turn.update(variant=index, variants=len(members), current=index == len(members))
+            turn["last"] = turn["group"] == last_group and turn["current"]
     return turns
 
 
-def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
-    """Earlier approved turns of the run's session, as engine messages (answers only)."""
-    earlier = (
-        ReasoningRun.objects.filter(
-            session_id=run.session_id, created_at__lt=run.created_at, status=ReasoningRun.Status.SUCCEEDED
+def turn_of(run: ReasoningRun) -> dict[str, Any]:
+    """The thread entry of one run, as `session_thread` builds it, for rendering that turn
+    alone: one query for the session's question ids, one for the answer."""
+    message = run.user_message
+    rows = list(
+        Message.objects.filter(session_id=run.session_id, role=Message.Role.USER).values_list(
+            "pk", "variant_of_id"
         )
+    )
+    group = message.variant_of_id or message.pk
+    members = [pk for pk, root in rows if (root or pk) == group]
+    last_root = (rows[-1][1] or rows[-1][0]) if rows else None
+    current = members[-1] == message.pk if members else True
+    return {
+        "message": message,
+        "run": run,
+        "answer": run.answers.first(),
+        "group": group,
+        "variant": members.index(message.pk) + 1 if message.pk in members else 1,
+        "variants": max(1, len(members)),
+        "current": current,
+        "last": current and last_root == group,
+    }
+
+
+def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
+    """Earlier approved turns of the run's session, as engine messages (answers only).
+
+    Of a regenerated or edited question only the latest earlier version counts, and never a
+    version of the run's own question: a regenerated answer starts fresh."""
+    own_group = run.user_message.variant_of_id or run.user_message_id
+    earlier = (
+        ReasoningRun.objects.filter(session_id=run.session_id, created_at__lt=run.created_at)
         .select_related("user_message")
         .prefetch_related("answers")
         .order_by("created_at")
     )
-    history: list[dict[str, str]] = []
+    latest: dict[int, ReasoningRun] = {}
     for previous in earlier:
+        group = previous.user_message.variant_of_id or previous.user_message_id
+        if group != own_group:
+            latest[group] = previous
+    history: list[dict[str, str]] = []
+    for previous in sorted(latest.values(), key=lambda r: r.created_at):
         answers = list(previous.answers.all())
-        if answers:
+        if previous.status == ReasoningRun.Status.SUCCEEDED and answers:
             history.append({"role": "user", "content": previous.query or previous.user_message.content})
             history.append({"role": "assistant", "content": answers[0].content})
     return history
+
+
+def session_search(user: Any, text: str) -> list[dict[str, Any]]:
+    """The user's chats whose title or messages contain `text`, newest first, each with a
+    snippet of the first message that matched (the title when only the title did)."""
+    text = " ".join(refuse_nul(text or "", what="The search").split())[:200]
+    if not text:
+        return []
+    matches = Message.objects.filter(session__owner=user, content__icontains=text).order_by("-created_at")
+    snippets: dict[int, str] = {}
+    for session_id, content in matches.values_list("session_id", "content")[:500]:
+        snippets.setdefault(session_id, _snippet(content, text))
+    sessions = session_list_for_user(user).filter(Q(title__icontains=text) | Q(pk__in=list(snippets)))
+    return [{"session": s, "snippet": snippets.get(s.pk, "")} for s in sessions[:50]]
+
+
+def _snippet(content: str, text: str, width: int = 60) -> str:
+    flat = " ".join(content.split())
+    at = flat.lower().find(text.lower())
+    start = max(0, at - width)
+    end = at + len(text) + width
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def session_export_markdown(session: ChatSession) -> str:
+    """The chat as Markdown: each question and the answer the page shows for it."""
+    lines = [f"# {session.title}", "", f"_Exported from Nexus on {timezone.now():%Y-%m-%d %H:%M} UTC._", ""]
+    for turn in session_thread(session):
+        if not turn["current"]:
+            continue
+        lines += ["## Question", "", turn["message"].content.strip(), ""]
+        run = turn["run"]
+        if turn["answer"] is not None:
+            lines += ["## Answer", "", turn["answer"].content.strip(), ""]
+        elif run is not None and run.status == ReasoningRun.Status.CANCELLED:
+            lines += ["## Answer (stopped)", "", run.draft_text.strip() or "_Stopped before any text._", ""]
+        elif run is not None and run.status == ReasoningRun.Status.FAILED:
+            lines += ["## Answer (failed)", "", run.error, ""]
+    return "\n".join(lines)
 
 
 # --- sessions ----------------------------------------------------------------------------
@@ -184,6 +268,78 @@ def message_post(
             raise
         raise RunActive(active) from None
     return run
+
+
+def message_resend(
+    *,
+    run: ReasoningRun,
+    content: str | None = None,
+    question: str | None = None,
+    attachments: list[Attachment] | None = None,
+) -> ReasoningRun:
+    """Ask the last question again: as it was (regenerate, `content` None) or edited (with the
+    edit's prepared `question` and `attachments`). The new run's message is a variant of the
+    question's first version; the older answers stay."""
+    session = run.session
+    active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
+    if active is not None:
+        raise RunActive(active)
+    last = session.messages.filter(role=Message.Role.USER).last()
+    if last is None or last.pk != run.user_message_id:
+        raise ValidationError("Only the last question can be asked again.")
+    original = run.user_message
+    text = message_validate(original.content if content is None else content)
+    root = original.variant_of_id or original.pk
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(
+                session=session, role=Message.Role.USER, content=text, variant_of_id=root
+            )
+            new_run = ReasoningRun.objects.create(
+                session=session,
+                user_message=message,
+                query=(run.query if content is None else question) or text,
+                attachments=run.attachments if content is None else [a.to_dict() for a in attachments or []],
+                provider=settings.NEXUS_LLM_PROVIDER,
+                model=settings.NEXUS_REASONING.model,
+            )
+            ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    except IntegrityError:
+        active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
+        if active is None:
+            raise
+        raise RunActive(active) from None
+    return new_run
+
+
+def run_stop(run: ReasoningRun) -> bool:
+    """Stop an unfinished run at the person's request; False if it had already finished.
+
+    The executor (here or in a Celery worker) sees the status within a fraction of a second
+    and cancels the engine; whatever draft had streamed stays on the run."""
+    now = timezone.now()
+    return bool(
+        ReasoningRun.objects.filter(pk=run.pk, status__in=ReasoningRun.ACTIVE).update(
+            status=ReasoningRun.Status.CANCELLED,
+            finished_at=now,
+            started_at=Coalesce(F("started_at"), now),
+        )
+    )
+
+
+def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str = "") -> AnswerFeedback:
+    """Record (or change) a person's verdict on an answer: one row per person and run."""
+    if rating not in (AnswerFeedback.Rating.UP, AnswerFeedback.Rating.DOWN):
+        raise ValidationError("Rate an answer up or down.")
+    comment = refuse_nul(comment or "", what="The comment").strip()
+    if len(comment) > 2000:
+        raise ValidationError("Keep the comment under 2,000 characters.")
+    if not run.answers.exists():
+        raise ValidationError("Only an answer can be rated.")
+    feedback, _ = AnswerFeedback.objects.update_or_create(
+        run=run, user=user, defaults={"rating": rating, "comment": comment, "updated_at": timezone.now()}
+    )
+    return feedback
 
 
 def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:

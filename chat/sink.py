@@ -381,7 +381,30 @@ class RunSink:
         )
         return {"answer_kind": p.get("answer_kind", "answer"), "draft_id": "", "draft_text": ""}
 
+    def record_stopped(self) -> int | None:
+        """The person stopped the run: say so in the trace, keeping the draft it had."""
+        for _ in range(3):  # an event written by a step still finishing can take the number
+            run = ReasoningRun.objects.only("next_sequence", "draft_text").get(pk=self.run_id)
+            try:
+                with transaction.atomic():
+                    TraceEvent.objects.create(
+                        run_id=self.run_id,
+                        sequence=run.next_sequence,
+                        kind="run.stopped",
+                        phase="Stopped",
+                        level=TraceEvent.Level.STATUS,
+                        payload={"mode": "Stopped", "draft_chars": len(run.draft_text)},
+                        created_at=timezone.now(),
+                    )
+                    ReasoningRun.objects.filter(pk=self.run_id).update(next_sequence=run.next_sequence + 1)
+                return run.next_sequence
+            except IntegrityError:
+                continue
+        return None
+
     def on_run_finished(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+        if ReasoningRun.objects.filter(pk=self.run_id, status=ReasoningRun.Status.CANCELLED).exists():
+            return {}  # stopped while finishing: the person's stop stands
         return {
             "status": ReasoningRun.Status.SUCCEEDED,
             "finished_at": at,

@@ -6,6 +6,7 @@ through `session_get_for_user`, so another user's session is a 404.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from django.conf import settings
@@ -79,7 +80,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
     preference = _preference(request)
     turns = [
-        turn_context(turn, trace_open=preference.trace_open) for turn in services.session_thread(session)
+        turn_context(turn, trace_open=preference.trace_open, user_id=request.user.pk)
+        for turn in services.session_thread(session)
     ]
     active = next((t["run"] for t in reversed(turns) if t["run"] and t["run"].is_active), None)
     return render(
@@ -109,10 +111,16 @@ def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
     except ValidationError as exc:
         return _error(request, exc.messages[0], session.pk)
     if request.htmx:
+        # The header, and out of band the chat list and the tab title: renamed everywhere.
+        latest = session.runs.order_by("-created_at", "-id").first()
         return render(
             request,
-            f"{PAGE}#session-title",
-            {"session": session, "sessions": services.session_list_for_user(request.user)},
+            f"{PAGE}#renamed",
+            {
+                "session": session,
+                "sessions": services.session_list_for_user(request.user),
+                "active_run": latest,
+            },
         )
     return redirect("chat:session", session_id=session.pk)
 
@@ -188,9 +196,10 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         if notice:
             flash.warning(request, notice)
         return redirect("chat:session", session_id=session.pk)
-    preference = _preference(request)
+    # A new answer's panel starts collapsed (the status line and the pulse show the work), so
+    # an expanded trace never pushes the answer off screen; the remembered state applies on load.
     turn = turn_context(
-        {"message": run.user_message, "run": run, "answer": None}, trace_open=preference.trace_open
+        {"message": run.user_message, "run": run, "answer": None}, trace_open=False, user_id=request.user.pk
     )
     old_title = session.title
     session.refresh_from_db(fields=["title"])
@@ -202,6 +211,111 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         "sessions": services.session_list_for_user(request.user),
     }
     return render(request, f"{PAGE}#turn", context)
+
+
+def _run_for_user(request: HttpRequest, session_id: int, run_id: int) -> ReasoningRun:
+    """One of the user's runs (404 for anyone else's)."""
+    session = services.session_get_for_user(request.user, session_id)
+    return get_object_or_404(
+        ReasoningRun.objects.select_related("session", "user_message"), pk=run_id, session=session
+    )
+
+
+def _turn_response(
+    request: HttpRequest, run: ReasoningRun, part: str = "turn", *, swap_oob: bool = False
+) -> HttpResponse:
+    turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
+    return render(request, f"{PAGE}#{part}", {"turn": turn, "session": run.session, "swap_oob": swap_oob})
+
+
+@require_POST
+def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
+    """Stop a run that is still working; what it had streamed stays on the page."""
+    run = _run_for_user(request, session_id, run_id)
+    services.run_stop(run)
+    run.refresh_from_db()
+    if not request.htmx:
+        return redirect("chat:session", session_id=run.session_id)
+    return _turn_response(request, run, part="answer")
+
+
+@require_POST
+def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
+    """Regenerate the last answer (no `content`), or edit the last question and ask it again."""
+    run = _run_for_user(request, session_id, run_id)
+    if _rate_limited(request):
+        return _error(
+            request, "You are sending messages too quickly; wait a minute and try again.", run.session_id, 429
+        )
+    refusal = budgets.refusal_for(request.user.pk)
+    if refusal is not None:
+        return _error(request, f"{refusal} Nothing was sent.", run.session_id)
+    content = request.POST.get("content")
+    try:
+        if content is None:
+            new_run = services.message_resend(run=run)
+        else:
+            prepared = services.message_prepare(user=request.user, content=content)
+            new_run = services.message_resend(
+                run=run, content=content, question=prepared.question, attachments=prepared.attachments
+            )
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], run.session_id)
+    except services.RunActive as exc:
+        return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
+    # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
+    with contextlib.suppress(DispatchError):
+        dispatch_run(new_run.pk)
+        services.run_mark_dispatched(new_run.pk)
+    if not request.htmx:
+        return redirect("chat:session", session_id=run.session_id)
+    return _turn_response(request, new_run)
+
+
+@require_POST
+def run_feedback(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
+    """Thumbs up or down on an answer, with an optional comment; one verdict per person."""
+    run = _run_for_user(request, session_id, run_id)
+    try:
+        rating = int(request.POST.get("rating", ""))
+    except ValueError:
+        rating = 0
+    try:
+        services.feedback_set(
+            run=run, user=request.user, rating=rating, comment=request.POST.get("comment", "")
+        )
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], run.session_id, 400)
+    if not request.htmx:
+        return redirect("chat:session", session_id=run.session_id)
+    # Out of band, by id: the answer may have been re-rendered (its run finishing) meanwhile.
+    return _turn_response(request, run, part="feedback", swap_oob=True)
+
+
+@require_GET
+def session_export(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The chat as a Markdown file."""
+    session = services.session_get_for_user(request.user, session_id)
+    response = HttpResponse(
+        services.session_export_markdown(session), content_type="text/markdown; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="nexus-chat-{session.pk}.md"'
+    return response
+
+
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """Search the user's own chats: titles and every message."""
+    query = request.GET.get("q", "")[:200]
+    try:
+        results = services.session_search(request.user, query)
+    except ValidationError:
+        results = []
+    return render(
+        request,
+        "chat/search.html",
+        {"query": query, "results": results, "sessions": services.session_list_for_user(request.user)},
+    )
 
 
 @require_POST
@@ -222,6 +336,13 @@ def run_retry(request: HttpRequest, session_id: int, run_id: int) -> HttpRespons
 @require_POST
 def preference_update(request: HttpRequest) -> HttpResponse:
     preference = _preference(request)
+    if "theme" in request.POST:
+        theme = request.POST["theme"]
+        if theme not in ("system", "light", "dark"):
+            return HttpResponse("theme must be system, light or dark", status=400)
+        preference.theme = theme
+        preference.save(update_fields=["theme"])
+        return HttpResponse(status=204)
     value = request.POST.get("trace_open", "")
     if value not in ("true", "false"):
         return HttpResponse("trace_open must be true or false", status=400)

@@ -29,3 +29,9 @@ def mode_icon(mode: str) -> str:
 def css_kind(kind: str) -> str:
     """An event kind as a class name: "tool.called" → "tool-called"."""
     return kind.replace(".", "-")
+
+
+@register.filter
+def phase_label(phase: str) -> str:
+    """A trace phase without the engine's identifiers: "Execution (LIGHT_PLANNING)" → "Execution (LIGHT)"."""
+    return (phase or "").replace("LIGHT_PLANNING", "LIGHT").replace("DEEP_REASONING", "DEEP")

@@ -66,12 +66,6 @@
     if (thread && (force || nearBottom(thread))) thread.scrollTop = thread.scrollHeight;
   }
 
-  function applyPreferredState(root) {
-    const app = document.getElementById("app");
-    const open = app && app.dataset.traceOpen === "true";
-    root.querySelectorAll(".trace-panel").forEach((panel) => setPanelOpen(panel, open));
-  }
-
   function updateTitle() {
     const status = document.getElementById("status-line");
     if (status && status.dataset.title) document.title = status.dataset.title;
@@ -98,9 +92,168 @@
     setTimeout(() => { button.textContent = "Copy"; }, 1500);
   }
 
+  // --- errors, stop, drafts, versions, theme, sidebar ---------------------------------------
+
+  function showError(text) {
+    const box = document.getElementById("composer-error") || document.getElementById("page-error");
+    if (!box) return;
+    const p = document.createElement("p");
+    p.className = "error";
+    p.setAttribute("role", "alert");
+    p.textContent = text;
+    box.replaceChildren(p);
+  }
+
+  function clearError() {
+    const box = document.getElementById("composer-error") || document.getElementById("page-error");
+    if (box) box.replaceChildren();
+  }
+
+  function errorText(xhr) {
+    const type = xhr.getResponseHeader("Content-Type") || "";
+    const body = (xhr.responseText || "").trim();
+    if (type.startsWith("text/plain") && body && body.length < 300) return body;
+    if (xhr.status === 429) return "Too many requests; wait a minute and try again.";
+    if (xhr.status === 403) return "That was refused (403). Reload the page and sign in again if needed.";
+    if (xhr.status === 404) return "That is no longer there (404). Reload the page.";
+    if (xhr.status >= 500) return `Nexus hit an error (${xhr.status}). Try again in a moment; if it persists, tell your admin.`;
+    return `The request failed (${xhr.status}).`;
+  }
+
+  function activeAnswer() {
+    return document.querySelector(".turn .answer[data-active='true']");
+  }
+
+  // Send becomes Stop while a run works (the box keeps what the person is typing).
+  function updateComposer() {
+    const composer = document.getElementById("composer");
+    if (!composer) return;
+    const active = activeAnswer();
+    const send = composer.querySelector("button.send");
+    const stop = document.getElementById("stop-button");
+    composer.dataset.running = active ? "true" : "false";
+    if (send) send.hidden = Boolean(active);
+    if (stop) {
+      stop.hidden = !active;
+      stop.dataset.url = active ? active.dataset.stopUrl || "" : "";
+      stop.dataset.target = active ? "#" + active.id : "";
+    }
+  }
+
+  function stopRun(button) {
+    if (!button.dataset.url || !window.htmx) return;
+    button.disabled = true;
+    window.htmx.ajax("POST", button.dataset.url, { source: button, target: button.dataset.target, swap: "outerHTML" })
+      .finally(() => { button.disabled = false; updateComposer(); });
+  }
+
+  function codePoints(text) {
+    return Array.from(text).length;
+  }
+
+  // A draft frame: text appended to the run's draft if it continues what the page has.
+  function applyDraft(frame) {
+    const box = document.getElementById("draft-" + frame.run);
+    if (!box) return;
+    const body = box.querySelector(".draft-text");
+    if (!body) return;
+    const have = Number(box.dataset.length || 0);
+    if (frame.offset === 0 || box.dataset.draft !== frame.draft) {
+      if (frame.offset !== 0) { sync(); return; } // a new draft began and we missed its start
+      body.textContent = frame.text;
+      box.dataset.draft = frame.draft;
+      box.dataset.length = String(codePoints(frame.text));
+    } else if (frame.offset === have) {
+      body.append(document.createTextNode(frame.text));
+      box.dataset.length = String(have + codePoints(frame.text));
+    } else if (frame.offset < have) {
+      const tail = Array.from(frame.text).slice(have - frame.offset).join("");
+      if (tail) body.append(document.createTextNode(tail));
+      box.dataset.length = String(Math.max(have, frame.offset + codePoints(frame.text)));
+    } else {
+      sync(); // a gap: the sync sends the stored draft whole
+      return;
+    }
+    box.classList.remove("empty-draft");
+    scrollThread(false);
+  }
+
+  // Regenerated and edited questions: one version of a turn shows, the others are a click away.
+  function normaliseVersions(shown) {
+    const thread = document.getElementById("thread");
+    if (!thread) return;
+    const groups = new Map();
+    thread.querySelectorAll("article.turn[data-group]").forEach((turn) => {
+      const list = groups.get(turn.dataset.group) || [];
+      list.push(turn);
+      groups.set(turn.dataset.group, list);
+    });
+    groups.forEach((turns) => {
+      if (shown && turns.includes(shown)) turns.forEach((turn) => { turn.hidden = turn !== shown; });
+      if (!turns.some((turn) => !turn.hidden)) turns[turns.length - 1].hidden = false;
+      turns.forEach((turn, index) => {
+        turn.querySelectorAll(".variants").forEach((nav) => {
+          nav.hidden = turns.length < 2;
+          const label = nav.querySelector(".variant-label");
+          if (label) label.textContent = `${index + 1}/${turns.length}`;
+          const prev = nav.querySelector(".variant-prev");
+          const next = nav.querySelector(".variant-next");
+          if (prev) prev.disabled = index === 0;
+          if (next) next.disabled = index === turns.length - 1;
+        });
+      });
+    });
+  }
+
+  function showVersion(button, step) {
+    const turn = button.closest("article.turn");
+    const turns = Array.from(document.querySelectorAll(`article.turn[data-group="${turn.dataset.group}"]`));
+    const target = turns[turns.indexOf(turn) + step];
+    if (!target) return;
+    normaliseVersions(target);
+    const nav = target.querySelector(step < 0 ? ".variant-prev" : ".variant-next");
+    (nav && !nav.disabled ? nav : target.querySelector(".variant-label") || target).focus?.();
+  }
+
+  function afterThreadChange(added) {
+    const thread = document.getElementById("thread");
+    if (thread && thread.querySelector("article.turn")) {
+      const empty = document.getElementById("empty-state");
+      if (empty) empty.remove();
+    }
+    normaliseVersions(added || null);
+    updateComposer();
+  }
+
+  function setTheme(theme, url) {
+    document.documentElement.dataset.theme = theme;
+    const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+    fetch(url, {
+      method: "POST", body: new URLSearchParams({ theme }), credentials: "same-origin",
+      headers: { "X-CSRFToken": token ? token.value : "" },
+    }).then((response) => { if (!response.ok) showError("Could not save the theme."); })
+      .catch(() => showError("Could not reach Nexus to save the theme."));
+  }
+
+  function setSidebar(open) {
+    const app = document.getElementById("app");
+    if (!app) return;
+    app.classList.toggle("nav-open", open);
+    document.querySelectorAll(".sidebar-toggle").forEach((b) => b.setAttribute("aria-expanded", open ? "true" : "false"));
+  }
+
   // --- events ---------------------------------------------------------------------------
 
   document.addEventListener("click", (event) => {
+    const stop = event.target.closest("#stop-button");
+    if (stop) { stopRun(stop); return; }
+    const prev = event.target.closest(".variant-prev");
+    if (prev) { showVersion(prev, -1); return; }
+    const next = event.target.closest(".variant-next");
+    if (next) { showVersion(next, 1); return; }
+    const toggle = event.target.closest(".sidebar-toggle");
+    if (toggle) { setSidebar(toggle.getAttribute("aria-expanded") !== "true"); return; }
+    if (event.target.closest(".app.nav-open .chat") && !event.target.closest(".chat-head")) setSidebar(false);
     const head = event.target.closest(".trace-head");
     if (head) {
       const panel = head.closest(".trace-panel");
@@ -127,9 +280,11 @@
     if (input && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
       event.preventDefault();
+      if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
       if (input.value.trim()) input.form.requestSubmit();
       return;
     }
+    if (event.key === "Escape" && document.getElementById("app")?.classList.contains("nav-open")) setSidebar(false);
     if (event.ctrlKey && event.code === "Period") {
       event.preventDefault();
       if (event.shiftKey) clearLatest(); else toggleAll();
@@ -159,19 +314,67 @@
     if (stale) stale.remove();
   });
 
+  // Draft text arrives as small JSON frames, not HTML: handle them here, never swap them.
+  document.addEventListener("htmx:wsBeforeMessage", (event) => {
+    const text = event.detail.message;
+    if (typeof text !== "string" || text.charAt(0) !== "{") return;
+    event.preventDefault();
+    let frame;
+    try { frame = JSON.parse(text); } catch (error) { return; }
+    if (frame && frame.nexus === "draft") applyDraft(frame);
+  });
+
+  // htmx swaps no 4xx/5xx: an error the server aimed at the error box is swapped anyway,
+  // any other is said there in words; a network failure too. The next success clears it.
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const xhr = event.detail.xhr;
+    if (xhr.status >= 400 && xhr.getResponseHeader("HX-Retarget")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.addEventListener("htmx:responseError", (event) => showError(errorText(event.detail.xhr)));
+  document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again."));
+  document.addEventListener("htmx:timeout", () => showError("Nexus took too long to answer that request. Try again."));
+
+  document.addEventListener("change", (event) => {
+    const select = event.target.closest("#theme-select");
+    if (select) setTheme(select.value, select.dataset.url);
+  });
+
   // Drop fragments this page already has (live push and catch-up can overlap).
   document.addEventListener("htmx:oobBeforeSwap", (event) => {
     const fragment = event.detail.fragment;
     if (!fragment || !fragment.querySelectorAll) return;
     const target = event.detail.target;
+    if (target && target.id === "thread") {
+      // A turn from another tab, or this tab's own racing its POST response: keep one.
+      fragment.querySelectorAll("article.turn[id]").forEach((turn) => {
+        if (document.getElementById(turn.id)) turn.remove();
+      });
+      return;
+    }
     if (!target || !target.matches || !target.matches("ol.trace")) return;
     fragment.querySelectorAll("li[id]").forEach((li) => {
       if (document.getElementById(li.id)) li.remove();
     });
   });
 
+  // A step finished: its line in the plan above says done (or failed) instead of pending.
+  function markSteps(trace) {
+    trace.querySelectorAll(".step-done[data-step]").forEach((mark) => {
+      trace.querySelectorAll(`.plan li[data-step="${CSS.escape(mark.dataset.step)}"]`).forEach((li) => {
+        const status = mark.dataset.status || "completed";
+        li.className = `step st-${status}`;
+        const badge = li.querySelector(".badge");
+        if (badge) { badge.className = `badge st-${status}`; badge.textContent = status; }
+      });
+    });
+  }
+
   document.addEventListener("htmx:oobAfterSwap", (event) => {
     const target = event.detail.target;
+    if (target && target.matches && target.matches("ol.trace")) markSteps(target);
     if (target && target.matches && target.matches("ol.trace")) {
       const panel = target.closest(".trace-panel");
       const seqs = Array.from(target.querySelectorAll("li[data-seq]")).map((li) => Number(li.dataset.seq));
@@ -186,31 +389,43 @@
       if (list) head.setAttribute("aria-expanded", list.hidden ? "false" : "true");
     }
     if (target && target.classList && target.classList.contains("answer")) addCopyButtons(target);
+    if (target && target.id === "thread") sync();
+    afterThreadChange(null);
     scrollThread(false);
   });
 
-  // A new turn from the composer: clear the box, then catch up on events that raced ahead.
+  // A new turn (the composer, regenerate, edit): drop a copy the socket delivered first.
   document.addEventListener("htmx:beforeSwap", (event) => {
-    const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (!elt || elt.id !== "composer") return;
-    const retargeted = event.detail.xhr.getResponseHeader("HX-Retarget");
-    if (!retargeted) {
-      const error = document.getElementById("composer-error");
-      if (error) error.replaceChildren();
-    }
+    const target = event.detail.target;
+    if (!target || target.id !== "thread" || !event.detail.shouldSwap) return;
+    const match = /id="turn-(\d+)"/.exec(event.detail.serverResponse || "");
+    const existing = match && document.getElementById("turn-" + match[1]);
+    if (existing) existing.remove();
   });
+  // After a swap, not after the request: the clicked element may have been re-rendered by
+  // the socket meanwhile, and events on a detached element never reach the document.
+  function afterSuccess(xhr) {
+    return xhr && xhr.status < 400 && !xhr.getResponseHeader("HX-Retarget");
+  }
   document.addEventListener("htmx:afterRequest", (event) => {
-    const elt = event.detail.elt;
-    if (!elt || elt.id !== "composer" || !event.detail.successful) return;
-    if (!event.detail.xhr.getResponseHeader("HX-Retarget")) {
-      elt.reset();
-      applyPreferredState(document.getElementById("thread"));
-      scrollThread(true);
-      sync();
-    }
+    if (event.detail.successful && afterSuccess(event.detail.xhr)) clearError();
   });
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (!afterSuccess(event.detail.xhr)) return;
+    clearError();
+    const target = event.detail.target;
+    if (!target || target.id !== "thread") return;
+    const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (elt && elt.id === "composer") elt.reset();
+    const turns = target.querySelectorAll("article.turn");
+    afterThreadChange(turns[turns.length - 1] || null);
+    scrollThread(true);
+    sync();
+  });
+  document.addEventListener("htmx:afterSettle", () => updateComposer());
 
   document.addEventListener("DOMContentLoaded", () => {
+    afterThreadChange(null);
     addCopyButtons(document);
     updateTitle();
     scrollThread(true);

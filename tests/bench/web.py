@@ -142,11 +142,84 @@ def team(tmp: Path) -> list[str]:
         admin.execute(f'drop database if exists "{name}"')
 
 
+STREAM_LATENCY_MS = 600
+STREAM_QUESTION = "What is the capital of France?"
+
+
+async def plain_first_token() -> float:
+    """One plain streamed model call at the same fake latency: time to its first text."""
+    from reasoning.llm.base import LLMRequest
+    from reasoning.llm.offline import OfflineClient
+
+    started = time.perf_counter()
+    client = OfflineClient(latency=STREAM_LATENCY_MS / 1000)
+    async for piece in client.stream(LLMRequest(messages=[{"role": "user", "content": STREAM_QUESTION}])):
+        if isinstance(piece, str) and piece.strip():
+            return time.perf_counter() - started
+    return float("inf")
+
+
+async def first_token_and_stop(site: Site, runs: int = 3) -> tuple[list[float], list[float]]:
+    """Send → first draft text on the page's socket; then Stop → `run.stopped` on the socket."""
+    client = site.login()
+    firsts: list[float] = []
+    stops: list[float] = []
+    for _ in range(runs):
+        session_id = site.new_session(client)
+        cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+        async with connect(
+            f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/",
+            origin=site.url,
+            additional_headers={"Cookie": cookie},
+        ) as ws:
+            await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+            started = time.perf_counter()
+            run_id = await asyncio.to_thread(site.ask, client, session_id, STREAM_QUESTION)
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), timeout=60)
+                if frame.startswith("{") and json.loads(frame).get("text", "").strip():
+                    firsts.append(time.perf_counter() - started)
+                    break
+            stopped = time.perf_counter()
+            await asyncio.to_thread(
+                client.post,
+                f"/sessions/{session_id}/runs/{run_id}/stop/",
+                headers={**site.csrf(client), "HX-Request": "true"},
+            )
+            while 'data-kind="run.stopped"' not in (frame := await asyncio.wait_for(ws.recv(), timeout=30)):
+                pass
+            stops.append(time.perf_counter() - stopped)
+    return firsts, stops
+
+
+def streaming(tmp: Path) -> list[str]:
+    site = Site.prepared(tmp, OFFLINE_LATENCY_MS=str(STREAM_LATENCY_MS))
+    site.start_web()
+    try:
+        firsts, stops = asyncio.run(first_token_and_stop(site))
+        plain = min(asyncio.run(plain_first_token()) for _ in range(3))
+    finally:
+        site.stop()
+    first = percentile(firsts, 0.5)
+    return [
+        f"  streaming (embedded, offline model at {STREAM_LATENCY_MS} ms per call, {STREAM_QUESTION!r}):",
+        f"    send → first visible token p50 {first * 1000:.0f} ms; one plain model call's first token "
+        f"{plain * 1000:.0f} ms; ratio {first / plain:.2f}",
+        f"    Stop → run.stopped on the page: p50 {percentile(stops, 0.5) * 1000:.0f} ms, "
+        f"max {max(stops) * 1000:.0f} ms over {len(stops)} runs",
+    ]
+
+
 def main() -> list[str]:
     lines = [f"web: offline model at {LATENCY_MS} ms per call, question: {QUESTION!r}"]
-    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+    with (
+        tempfile.TemporaryDirectory() as first,
+        tempfile.TemporaryDirectory() as second,
+        tempfile.TemporaryDirectory() as third,
+    ):
         lines += embedded(Path(first))
         lines += team(Path(second))
+        lines += streaming(Path(third))
     return lines
 
 

@@ -128,3 +128,34 @@ def test_a_worker_killed_mid_run_still_ends_with_exactly_one_answer(team_site):
     assert seen == row["sequences"]
     answers = answers_for(team_site, run_id)
     assert len(answers) == 1 and "144" in answers[0]
+
+
+def test_stop_ends_a_run_on_a_celery_worker(team_site):
+    """Stop in the team deployment: the view marks the run, the worker sees it and cancels."""
+    team_site.start_worker(OFFLINE_LATENCY_MS="2000")
+    team_site.start_web()
+    client = team_site.login()
+    session_id = team_site.new_session(client)
+    run_id = team_site.ask(client, session_id, "What is 17*23 and what time is it in Tokyo?")
+    deadline = time.monotonic() + 60
+    while run_row(team_site, run_id)["status"] != "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    response = client.post(
+        f"/sessions/{session_id}/runs/{run_id}/stop/",
+        headers={**team_site.csrf(client), "HX-Request": "true"},
+    )
+    assert response.status_code == 200 and "Stopped" in response.text
+
+    def kinds() -> list[str]:
+        with psycopg.connect(team_site.env["DATABASE_URL"]) as db:
+            rows = db.execute(
+                "select kind from chat_traceevent where run_id = %s order by sequence", (run_id,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    while "run.stopped" not in kinds() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2.5)  # longer than a model call: nothing more is written after the stop
+    assert kinds()[-1] == "run.stopped" and "run.finished" not in kinds()
+    assert run_row(team_site, run_id)["status"] == "cancelled" and answers_for(team_site, run_id) == []
+    assert team_site.ask(client, session_id, "What is 2+2?") > run_id, "the chat is free at once"

@@ -1,0 +1,352 @@
+"""What people expect of a chat page, on the server side: stop, regenerate and edit, feedback,
+honest low-confidence answers, search, export, theme, and draft frames on the socket."""
+
+import asyncio
+import json
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from django.test import override_settings
+from django.urls import reverse
+
+from chat import services
+from chat.engine import execute_run
+from chat.models import AnswerFeedback, Message, Preference, ReasoningRun, TraceEvent
+from chat.sink import RunSink
+from tests.conftest import ask, run_now
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def url(name: str, run: ReasoningRun) -> str:
+    return reverse(name, args=[run.session_id, run.pk])
+
+
+# --- stop ------------------------------------------------------------------------------------
+
+
+@override_settings(OFFLINE_LATENCY_MS=4000)
+def test_stop_cancels_the_run_and_keeps_what_it_had(alice, alice_session, client_for):
+    """Each model call takes 4 s here; the stop lands in the middle of the first one."""
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="What is the capital of France?")
+
+    async def execute_and_stop() -> str:
+        executing = asyncio.create_task(execute_run(run.pk))
+        running = ReasoningRun.objects.filter(pk=run.pk, status="running").exists
+        for _ in range(200):
+            if await database_sync_to_async(running)():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        response = await database_sync_to_async(client.post)(url("chat:run-stop", run), **HTMX)
+        assert response.status_code == 200 and "Stopped" in response.content.decode()
+        return await executing
+
+    assert async_to_sync(execute_and_stop)() == "stopped"
+    run.refresh_from_db()
+    assert run.status == ReasoningRun.Status.CANCELLED and run.finished_at is not None
+    assert not run.answers.exists(), "a stopped run never gets an answer"
+    kinds = list(run.events.values_list("kind", flat=True))
+    assert kinds[-1] == "run.stopped" and "run.finished" not in kinds
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Stopped before any answer was written" in page or "what it had written so far" in page
+    # The chat is free again at once.
+    assert (
+        client.post(
+            reverse("chat:message-create", args=[alice_session.pk]), {"content": "Next?"}, **HTMX
+        ).status_code
+        == 200
+    )
+
+
+def test_a_stopped_runs_draft_stays_on_the_page(alice, alice_session, client_for):
+    run = services.message_post(session=alice_session, content="Tell me about Paris")
+    ReasoningRun.objects.filter(pk=run.pk).update(draft_id="d1", draft_text="Paris is the capital")
+    services.run_stop(run)
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "what it had written so far" in page and "Paris is the capital" in page
+    assert "Paris is the capital" in services.session_export_markdown(alice_session)
+
+
+def test_stopping_a_finished_run_changes_nothing(alice, alice_session, client_for):
+    run = ask(alice_session, "What is 2+2?")
+    response = client_for(alice).post(url("chat:run-stop", run), **HTMX)
+    assert response.status_code == 200
+    run.refresh_from_db()
+    assert run.status == ReasoningRun.Status.SUCCEEDED
+
+
+def test_nobody_stops_or_rates_someone_elses_run(alice, bob, alice_session, client_for, dispatched):
+    run = ask(alice_session, "What is 2+2?")
+    bob_client = client_for(bob)
+    for name in ("chat:run-stop", "chat:run-resend", "chat:run-feedback"):
+        assert bob_client.post(url(name, run), {"rating": "1"}, **HTMX).status_code == 404
+    assert bob_client.get(reverse("chat:session-export", args=[alice_session.pk])).status_code == 404
+    assert not AnswerFeedback.objects.exists()
+
+
+# --- regenerate and edit ------------------------------------------------------------------
+
+
+def test_regenerate_asks_again_and_keeps_the_old_answer(alice, alice_session, client_for, dispatched):
+    client = client_for(alice)
+    first = ask(alice_session, "What is 17*23?")
+    response = client.post(url("chat:run-resend", first), **HTMX)
+    assert response.status_code == 200
+    second = ReasoningRun.objects.exclude(pk=first.pk).get()
+    assert second.user_message.variant_of_id == first.user_message_id
+    assert second.query == first.query
+    html = response.content.decode()
+    assert f'id="turn-{second.pk}"' in html and f'data-group="{first.user_message_id}"' in html
+    run_now(second.pk)
+    assert services.conversation_history(second) == [], "the old version is not the new one's history"
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert page.count(f'data-group="{first.user_message_id}"') >= 2
+    assert (
+        f'id="turn-{first.pk}" data-run-id="{first.pk}" data-group="{first.user_message_id}" hidden' in page
+    )
+    assert "2/2" in page and "391" in page, "both versions are on the page, the latest shown"
+
+
+def test_edit_sends_the_changed_question_and_only_the_last_can_change(
+    alice, alice_session, client_for, dispatched
+):
+    client = client_for(alice)
+    first = ask(alice_session, "What is 2+2?")
+    second = ask(alice_session, "What is 3+3?")
+    refused = client.post(url("chat:run-resend", first), {"content": "What is 5+5?"}, **HTMX)
+    assert "Only the last question" in refused.content.decode()
+    response = client.post(url("chat:run-resend", second), {"content": "What is 4+4?"}, **HTMX)
+    assert response.status_code == 200
+    edited = ReasoningRun.objects.get(user_message__content="What is 4+4?")
+    assert edited.user_message.variant_of_id == second.user_message_id and edited.query == "What is 4+4?"
+    run_now(edited.pk)
+    history = services.conversation_history(edited)
+    assert [m["content"] for m in history if m["role"] == "user"] == ["What is 2+2?"]
+    markdown = services.session_export_markdown(alice_session)
+    assert "What is 4+4?" in markdown and "What is 3+3?" not in markdown, "the export follows the page"
+
+
+def test_resend_while_answering_is_refused(alice, alice_session, client_for, dispatched):
+    first = ask(alice_session, "What is 2+2?")
+    client = client_for(alice)
+    client.post(url("chat:run-resend", first), **HTMX)
+    response = client.post(url("chat:run-resend", first), **HTMX)
+    assert response.status_code == 409 and response["HX-Retarget"] == "#composer-error"
+    assert "Stop it first" in response.content.decode()
+
+
+# --- feedback ---------------------------------------------------------------------------------
+
+
+def test_feedback_is_one_verdict_per_person_and_can_change(alice, alice_session, client_for, auditor):
+    run = ask(alice_session, "What is 2+2?")
+    client = client_for(alice)
+    response = client.post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX)
+    assert response.status_code == 200 and 'aria-pressed="true"' in response.content.decode()
+    client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "It skipped the working"}, **HTMX)
+    feedback = AnswerFeedback.objects.get()
+    assert (feedback.rating, feedback.comment, feedback.user) == (-1, "It skipped the working", alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "It skipped the working" in page
+    bad = client.post(url("chat:run-feedback", run), {"rating": "7"}, **HTMX)
+    assert bad.status_code == 400 and "up or down" in bad.content.decode()
+    admin = client_for(auditor)
+    listing = admin.get(
+        reverse("admin:chat_answerfeedback_changelist") + "?rating__exact=-1"
+    ).content.decode()
+    assert "It skipped the working" in listing
+    run_page = admin.get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
+    assert "It skipped the working" in run_page, "staff see the verdict on the run's page"
+
+
+def test_a_run_without_an_answer_cannot_be_rated(alice, alice_session, client_for, dispatched):
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    response = client_for(alice).post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX)
+    assert response.status_code == 400 and not AnswerFeedback.objects.exists()
+
+
+# --- honest answers ---------------------------------------------------------------------------
+
+
+def test_an_answer_below_its_threshold_says_so_with_what_it_misses(alice, alice_session, client_for):
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")
+    good = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Low confidence" not in good
+    ReasoningRun.objects.filter(pk=run.pk).update(final_quality=0.54)
+    attempt = run.attempts.order_by("-number").first()
+    attempt.evaluation = {**attempt.evaluation, "missing_aspects": ["the Tokyo time", "the sources"]}
+    attempt.save(update_fields=["evaluation"])
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Low confidence" in page and "the answer may miss the Tokyo time; the sources" in page
+    assert 'class="q-fair" title="Quality score from the evaluator">quality 0.54' in page
+
+
+def test_one_colour_scale_for_every_quality_score():
+    from chat.presenters import quality_class
+
+    assert quality_class(0.65) == quality_class(0.65, approved=True) == quality_class(0.65, approved=False)
+    assert [quality_class(q) for q in (0.95, 0.65, 0.3, None)] == ["q-good", "q-fair", "q-bad", "q-none"]
+
+
+# --- search, export, theme --------------------------------------------------------------------
+
+
+def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, client_for):
+    mine = services.session_create(owner=alice, title="Release planning")
+    ask(mine, "What is 17*23?")
+    other = services.session_create(owner=alice, title="Misc")
+    ask(other, "When do we ship the release?")
+    bobs = services.session_create(owner=bob, title="Bob's release notes")
+    ask(bobs, "release secrets")
+    page = client_for(alice).get(reverse("chat:search"), {"q": "RELEASE"}).content.decode()
+    assert "Release planning" in page and "Misc" in page and "When do we ship the release?" in page
+    assert "Bob" not in page and "secrets" not in page
+    assert "391" in client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
+    assert "2 chats mention" in page
+
+
+def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):
+    ask(alice_session, "What is 17*23?")
+    response = client_for(alice).get(reverse("chat:session-export", args=[alice_session.pk]))
+    assert response["Content-Type"].startswith("text/markdown")
+    assert "attachment" in response["Content-Disposition"]
+    text = response.content.decode()
+    assert text.startswith("# Alice's chat") and "## Question\n\nWhat is 17*23?" in text and "391" in text
+
+
+def test_theme_is_remembered_per_user(alice, bob, alice_session, client_for):
+    client = client_for(alice)
+    assert client.post(reverse("chat:preferences"), {"theme": "dark"}).status_code == 204
+    assert client.post(reverse("chat:preferences"), {"theme": "neon"}).status_code == 400
+    assert Preference.objects.get(user=alice).theme == "dark"
+    assert (
+        'data-theme="dark"' in client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    )
+    assert 'data-theme="system"' in client_for(bob).get(reverse("chat:documents")).content.decode()
+
+
+def test_rename_updates_the_header_the_list_and_the_tab_title(alice, alice_session, client_for):
+    response = client_for(alice).post(
+        reverse("chat:session-rename", args=[alice_session.pk]), {"title": "Budget 2027"}, **HTMX
+    )
+    html = response.content.decode()
+    assert html.count("Budget 2027") >= 3
+    assert 'id="session-list" class="session-list" hx-swap-oob="true"' in html
+    assert 'data-title="Budget 2027 · Nexus' in html
+
+
+# --- drafts on the socket ---------------------------------------------------------------------
+
+
+async def _connect(user, session_id):
+    from tests.chat.test_consumer import socket
+
+    communicator = await socket(session_id, user)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+def test_drafts_reach_the_page_as_text_frames_and_a_sync_sends_the_stored_draft(alice, alice_session):
+    from reasoning.events import Event
+
+    run = services.message_post(session=alice_session, content="What is the capital of France?")
+
+    async def scenario() -> list[dict]:
+        communicator = await _connect(alice, alice_session.pk)
+        await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+        assert await communicator.receive_nothing(timeout=0.5), "nothing to catch up on yet"
+        sink = RunSink(run)
+        for seq, (offset, text) in enumerate([(0, "Par"), (3, "is <b>is</b>")], start=1):
+            await sink(
+                Event(
+                    seq,
+                    0.0,
+                    "answer.delta",
+                    "Phase 1",
+                    "trace",
+                    {"draft": "d1", "offset": offset, "text": text},
+                )
+            )
+        frames = []
+        while not await communicator.receive_nothing(timeout=0.3):
+            frames.append(json.loads(await communicator.receive_from()))
+        await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 2}}))
+        frames.append(json.loads(await communicator.receive_from(timeout=3)))
+        await communicator.disconnect()
+        return frames
+
+    frames = async_to_sync(scenario)()
+    assert [(f["offset"], f["text"]) for f in frames[:2]] == [(0, "Par"), (3, "is <b>is</b>")]
+    assert frames[2] == {
+        "nexus": "draft",
+        "run": run.pk,
+        "seq": 2,
+        "draft": "d1",
+        "offset": 0,
+        "text": "Paris <b>is</b>",
+    }
+    assert not TraceEvent.objects.filter(kind="answer.delta").exists()
+
+
+def test_a_turn_asked_in_another_tab_arrives_whole(alice, alice_session):
+    async def scenario() -> str:
+        communicator = await _connect(alice, alice_session.pk)  # never synced: the other tab
+        run = await database_sync_to_async(services.message_post)(
+            session=alice_session, content="What is 2+2?"
+        )
+        assert await execute_run(run.pk) == "succeeded"
+        html = []
+        while not await communicator.receive_nothing(timeout=0.5):
+            html.append(await communicator.receive_from())
+        await communicator.disconnect()
+        return "".join(html)
+
+    html = async_to_sync(scenario)()
+    run = ReasoningRun.objects.get()
+    assert html.startswith('<div hx-swap-oob="beforeend:#thread">') and f'id="turn-{run.pk}"' in html
+    assert html.count(f'id="turn-{run.pk}"') == 1
+    assert Message.objects.filter(role="assistant").count() == 1
+
+
+# --- a panel a newcomer reads -----------------------------------------------------------------
+
+
+def test_the_panel_speaks_plainly_and_says_each_thing_once(alice, alice_session, client_for):
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    trace = page[page.index(f'id="trace-{run.pk}"') :]
+    trace = trace[: trace.index('class="answer"')]
+    assert "Calculator (Nexus)" in trace and "nexus__" not in trace and ">calculator<" not in trace
+    assert "splits the question into its parts" in trace, "each strategy is explained in a line"
+    assert "execute_with_caution" not in trace and "LIGHT_PLANNING" not in trace
+    assert 'badge st-pending">pending' not in trace, "finished steps say so in the plan"
+    assert trace.count("Missing:") + trace.count("missing ") <= len(run.attempts.all())
+    rationale = run.rationale
+    assert not rationale or trace.count(rationale) <= 1, "the analysis rationale is shown once"
+    assert "**" not in trace, "Markdown in findings is rendered"
+    head = page[page.index(f'id="trace-head-{run.pk}"') :]
+    head = head[: head.index("</button>")]
+    assert re.search(
+        r"DIRECT → LIGHT · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
+    ), head
+
+
+def test_findings_markdown_is_rendered_and_sanitised():
+    from chat.presenters import event_context
+
+    event = TraceEvent(
+        run_id=1,
+        sequence=3,
+        kind="step.completed",
+        phase="Phase 1",
+        payload={"step_id": "s1", "status": "completed", "findings": "**391** <script>alert(1)</script>"},
+    )
+    html = str(event_context(event, None)["findings_html"])
+    assert "<strong>391</strong>" in html and "<script" not in html

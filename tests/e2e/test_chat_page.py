@@ -1,0 +1,378 @@
+"""The chat page people expect, in headless Chromium at a desktop (1400 px) and a phone (390 px)
+width: visible errors, Stop, streamed drafts, regenerate and edit, feedback, layout, dark mode,
+two tabs, search and export, and an axe-core accessibility scan.
+
+One embedded site and one browser serve the whole module; each test gets a fresh context."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.e2e.conftest import PASSWORD, ROOT, Site, unavailable
+from tests.e2e.test_browser import CHROMIUM_ARGS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DOCS = ROOT / "docs"
+AXE_VERSION = "4.10.3"
+AXE_DIR = ROOT / "var" / "cache" / f"axe-core-{AXE_VERSION}"
+WIDTHS = {"desktop": (1400, 900), "mobile": (390, 844)}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """Each model call of the offline model takes 0.8 s: long enough to watch a draft and stop."""
+    site = Site.prepared(tmp_path_factory.mktemp("chat-page"), OFFLINE_LATENCY_MS="800")
+    site.start_web()
+    yield site
+    site.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        unavailable("Chromium is not installed (apt-get install chromium)")
+    return path
+
+
+class Tab:
+    """A page and the errors its console reported."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def assert_clean(self) -> None:
+        bad = [e for e in self.errors if "oobErrorNoTarget" in e or "Content Security Policy" in e]
+        assert bad == [], bad
+
+
+@pytest.fixture(params=list(WIDTHS), ids=list(WIDTHS))
+def width(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def context(browser: Browser, width: str, request: pytest.FixtureRequest):
+    w, h = WIDTHS[width]
+    scheme = getattr(request, "param", "light")
+    context = browser.new_context(viewport={"width": w, "height": h}, color_scheme=scheme)
+    yield context
+    context.close()
+
+
+def sign_in(page: Page, site: Site) -> None:
+    page.goto(site.url + "/accounts/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/(sessions/\d+/)?$"))
+
+
+@pytest.fixture
+def tab(context, site: Site) -> Iterator[Tab]:
+    tab = Tab(context.new_page())
+    sign_in(tab.page, site)
+    tab.page.goto(site.url + "/")
+    # A fresh chat per test: the sidebar's New chat button (on a phone, behind the ☰ button).
+    new_chat(tab.page)
+    yield tab
+    tab.assert_clean()
+
+
+def new_chat(page: Page) -> None:
+    before = page.url
+    if page.locator("text=Start a chat").count():
+        page.click("text=Start a chat")
+    else:
+        if page.locator(".sidebar-toggle").first.is_visible():
+            page.locator(".sidebar-toggle").first.click()
+        page.click(".new-chat")
+    page.wait_for_url(lambda url: url != before and re.search(r"/sessions/\d+/$", url) is not None)
+    expect(page.locator("#composer-input")).to_be_visible()
+    expect(page.locator("#session-title h1")).to_have_text("New chat")
+
+
+def ask(page: Page, question: str) -> None:
+    page.fill("#composer-input", question)
+    page.keyboard.press("Enter")
+
+
+def last_answer(page: Page):
+    return page.locator("article.turn:not([hidden]) .answer").last
+
+
+# --- errors, stop, drafts ----------------------------------------------------------------------
+
+
+def test_every_error_is_visible_inline_and_the_next_success_clears_it(tab: Tab):
+    page = tab.page
+    error = page.locator("#composer-error [role=alert]")
+    page.route("**/messages/", lambda route: route.fulfill(status=500, body="<h1>Server Error (500)</h1>"))
+    ask(page, "What is 2+2?")
+    expect(error).to_contain_text("Nexus hit an error (500)")
+    page.unroute("**/messages/")
+    page.route("**/messages/", lambda route: route.abort())
+    ask(page, "What is 2+2?")
+    expect(error).to_contain_text("Could not reach Nexus")
+    page.unroute("**/messages/")
+    ask(page, "What is 2+2?")
+    expect(error).to_have_count(0)
+    expect(page.locator("#stop-button")).to_be_visible()
+    # A real refusal from the server (409: a run is active), sent through htmx like a click.
+    page.evaluate(
+        """() => { const turn = document.querySelector('article.turn');
+        htmx.ajax('POST', location.pathname + 'runs/' + turn.dataset.runId + '/resend/',
+                  {source: '#thread', target: '#thread', swap: 'beforeend'}); }"""
+    )
+    expect(error).to_contain_text("Stop it first")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    page.locator(".regenerate").click()
+    expect(error).to_have_count(0)
+    tab.assert_clean()
+
+
+def test_send_becomes_stop_and_stop_ends_the_run(tab: Tab):
+    page = tab.page
+    send, stop = page.locator("#composer button.send"), page.locator("#stop-button")
+    expect(send).to_be_visible()
+    expect(stop).to_be_hidden()
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(stop).to_be_visible()
+    expect(send).to_be_hidden()
+    page.fill("#composer-input", "typed while it works")
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-input")).to_have_value("typed while it works")
+    stop.click()
+    expect(last_answer(page)).to_contain_text("Stopped", timeout=3000)
+    expect(page.locator("#status-line")).to_contain_text("Stopped", timeout=5000)
+    expect(send).to_be_visible()
+    expect(stop).to_be_hidden()
+    page.reload()
+    expect(last_answer(page)).to_contain_text("Stopped")
+    expect(page.locator("ol.trace").last.locator("[data-kind='run.stopped']")).to_have_count(1)
+
+
+def test_the_answer_streams_as_a_draft_until_approved_and_survives_a_reload(tab: Tab):
+    page = tab.page
+    ask(page, "What is the capital of France?")
+    draft = last_answer(page).locator(".draft")
+    expect(draft.locator(".draft-label")).to_have_text("Draft · checking…", timeout=10000)
+    expect(draft.locator(".draft-text")).not_to_be_empty()
+    page.reload()
+    answer = last_answer(page)
+    expect(answer.locator(".markdown, .draft-text").first).not_to_be_empty(timeout=15000)
+    expect(answer.locator(".markdown")).to_be_visible(timeout=20000)
+    expect(answer.locator(".draft")).to_have_count(0)
+
+
+# --- regenerate, edit, feedback ------------------------------------------------------------------
+
+
+def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab: Tab):
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    page.locator(".regenerate").click()
+    expect(page.locator("article.turn")).to_have_count(2)
+    expect(page.locator("article.turn:not([hidden])")).to_have_count(1)
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    expect(last_answer(page).locator(".variant-label")).to_have_text("2/2")
+    last_answer(page).locator(".variant-prev").click()
+    expect(last_answer(page).locator(".variant-label")).to_have_text("1/2")
+    last_answer(page).locator(".variant-next").click()
+    expect(last_answer(page).locator(".variant-label")).to_have_text("2/2")
+    edit = page.locator("article.turn:not([hidden]) .edit-question")
+    edit.locator("summary").click()
+    edit.locator("textarea").fill("What is 3+3?")
+    edit.locator("button[type=submit]").click()
+    expect(page.locator("article.turn:not([hidden]) .msg.user .bubble")).to_have_text("What is 3+3?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("6", timeout=20000)
+    expect(last_answer(page).locator(".variant-label")).to_have_text("3/3")
+
+
+def test_feedback_thumbs_and_comment_are_stored(tab: Tab):
+    page = tab.page
+    ask(page, "What is 2+2?")
+    feedback = last_answer(page).locator("form.feedback")
+    expect(feedback).to_be_visible(timeout=20000), "rating opens once the run is done"
+    feedback.locator(".thumb.down").click()
+    expect(last_answer(page).locator(".thumb.down")).to_have_attribute("aria-pressed", "true")
+    comment = last_answer(page).locator(".feedback-comment")
+    comment.locator("textarea").fill("Show the working")
+    comment.locator("button[type=submit]").click()
+    expect(last_answer(page).locator(".feedback-thanks")).to_contain_text("Show the working")
+    page.reload()
+    expect(last_answer(page).locator(".thumb.down")).to_have_attribute("aria-pressed", "true")
+
+
+# --- layout ---------------------------------------------------------------------------------------
+
+
+def no_sideways_scroll(page: Page) -> None:
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
+
+
+def test_layout_fits_the_screen_with_a_collapsible_sidebar(tab: Tab, width: str):
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(page.locator("#empty-state")).to_have_count(0)
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    expect(page.locator("#session-list .current")).to_have_text("What is 2+2?")
+    page.locator(".session-actions summary").click()
+    menu = page.locator(".session-actions .menu")
+    box = menu.bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"], (
+        "menu not clipped"
+    )
+    long_title = "A very long chat title about quarterly revenue forecasts " * 3
+    menu.locator("input[name=title]").fill(long_title)
+    menu.locator("button[type=submit]").first.click()
+    title = " ".join(long_title.split())
+    expect(page.locator("#session-title h1")).to_have_text(title)
+    expect(page.locator("#session-list .current")).to_have_text(title), "renamed in the list too"
+    expect(page).to_have_title(re.compile("^A very long chat title"))
+    assert page.locator("#session-title h1").evaluate("h => h.scrollWidth > h.clientWidth"), "ellipsised"
+    no_sideways_scroll(page)
+    sidebar = page.locator("#sidebar")
+    if width == "mobile":
+        assert sidebar.bounding_box()["x"] + sidebar.bounding_box()["width"] <= 0, "hidden off screen"
+        composer = page.locator("#composer-input").bounding_box()
+        assert composer["width"] > 250, "the message box takes the width"
+        page.locator(".sidebar-toggle").click()
+        expect(page.locator(".sidebar-toggle")).to_have_attribute("aria-expanded", "true")
+        expect(sidebar).to_be_in_viewport(ratio=1)
+        page.keyboard.press("Escape")
+        expect(page.locator(".sidebar-toggle")).to_have_attribute("aria-expanded", "false")
+        page.set_viewport_size({"width": 320, "height": 640})
+        no_sideways_scroll(page)
+    else:
+        assert sidebar.bounding_box()["x"] == 0 and page.locator(".sidebar-toggle").is_hidden()
+
+
+@pytest.mark.parametrize("context", ["dark"], indirect=True)
+def test_dark_mode_follows_the_device_and_the_toggle_is_remembered(tab: Tab, site: Site):
+    page = tab.page
+
+    def background() -> str:
+        return page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+
+    dark = background()
+    assert sum(int(c) for c in re.findall(r"\d+", dark)[:3]) < 150, dark
+    if page.locator(".sidebar-toggle").is_visible():
+        page.locator(".sidebar-toggle").click()
+    page.select_option("#theme-select", "light")
+    expect(page.locator("html")).to_have_attribute("data-theme", "light")
+    page.wait_for_timeout(300)
+    page.reload()
+    assert sum(int(c) for c in re.findall(r"\d+", background())[:3]) > 600, "light, though the device is dark"
+    if page.locator(".sidebar-toggle").is_visible():
+        page.locator(".sidebar-toggle").click()
+    page.select_option("#theme-select", "system")
+    page.wait_for_timeout(300)
+    page.reload()
+    assert background() == dark
+
+
+def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
+    page = tab.page
+    other = Tab(context.new_page())
+    other.page.goto(page.url)
+    expect(other.page.locator("#composer-input")).to_be_visible()
+    other.page.wait_for_timeout(500)  # its socket is open
+    ask(page, "What is 17*23?")
+    for each in (page, other.page):
+        expect(last_answer(each).locator(".markdown")).to_contain_text("391", timeout=20000)
+        expect(each.locator("article.turn")).to_have_count(1)
+        expect(each.locator("#empty-state")).to_have_count(0)
+    other.assert_clean()
+
+
+def test_search_and_export_your_chats(tab: Tab, site: Site):
+    page = tab.page
+    ask(page, "What is 17*23?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("391", timeout=20000)
+    page.locator(".session-actions summary").click()
+    with page.expect_download() as download:
+        page.locator(".session-actions .export").click()
+    text = Path(download.value.path()).read_text()
+    assert "## Question\n\nWhat is 17*23?" in text and "391" in text
+    page.keyboard.press("Escape")
+    page.goto(site.url + "/search/?q=17*23")
+    results = page.locator(".search-results li")
+    expect(results.first).to_contain_text("What is 17*23?")
+    results.first.locator("a").click()
+    expect(page.locator("#session-title h1")).to_have_text("What is 17*23?")
+
+
+# --- accessibility and screenshots ----------------------------------------------------------------
+
+
+def axe_source() -> str:
+    """axe-core from npm, installed once into var/cache (CI=true fails without npm)."""
+    script = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            unavailable("npm is not installed (needed for the axe-core accessibility scan)")
+        AXE_DIR.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(AXE_DIR), f"axe-core@{AXE_VERSION}"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0 or not script.exists():
+            unavailable(f"npm could not install axe-core: {result.stderr[-500:]}")
+    return script.read_text()
+
+
+def axe_violations(page: Page) -> list[str]:
+    page.evaluate(axe_source())
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.parametrize("context", ["light", "dark"], indirect=True)
+def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, context):
+    page = tab.page
+    ask(page, "What is 17*23?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("391", timeout=20000)
+    page.locator(".trace-head").last.click()
+    found = {"chat": axe_violations(page)}
+    scheme = "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
+    if os.environ.get("NEXUS_SCREENSHOTS") == "1":
+        DOCS.mkdir(exist_ok=True)
+        page.screenshot(path=str(DOCS / f"chat-{width}-{scheme}.png"))
+    page.goto(site.url + "/documents/")
+    found["documents"] = axe_violations(page)
+    login = context.browser.new_context(viewport=page.viewport_size, color_scheme=scheme).new_page()
+    login.goto(site.url + "/accounts/login/")
+    found["login"] = axe_violations(login)
+    login.context.close()
+    assert found == {"chat": [], "documents": [], "login": []}, json.dumps(found, indent=1)
