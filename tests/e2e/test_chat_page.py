@@ -206,8 +206,14 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     edit.locator("summary").click()
     edit.locator("textarea").fill("What is 3+3?")
     edit.locator("button[type=submit]").click()
-    expect(page.locator("article.turn:not([hidden]) .msg.user .bubble")).to_have_text("What is 3+3?")
+    # The edited question arrives as the newest turn; the version it replaces is hidden once
+    # the new turn has been swapped in (it may show for a moment while the run starts).
+    expect(page.locator("article.turn:not([hidden]) .msg.user .bubble").last).to_have_text(
+        "What is 3+3?", timeout=20000
+    )
     expect(last_answer(page).locator(".markdown")).to_contain_text("6", timeout=20000)
+    expect(page.locator("article.turn:not([hidden])")).to_have_count(1, timeout=20000)
+    expect(page.locator("article.turn:not([hidden]) .msg.user .bubble")).to_have_text("What is 3+3?")
     expect(last_answer(page).locator(".variant-label")).to_have_text("3/3")
 
 
