@@ -190,6 +190,10 @@
     });
     groups.forEach((turns) => {
       if (shown && turns.includes(shown)) turns.forEach((turn) => { turn.hidden = turn !== shown; });
+      // One version shows: when a new one arrives by another path (the websocket) before the
+      // page's own swap, the newest visible one wins.
+      const visible = turns.filter((turn) => !turn.hidden);
+      if (visible.length > 1) turns.forEach((turn) => { turn.hidden = turn !== visible[visible.length - 1]; });
       if (!turns.some((turn) => !turn.hidden)) turns[turns.length - 1].hidden = false;
       turns.forEach((turn, index) => {
         turn.querySelectorAll(".variants").forEach((nav) => {
