@@ -6,9 +6,12 @@ with a message a person can act on instead of a stack trace later.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -64,16 +67,30 @@ def env_secret_key(var_dir: Path) -> str:
         if len(key) < 32:
             raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
         return key
-    path = var_dir / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
     from django.core.management.utils import get_random_secret_key
 
-    var_dir.mkdir(parents=True, exist_ok=True)
-    key = get_random_secret_key()
-    path.write_text(key)
-    path.chmod(0o600)
-    return key
+    return generated_once(var_dir / "secret_key", get_random_secret_key)
+
+
+def generated_once(path: Path, make: Callable[[], str]) -> str:
+    """The value kept at `path`, made and written there by whichever process comes first.
+
+    A web process and a worker (or parallel test processes) often start together on a fresh
+    var/: the file is written whole under a temporary name and linked into place, so every
+    process reads the same complete value and none overwrites another's.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as file:  # mkstemp creates it readable by its owner only
+            file.write(make())
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)  # fails if another process got there first
+    finally:
+        os.unlink(temporary)
+    return path.read_text().strip()
 
 
 def env_fernet_keys(var_dir: Path, *, required: bool) -> list[str]:
@@ -92,12 +109,7 @@ def env_fernet_keys(var_dir: Path, *, required: bool) -> list[str]:
                 'create one with: python -c "from cryptography.fernet import Fernet; '
                 'print(Fernet.generate_key().decode())"'
             )
-        path = var_dir / "secrets_key"
-        if not path.exists():
-            var_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(Fernet.generate_key().decode())
-            path.chmod(0o600)
-        keys = [path.read_text().strip()]
+        keys = [generated_once(var_dir / "secrets_key", lambda: Fernet.generate_key().decode())]
     for number, key in enumerate(keys, 1):
         try:
             Fernet(key)

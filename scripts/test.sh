@@ -22,13 +22,28 @@ $BIN/python manage.py makemigrations --check --dry-run >/dev/null || {
 
 scripts/ensure-chromium
 
+# Tests that run in-process use both cores (pytest-xdist, one database per process); the
+# end-to-end tests start their own daphne, Celery, Redis and Chromium, so they run one at a time.
+# Arguments (a file, -k ...) run just those, in one process.
+PARALLEL=(-n "${NEXUS_TEST_PROCESSES:-2}" --dist loadfile)
+
 echo "== tests on SQLite"
-$BIN/pytest "$@"
+if [ $# -gt 0 ]; then
+  $BIN/pytest "$@"
+else
+  $BIN/pytest "${PARALLEL[@]}" --ignore=tests/e2e
+  echo "== end-to-end tests (real processes and a browser)"
+  $BIN/pytest tests/e2e
+fi
 
 PG_URL="${NEXUS_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/nexus}"
 if $BIN/python scripts/service-up postgres "$PG_URL"; then
   echo "== database tests again on PostgreSQL"
-  DATABASE_URL="$PG_URL" $BIN/pytest tests/chat "$@"
+  if [ $# -gt 0 ]; then
+    DATABASE_URL="$PG_URL" $BIN/pytest tests/chat "$@"
+  else
+    DATABASE_URL="$PG_URL" $BIN/pytest "${PARALLEL[@]}" tests/chat
+  fi
 elif [ "${CI:-}" = "true" ]; then
   echo "PostgreSQL is not reachable at $PG_URL and CI=true: failing (start it, see README)."; exit 1
 else

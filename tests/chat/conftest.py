@@ -1,5 +1,6 @@
 """Fixtures shared by the tool server tests."""
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -22,12 +23,15 @@ def everything() -> str:
             pytest.fail(message)
         pytest.skip(message)
     installed = CACHE / "node_modules" / PACKAGE / "package.json"
-    if not installed.exists() or f'"version": "{VERSION}"' not in installed.read_text():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # Test processes run in parallel (pytest-xdist): one installs while the others wait.
+    with (CACHE / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not installed.exists() or f'"version": "{VERSION}"' not in installed.read_text():
+            subprocess.run(
+                ["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
     return str(entry)

@@ -38,6 +38,35 @@ def test_the_embedded_mode_generates_its_secrets_key_once(tmp_path):
     assert key_file.read_text() == key
 
 
+def test_processes_starting_together_on_a_fresh_var_dir_share_one_secret_key(tmp_path, monkeypatch):
+    """daphne and a worker starting at once must not each keep their own key (sign-ins made
+    through one would be invalid in the other) nor read a half-written one."""
+    import secrets
+    import threading
+    import time
+
+    from django.core.management import utils
+
+    from nexus.env import env_secret_key
+
+    def slow_key() -> str:
+        time.sleep(0.05)  # every starter sees no key yet
+        return secrets.token_urlsafe(50)
+
+    monkeypatch.setattr(utils, "get_random_secret_key", slow_key)
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    keys: list[str] = []
+    starters = [threading.Thread(target=lambda: keys.append(env_secret_key(tmp_path))) for _ in range(6)]
+    for starter in starters:
+        starter.start()
+    for starter in starters:
+        starter.join()
+    assert len(keys) == 6
+    assert set(keys) == {(tmp_path / "secret_key").read_text()}
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]  # no temporary files left
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
