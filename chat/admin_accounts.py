@@ -4,6 +4,11 @@ Django lets anyone with "change user" edit every field of every account: make th
 superuser, give themselves any permission, or set a superuser's password. Nexus's trust model
 rests on superusers (they decide which programs and URLs tool servers use), so granting
 rights stays theirs; staff who manage accounts still add people and edit their details.
+
+An account that holds rights (staff status, permissions, groups) is as good as those rights:
+setting its password or deactivating it would hand them to the editor. So only superusers
+change such accounts; staff who manage accounts manage people without rights, and every
+password they set is recorded in the staff audit log.
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
-RIGHTS = ["is_superuser", "groups", "user_permissions"]
+from chat import staff_audit
+
+RIGHTS = ["is_superuser", "is_staff", "groups", "user_permissions"]
+# When someone signed in and joined is evidence for an audit: nobody rewrites it by hand.
+FORENSICS = ["last_login", "date_joined"]
 
 admin.site.unregister(get_user_model())
 admin.site.unregister(Group)
@@ -25,18 +34,31 @@ admin.site.unregister(Group)
 @admin.register(get_user_model())
 class AccountAdmin(UserAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        fields = list(super().get_readonly_fields(request, obj))
+        fields = [*super().get_readonly_fields(request, obj), *FORENSICS]
         return fields if request.user.is_superuser else [*fields, *RIGHTS]
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+        if obj is not None and holds_rights(obj) and not request.user.is_superuser:
             return False
         return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+        if obj is not None and holds_rights(obj) and not request.user.is_superuser:
             return False
         return super().has_delete_permission(request, obj)
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:
+            user = self.get_object(request, id)
+            name = user.get_username() if user else id
+            staff_audit.record(request, "change", "account", id, f"Set the password of {name}")
+        return response
+
+
+def holds_rights(user: Any) -> bool:
+    """Whether the account can do more than chat: superuser, staff, or any permission or group."""
+    return bool(user.is_superuser or user.is_staff or user.user_permissions.exists() or user.groups.exists())
 
 
 @admin.register(Group)

@@ -59,8 +59,9 @@ CHARTS = {
 
 
 def _require_staff(request: HttpRequest) -> None:
-    if not request.user.is_staff:
-        raise PermissionDenied("The team's usage is for staff.")
+    """The team's figures come from everyone's runs and feedback: staff who may audit runs."""
+    if not (request.user.is_staff and request.user.has_perm("chat.view_reasoningrun")):
+        raise PermissionDenied("The team's usage is for staff who may audit runs.")
 
 
 def _number(value: Any) -> float | None:

@@ -14,7 +14,7 @@ from django.db import connection
 from django.urls import reverse
 
 from chat import services
-from chat.models import MCPServer, TraceEvent
+from chat.models import MCPServer, StaffAuditEntry, TraceEvent
 from tests.conftest import ask
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -476,3 +476,39 @@ def test_staff_who_manage_accounts_cannot_make_or_take_over_a_superuser(make_use
     assert response.status_code == 403
     auditor.refresh_from_db()
     assert auditor.check_password("auditor-password-1")
+
+
+def test_staff_who_manage_accounts_cannot_take_over_accounts_with_rights(make_user, client_for):
+    """An account with rights is worth those rights: its password is not another staff member's to set.
+
+    Found by a review: a staff member with "change user" set the password of a staff account
+    holding budget rights they lacked, signed in as it, and the audit log showed nothing.
+    """
+    manager = make_user("manager", is_staff=True)
+    manager.user_permissions.set(Permission.objects.filter(codename__in=["view_user", "change_user"]))
+    ops = make_user("opslead", is_staff=True)
+    ops.user_permissions.set(Permission.objects.filter(codename__in=["add_budget", "change_budget"]))
+    plain = make_user("plain")
+    client = client_for(manager)
+
+    taken = {"password1": "Hijacked-98765!", "password2": "Hijacked-98765!"}
+    response = client.post(reverse("admin:auth_user_password_change", args=[ops.pk]), taken)
+    assert response.status_code == 403
+    ops.refresh_from_db()
+    assert not ops.check_password("Hijacked-98765!")
+
+    # Nor can they make someone staff (staff pages such as the team's usage would open to them)
+    # or rewrite when someone signed in.
+    form = {"username": "plain", "is_active": "on", "is_staff": "on", "last_login_0": "2001-01-01"}
+    client.post(reverse("admin:auth_user_change", args=[plain.pk]), form)
+    plain.refresh_from_db()
+    assert not plain.is_staff and plain.last_login is None
+
+    # A person without rights is theirs to help, and what they did is in the staff audit log.
+    reset = {"password1": "Reset-for-you-42!", "password2": "Reset-for-you-42!"}
+    response = client.post(reverse("admin:auth_user_password_change", args=[plain.pk]), reset)
+    assert response.status_code == 302
+    plain.refresh_from_db()
+    assert plain.check_password("Reset-for-you-42!")
+    entry = StaffAuditEntry.objects.get(object_type="account", object_id=str(plain.pk))
+    assert entry.actor == manager and "password of plain" in entry.summary

@@ -8,6 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection, connections
 from django.db.models import Sum
@@ -174,3 +175,14 @@ def test_the_backfill_command_counts_older_runs(alice):
     out = io.StringIO()
     call_command("usage_rollup", stdout=out)
     assert out.getvalue().strip() == "Rolled up 1 run." and UsageDay.objects.get().runs == 1
+
+
+def test_staff_status_alone_does_not_open_the_teams_usage(team_runs, make_user, client_for):
+    """Everyone's spending and feedback comments are for staff who may audit runs, not for
+    anyone who was given staff status for some other task."""
+    helper = make_user("helper", is_staff=True)
+    client = client_for(helper)
+    for url in ("/usage/", "/usage/?csv=user", "/usage/quality/"):
+        assert client.get(url).status_code == 403, url
+    helper.user_permissions.add(Permission.objects.get(codename="view_reasoningrun"))
+    assert client_for(helper).get("/usage/").status_code == 200
