@@ -54,7 +54,13 @@ _CAPABILITIES = re.compile(
 def question_parts(query: str) -> list[str]:
     """The separate questions in a message ("What is 2+2 and what time is it?" has two)."""
     text = " ".join((query or "")[:MAX_QUERY_CHARS].split())
-    chunks = [c for c in re.split(r"(?<=[?!])\s+|[;\n]+|(?<=\.)\s+(?=[A-Z])", text) if c.strip()]
+    chunks = [
+        c
+        for c in re.split(
+            r"(?<=[?!])\s+|[;\n]+|(?<=\.)(?<!\b[ap]\.m\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])", text
+        )
+        if c.strip()
+    ]
     parts: list[str] = []
     for chunk in chunks:
         for piece in _SPLIT_AND.split(chunk):

@@ -15,7 +15,7 @@ import pytest
 from reasoning import AdaptiveReasoningLoop, ListSink, ReasoningConfig
 from reasoning.foresight import foresee
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall
-from reasoning.llm.offline import OfflineClient
+from reasoning.llm.offline import LABEL, OfflineClient
 from reasoning.routing.dataset import load
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
@@ -93,3 +93,20 @@ def test_foresight_reads_the_tool_calls_a_question_plainly_needs(question, calls
 
 def test_foresight_does_not_search_for_documents_the_person_attached():
     assert foresee('What does @"Handbook" say about vacation?', TOOLS, attached=True) == []
+
+
+async def test_an_honest_nothing_found_in_the_documents_is_kept_not_escalated():
+    """Two asks about a document the search cannot find: the offline model says so plainly.
+    A deeper strategy would run the same search, so the run stops there, and the disclaimer
+    appears once."""
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(),
+        ToolRegistry([builtin_provider(), team_documents()]),
+        ReasoningConfig.from_env({}, provider="offline"),
+    )
+    sink = ListSink()
+    question = 'Does @"Data policy" allow using customer data for training models? Quote the relevant line.'
+    result = await engine.run(question, sink=sink)
+    assert not sink.of("escalation") and result.escalations == 0
+    assert "found nothing" in result.answer and result.answer.count(LABEL) == 1
+    assert sink.of("quality.completed")[0].payload["deeper_would_help"] is False
