@@ -16,10 +16,12 @@ from reasoning import AdaptiveReasoningLoop, ListSink, ReasoningConfig
 from reasoning.foresight import foresee
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall
 from reasoning.llm.offline import LABEL, OfflineClient
+from reasoning.llm.scripted import ScriptedClient
 from reasoning.routing.dataset import load
-from reasoning.tools.local import builtin_provider
+from reasoning.tools.local import LocalToolProvider, builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from tests.bench.adaptivity import team_documents
+from tests.reasoning.helpers import QUALITY_LAYERS_OFF, quality, tool
 
 SIMPLE = [row.question for row in load("heldout") if row.level == "simple"]
 
@@ -110,3 +112,22 @@ async def test_an_honest_nothing_found_in_the_documents_is_kept_not_escalated():
     assert not sink.of("escalation") and result.escalations == 0
     assert "found nothing" in result.answer and result.answer.count(LABEL) == 1
     assert sink.of("quality.completed")[0].payload["deeper_would_help"] is False
+
+
+async def test_a_tool_foresight_knows_nothing_about_stays_on_offer_to_the_one_call_answer():
+    """A team's own tool (here a ticket lookup) may be what a simple question needs; only the
+    model can tell, so it is offered, while the calculator, clock and search are not."""
+    tickets = LocalToolProvider("jira")
+    tickets.add("ticket_status", lambda key: f"{key} is In review", description="A ticket's status.")
+    llm = ScriptedClient(
+        by_component={
+            "agent": [tool("ticket_status", key="OPS-7"), "OPS-7 is in review."],
+            "evaluation": [quality(True, 0.9)],
+        }
+    )
+    engine = AdaptiveReasoningLoop(
+        llm, ToolRegistry([builtin_provider(), tickets]), ReasoningConfig(**QUALITY_LAYERS_OFF)
+    )
+    result = await engine.run("What's the status of OPS-7?", sink=ListSink())
+    offered = [definition.name for definition in llm.requests_for("agent")[0].tools]
+    assert offered == ["ticket_status"] and result.answer == "OPS-7 is in review."

@@ -9,6 +9,7 @@ team's MCP servers) stay on offer: only the model can tell when they are needed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -82,7 +83,8 @@ class Answerer:
         step_id: str | None,
     ) -> dict[str, Any]:
         """Run the tool calls `parts` need (appending them and their results to `messages`, as
-        if the model had asked) and say what the answer call is then offered."""
+        if the model had asked) and say what the answer call is then offered. Only tools that
+        run without a person's approval are run ahead of the model."""
         ctx = self.ctx
         specs = {spec.name: spec for spec in ctx.tools.specs() if spec.approval == "auto"}
         calls: list[ToolCall] = []
@@ -90,13 +92,19 @@ class Answerer:
             for call in foresee(part, specs, attached=bool(ctx.attachments)):
                 if (call.name, call.arguments) not in [(c.name, c.arguments) for c in calls]:
                     calls.append(ToolCall(f"foreseen_{len(calls) + 1}", call.name, call.arguments))
-        unforeseen: list[ToolDef] = [s.definition() for s in ctx.tools.specs() if not is_foreseen(s.name)]
+        # A tool foresight judges but may not run on its own (it needs a person's approval)
+        # stays on offer, like the tools foresight knows nothing about.
+        unforeseen: list[ToolDef] = [
+            s.definition() for s in ctx.tools.specs() if not (is_foreseen(s.name) and s.name in specs)
+        ]
         used = [specs[call.name].definition() for call in calls]
         offered = [*unforeseen, *{d.name: d for d in used}.values()]
         choice = None if unforeseen else {"type": "none"}
         if not calls:
             return {"offered": unforeseen, "tool_choice": None}
-        outcomes = [await ctx.executor.run(call, strategy=strategy, step_id=step_id) for call in calls]
+        outcomes = await asyncio.gather(
+            *(ctx.executor.run(call, strategy=strategy, step_id=step_id) for call in calls)
+        )
         messages.append(
             {
                 "role": "assistant",
