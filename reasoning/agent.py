@@ -322,17 +322,28 @@ async def run_agent(
     max_tokens: int = 4096,
     hints: dict[str, Any] | None = None,
     open_draft: Callable[[], DraftStream] | None = None,
+    offered: list[ToolDef] | None = None,
+    tool_choice: dict[str, Any] | None = None,
+    prior: list[ToolRecord] | None = None,
 ) -> AgentResult:
     """Call the model, run the tools it asks for, feed results back; stop when it answers.
 
     With `open_draft`, each call streams into a new answer draft; a call that turns to tools
-    discards its draft (its text was the model thinking aloud, not the answer)."""
+    discards its draft (its text was the model thinking aloud, not the answer). `offered`
+    narrows the tools the model sees (default: all of the executor's), `tool_choice` says
+    whether it may call them, and `prior` are the calls already made for it (foresight), whose
+    results `messages` already hold."""
     messages = list(messages)
-    tools = executor.definitions() if executor else []
-    records: list[ToolRecord] = []
+    tools = offered if offered is not None else (executor.definitions() if executor else [])
+    records: list[ToolRecord] = list(prior or [])
     for round_number in range(1, max_rounds + 1):
         request = LLMRequest(
-            messages=messages, system=system, tools=tools, max_tokens=max_tokens, hints=dict(hints or {})
+            messages=messages,
+            system=system,
+            tools=tools,
+            tool_choice=tool_choice,
+            max_tokens=max_tokens,
+            hints=dict(hints or {}),
         )
         response, draft = await streamed_call(llm, request, open_draft)
         if not response.tool_calls or executor is None:

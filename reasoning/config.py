@@ -42,6 +42,9 @@ class ReasoningConfig:
     # A DIRECT answer to a question the router is sure is simple, resting on a tool's result,
     # is checked locally against that result (no evaluator call when the check is sure)
     local_answer_check: bool = True
+    # A one-call answer (a first DIRECT, a light answer covering every part) gets the tools its
+    # question plainly needs run first (calculator, clock, document search), not a tool round
+    foresight: bool = True
     # Self-correction: the quality an answer needs at each strategy to be shown
     min_quality_direct: float = 0.6
     min_quality_light: float = 0.7
@@ -270,6 +273,7 @@ _ENV_NAMES = {
     "router_min_confidence": "ROUTER_MIN_CONFIDENCE",
     "speculative_direct": "SPECULATIVE_DIRECT",
     "local_answer_check": "LOCAL_ANSWER_CHECK",
+    "foresight": "TOOL_FORESIGHT",
     "stream_batch_ms": "STREAM_BATCH_MS",
     "execution_style": "EXECUTION_STYLE",
     "force_strategy": "FORCE_REASONING_STRATEGY",
@@ -278,7 +282,7 @@ _ENV_NAMES = {
 
 _BOOL = ("enable_caching", "parallel_execution", "cache_analysis", "debug_mode")
 _BOOL += ("enable_critic", "enable_meta", "enable_reflection", "speculative_direct")
-_BOOL += ("local_answer_check",)
+_BOOL += ("local_answer_check", "foresight")
 _INT = ("max_iterations", "max_subtasks", "min_subtasks", "max_parallel_steps")
 _INT += ("analysis_cache_ttl", "max_tool_rounds", "max_tool_result_chars", "max_tokens")
 _INT += ("llm_max_retries", "max_critique_rounds", "max_lessons", "stream_batch_ms")

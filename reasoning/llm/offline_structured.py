@@ -94,7 +94,12 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
             "missing_aspects": [],
         }
     missing = [p for p in parts if not covers(p, response)]
-    unanswerable = [p for p in missing if part_kind(p) == "general" and is_refusal(strip_label(response))]
+    # An honest "I can't answer that" about general knowledge, or about the team's documents
+    # when their search found nothing, is all the offline model can give at any depth: the
+    # same tools give the same results however the question is planned.
+    unanswerable = [
+        p for p in missing if part_kind(p) in ("general", "documents") and is_refusal(strip_label(response))
+    ]
     if missing and len(unanswerable) == len(missing):
         return {
             "is_sufficient": True,

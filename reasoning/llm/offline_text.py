@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from reasoning.foresight import expression_in, zone_in
 from reasoning.text import WORD, keywords, markdown_inline
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
@@ -47,81 +48,19 @@ _GREETING = re.compile(
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
 )
-# A few common places, so "what time is it in Tokyo" works without an IANA name.
-CITY_ZONES = {
-    "tokyo": "Asia/Tokyo",
-    "japan": "Asia/Tokyo",
-    "london": "Europe/London",
-    "uk": "Europe/London",
-    "paris": "Europe/Paris",
-    "france": "Europe/Paris",
-    "berlin": "Europe/Berlin",
-    "germany": "Europe/Berlin",
-    "madrid": "Europe/Madrid",
-    "rome": "Europe/Rome",
-    "amsterdam": "Europe/Amsterdam",
-    "new york": "America/New_York",
-    "nyc": "America/New_York",
-    "boston": "America/New_York",
-    "chicago": "America/Chicago",
-    "denver": "America/Denver",
-    "los angeles": "America/Los_Angeles",
-    "san francisco": "America/Los_Angeles",
-    "seattle": "America/Los_Angeles",
-    "toronto": "America/Toronto",
-    "mexico city": "America/Mexico_City",
-    "sao paulo": "America/Sao_Paulo",
-    "sydney": "Australia/Sydney",
-    "melbourne": "Australia/Melbourne",
-    "auckland": "Pacific/Auckland",
-    "singapore": "Asia/Singapore",
-    "hong kong": "Asia/Hong_Kong",
-    "shanghai": "Asia/Shanghai",
-    "beijing": "Asia/Shanghai",
-    "seoul": "Asia/Seoul",
-    "mumbai": "Asia/Kolkata",
-    "delhi": "Asia/Kolkata",
-    "india": "Asia/Kolkata",
-    "dubai": "Asia/Dubai",
-    "moscow": "Europe/Moscow",
-    "istanbul": "Europe/Istanbul",
-    "cairo": "Africa/Cairo",
-    "johannesburg": "Africa/Johannesburg",
-    "lagos": "Africa/Lagos",
-    "utc": "UTC",
-    "gmt": "UTC",
-}
-_IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
-
-_NUMBER_WORDS = [
-    (r"\bmultiplied by\b|\btimes\b|\bx\b(?=\s*\d)", "*"),
-    (r"\bdivided by\b|\bover\b(?=\s*\d)", "/"),
-    (r"\bplus\b", "+"),
-    (r"\bminus\b", "-"),
-    (r"\bto the power of\b|\braised to\b", "**"),
-    (r"\bsquared\b", "**2"),
-    (r"\bcubed\b", "**3"),
-    (r"\bmod(?:ulo)?\b", "%"),
-]
-_FUNCTION_WORDS = re.compile(
-    r"\b(square root|sqrt|log|ln|sin|cos|tan|exp|factorial)\s*(?:of\s*)?\(?\s*"
-    r"(-?\d+(?:\.\d+)?)\s*\)?",
-    re.IGNORECASE,
-)
-_EXPRESSION = re.compile(
-    r"(?:[a-z]+\()?[-+(]*\s*\d+(?:\.\d+)?(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?\d+(?:\.\d+)?\)*)+\)*"
-    r"|(?:sqrt|log|ln|sin|cos|tan|exp|factorial)\(\s*-?\d+(?:\.\d+)?\s*\)",
-    re.IGNORECASE,
-)
-
-
 # --- reading questions ------------------------------------------------------------------------
 
 
 def question_parts(query: str) -> list[str]:
     """The separate questions in a message ("What is 2+2 and what time is it?" has two)."""
     text = " ".join((query or "")[:MAX_QUERY_CHARS].split())
-    chunks = [c for c in re.split(r"(?<=[?!])\s+|[;\n]+|(?<=\.)\s+(?=[A-Z])", text) if c.strip()]
+    chunks = [
+        c
+        for c in re.split(
+            r"(?<=[?!])\s+|[;\n]+|(?<=\.)(?<!\b[ap]\.m\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])", text
+        )
+        if c.strip()
+    ]
     parts: list[str] = []
     for chunk in chunks:
         for piece in _SPLIT_AND.split(chunk):
@@ -131,38 +70,6 @@ def question_parts(query: str) -> list[str]:
     # A greeting before the question, or a mention after it, is not a part to answer.
     asked = [p for p in parts if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
     return (asked or parts)[:MAX_PARTS]
-
-
-def expression_in(text: str) -> str | None:
-    """An arithmetic expression in a question, with number words turned into operators."""
-    candidate = text.lower()
-    candidate = _FUNCTION_WORDS.sub(
-        lambda m: (
-            f"{'sqrt' if m.group(1).lower() in ('square root', 'sqrt') else m.group(1).lower()}({m.group(2)})"
-        ),
-        candidate,
-    )
-    for pattern, operator in _NUMBER_WORDS:
-        candidate = re.sub(pattern, operator, candidate)
-    found = [m.group().strip() for m in _EXPRESSION.finditer(candidate)]
-    for expression in sorted(found, key=len, reverse=True):
-        try:
-            calculate(expression)
-        except CalculatorError:
-            continue
-        return expression
-    return max(found, key=len) if found else None
-
-
-def zone_in(text: str) -> str | None:
-    iana = _IANA.search(text or "")
-    if iana:
-        return iana.group(1)
-    lowered = (text or "").lower()
-    for city in sorted(CITY_ZONES, key=len, reverse=True):
-        if re.search(rf"\b{re.escape(city)}\b", lowered):
-            return CITY_ZONES[city]
-    return None
 
 
 def part_kind(part: str) -> str:

@@ -73,6 +73,14 @@ class RunStats:
     escalations: list[tuple[str, str, str]] = field(default_factory=list)
     honest_stops: int = 0
     checked_locally: bool = False
+    components: Counter = field(default_factory=Counter)
+    reflects: str | None = None
+
+    @property
+    def answer_and_check(self) -> int:
+        """The calls that answered and checked the answer: all but the analysis (asked when
+        the router was unsure) and a reflection (made when the run had something to learn)."""
+        return self.calls - self.components["analysis"] - self.components["reflection"]
 
 
 async def offline_run(question: str, force: ExecutionStrategy | None = None) -> RunStats:
@@ -99,6 +107,8 @@ async def offline_run(question: str, force: ExecutionStrategy | None = None) -> 
         escalations=escalations,
         honest_stops=len(honest),
         checked_locally=any(q.payload.get("checked_by") == "local" for q in sink.of("quality.completed")),
+        components=Counter(e.payload["component"] for e in sink.of("llm.call")),
+        reflects=result.reflection_trigger,
     )
 
 
@@ -173,22 +183,31 @@ async def calls_lines(rows: list[Labelled], label: str) -> tuple[list[str], dict
         f"{weighted[0] / weighted[1]:.2f} (complex questions cost about the same either way, so the "
         "ratio follows the share of complex work)"
     )
-    sure = [
-        routed[row.question]
-        for row in rows
-        if row.level == "simple" and routed[row.question].routed_by == "router"
-    ]
-    direct = [s for s in sure if s.first == "simple"]
-    spread = Counter(s.calls for s in direct)
-    tools = [s for s in direct if s.tool_rounds]
-    checked = sum(1 for s in tools if s.checked_locally)
-    lines.append(
-        f"    simple questions the router was sure of, answered DIRECT ({len(direct)}): "
-        + ", ".join(f"{count} cost {calls} call(s)" for calls, count in sorted(spread.items()))
-        + f"; {len(tools)} used a tool, {checked} of those approved by the local check (the others went "
-        "to the model evaluator: the local check was unsure)"
-    )
+    lines += simple_lines([routed[row.question] for row in rows if row.level == "simple"])
     return lines, routed
+
+
+def simple_lines(runs: list[RunStats]) -> list[str]:
+    """What every simple question cost: answer and evaluation (the goal: at most 2), and what
+    came on top (the analysis when the router was unsure, a reflection when there was
+    something to learn)."""
+    spread = Counter(min(run.answer_and_check, 3) for run in runs)
+    over = sum(1 for run in runs if run.answer_and_check > 2)
+    unsure = sum(1 for run in runs if run.components["analysis"])
+    reflected = Counter(run.reflects for run in runs if run.components["reflection"])
+    tools = [run for run in runs if run.tool_rounds]
+    checked = sum(1 for run in tools if run.checked_locally)
+    why = ", ".join(f"{k}: {v}" for k, v in sorted(reflected.items())) or "none"
+    costs = ", ".join(
+        f"{count} cost {'3+' if calls == 3 else calls}" for calls, count in sorted(spread.items())
+    )
+    return [
+        f"    every simple question ({len(runs)}), answer + evaluation: {costs} call(s)  "
+        f"[{'ok' if not over else f'{over} OVER 2'}]; {sum(1 for run in runs if run.escalations)} escalated",
+        f"      on top: an analysis call for {unsure} (router unsure), a reflection for "
+        f"{sum(reflected.values())} ({why}); "
+        f"{len(tools)} used a tool, {checked} of those approved by the local check without a model call",
+    ]
 
 
 async def routing_and_calls() -> list[str]:

@@ -103,7 +103,8 @@ async def test_a_tool_use_round_through_the_engine():
     engine = AdaptiveReasoningLoop(
         client(wire),
         ToolRegistry([builtin_provider()]),
-        ReasoningConfig(**QUALITY_LAYERS_OFF, **ALWAYS_ANALYSE),
+        # The model's own tool round (foresight would run the calculator before the answer call).
+        ReasoningConfig(**QUALITY_LAYERS_OFF, **ALWAYS_ANALYSE, foresight=False),
     )
     result = await engine.run("What is 17*23?", sink=sink)
     assert result.answer == "17 × 23 = 391" and result.final_strategy == ExecutionStrategy.DIRECT
@@ -119,6 +120,34 @@ async def test_a_tool_use_round_through_the_engine():
     assert result.usage.cache_read_tokens == 500
     assert next(e.payload["model"] for e in sink.of("llm.call")) == "claude-haiku-4-5"
     assert result.cost > 0
+
+
+async def test_a_simple_question_needing_the_calculator_costs_two_calls_over_the_wire():
+    """The calculator runs before the answer call: the request carries its call and result
+    (with the tool defined, as the API requires) and asks for text, so no call is spent
+    asking for the tool; the evaluator is the second and last call."""
+    wire = FakeWire(
+        anthropic_stream(text="17 × 23 = 391"),
+        anthropic_stream(
+            tool=(
+                "toolu_q",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.9, "reasoning": "exact", "missing_aspects": []},
+            )
+        ),
+    )
+    sink = ListSink()
+    config = ReasoningConfig(**QUALITY_LAYERS_OFF, local_answer_check=False)
+    engine = AdaptiveReasoningLoop(client(wire), ToolRegistry([builtin_provider()]), config)
+    result = await engine.run("what's 17*23", sink=sink)
+    assert result.answer == "17 × 23 = 391" and len(wire.requests) == 2
+    answer_call = wire.bodies[0]
+    assert answer_call["tool_choice"] == {"type": "none"}
+    assert [tool["name"] for tool in answer_call["tools"]] == ["calculator"]
+    asked, told = answer_call["messages"][-2:]
+    assert asked["content"][0]["input"] == {"expression": "17*23"}
+    assert told["content"][0]["content"] == "17*23 = 391"
+    assert [e.payload["tool"] for e in sink.of("tool.result")] == ["calculator"]
 
 
 async def test_streamed_text_reaches_the_page_as_draft_deltas_then_the_approved_answer():

@@ -542,10 +542,11 @@ async def test_callbacks_adapter_receives_the_seed_callbacks():
     llm = ScriptedClient(
         by_component={
             "analysis": [analysis()],
-            "agent": [tool("calculator", expression="2+2"), "4"],
+            "agent": ["4"],
             "evaluation": [quality(True, 0.95)],
         }
     )
+    # The calculator call is foreseen (run before the answer call), and reported all the same.
     # The model evaluator, not the local check, so its verdict reaches the callback.
     await engine(llm, local_answer_check=False).run("What is 2+2?", sink=CallbackSink(callbacks))
     assert log == [

@@ -82,6 +82,10 @@ def test_reading_questions():
     assert question_parts("Compare Python and Java") == ["Compare Python and Java"]
     assert question_parts("!!!") == []
     assert expression_in("what is 12 times 3 plus 1") == "12 * 3 + 1"
+    # "a.m." ends no sentence: the question stays one part.
+    assert question_parts("Convert 9 a.m. Chicago time to Tokyo time.") == [
+        "Convert 9 a.m. Chicago time to Tokyo time"
+    ]
     assert expression_in("square root of 81") == "sqrt(81)"
     assert (
         zone_in("time in new york please") == "America/New_York"

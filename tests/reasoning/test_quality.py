@@ -252,12 +252,12 @@ async def test_lessons_from_one_run_reach_the_next_runs_planner():
     }
     first = ScriptedClient(
         by_component={
-            "agent": ["4"],
-            "evaluation": [quality(False, 0.45, "the working", deeper=False)],
+            "agent": ["Light scatters."],
+            "evaluation": [quality(False, 0.45, "why blue scatters most", deeper=False)],
             "reflection": [reflection],
         }
     )
-    _, sink = await run(engine(first, enable_reflection=True), "What is 2+2?")
+    _, sink = await run(engine(first, enable_reflection=True), "Why is the sky blue?")
     assert sink.of("reflection.completed")[0].payload["trigger"] == "low_quality", "kept below its threshold"
     lessons = sink.of("reflection.completed")[0].payload["reflection"]["lessons"]
     assert lessons == ["Plan one step per part of a multi-part question."]

@@ -1,15 +1,24 @@
 """How the adaptive mode writes an answer or a step's finding: the tool loop, or seed 003's
-reasoning-driven loop (EXECUTION_STYLE, or AGENT_MODE=reasoning_driven)."""
+reasoning-driven loop (EXECUTION_STYLE, or AGENT_MODE=reasoning_driven).
+
+A one-call answer (the first DIRECT answer, a light answer that covers every part at once)
+is one model call: the tools its parts need are foreseen and run first (foresight.py) and
+their results handed to that call; the tools foresight judges are then not offered again,
+so a model cannot spend a call asking for one. Tools foresight knows nothing about (a
+team's MCP servers) stay on offer: only the model can tell when they are needed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from reasoning.agent import AgentResult, run_agent
+from reasoning.agent import AgentResult, ToolRecord, run_agent
 from reasoning.context import RunContext
 from reasoning.drafts import DraftStream
 from reasoning.driven import run_reasoning_driven
+from reasoning.foresight import foresee, is_foreseen
+from reasoning.llm.base import ToolCall, ToolDef
 from reasoning.types import ExecutionStrategy
 
 
@@ -27,9 +36,11 @@ class Answerer:
         step_id: str | None = None,
         hints: dict[str, Any] | None = None,
         open_draft: Callable[[], DraftStream] | None = None,
+        one_call: list[str] | None = None,
     ) -> AgentResult:
         """Answer `question` after `history`; `notes` say what this call should know (earlier
-        attempts, the step's place in the plan)."""
+        attempts, the step's place in the plan). `one_call`: the question's parts, for an
+        answer made in one call with the foreseen tools' results."""
         ctx = self.ctx
         hints = {**(hints or {}), "attachments": ctx.attachment_hints()}
         if ctx.config.execution_style == "reasoning_driven":
@@ -45,10 +56,14 @@ class Answerer:
                 hints=hints,
                 open_draft=open_draft,
             )
+        messages = [*history, ctx.user_turn(question)]
+        foresight: dict[str, Any] = {}
+        if one_call is not None and ctx.config.foresight:
+            foresight = await self.foreseen(one_call, messages, strategy=strategy, step_id=step_id)
         return await run_agent(
             ctx.llm("agent"),
             system=ctx.system_prompt(notes),
-            messages=[*history, ctx.user_turn(question)],
+            messages=messages,
             executor=ctx.executor,
             max_rounds=ctx.config.max_tool_rounds,
             strategy=strategy,
@@ -56,4 +71,62 @@ class Answerer:
             max_tokens=ctx.config.max_tokens,
             hints=hints,
             open_draft=open_draft,
+            **foresight,
         )
+
+    async def foreseen(
+        self,
+        parts: list[str],
+        messages: list[dict[str, Any]],
+        *,
+        strategy: ExecutionStrategy,
+        step_id: str | None,
+    ) -> dict[str, Any]:
+        """Run the tool calls `parts` need (appending them and their results to `messages`, as
+        if the model had asked) and say what the answer call is then offered. Only tools that
+        run without a person's approval are run ahead of the model."""
+        ctx = self.ctx
+        specs = {spec.name: spec for spec in ctx.tools.specs() if spec.approval == "auto"}
+        calls: list[ToolCall] = []
+        for part in parts:
+            for call in foresee(part, specs, attached=bool(ctx.attachments)):
+                if (call.name, call.arguments) not in [(c.name, c.arguments) for c in calls]:
+                    calls.append(ToolCall(f"foreseen_{len(calls) + 1}", call.name, call.arguments))
+        # A tool foresight judges but may not run on its own (it needs a person's approval)
+        # stays on offer, like the tools foresight knows nothing about.
+        unforeseen: list[ToolDef] = [
+            s.definition() for s in ctx.tools.specs() if not (is_foreseen(s.name) and s.name in specs)
+        ]
+        used = [specs[call.name].definition() for call in calls]
+        offered = [*unforeseen, *{d.name: d for d in used}.values()]
+        choice = None if unforeseen else {"type": "none"}
+        if not calls:
+            return {"offered": unforeseen, "tool_choice": None}
+        outcomes = await asyncio.gather(
+            *(ctx.executor.run(call, strategy=strategy, step_id=step_id) for call in calls)
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+                    for call in calls
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": call.id,
+                        "content": outcome.for_model(),
+                        "is_error": not outcome.success,
+                    }
+                    for call, outcome in zip(calls, outcomes, strict=True)
+                ],
+            }
+        )
+        prior = [ToolRecord(c.name, c.arguments, o) for c, o in zip(calls, outcomes, strict=True)]
+        return {"offered": offered, "tool_choice": choice, "prior": prior}

@@ -70,7 +70,8 @@ class Strategies:
     async def direct(self, *, speculative: bool = False) -> str:
         ctx = self.ctx
         tracker = require(ctx.tracker, "the run's tracker")
-        notes = tracker.context_for(ExecutionStrategy.DIRECT) if len(tracker.attempts) > 1 else ""
+        first = len(tracker.attempts) <= 1
+        notes = "" if first else tracker.context_for(ExecutionStrategy.DIRECT)
         result = await self.answerer.answer(
             question=ctx.question,
             history=ctx.history,
@@ -78,6 +79,8 @@ class Strategies:
             strategy=ExecutionStrategy.DIRECT,
             hints={"query": ctx.question, "strategy": "direct"},
             open_draft=self._drafts(ExecutionStrategy.DIRECT, speculative=speculative),
+            # A forced DIRECT runs the full tool loop; so does a DIRECT after another attempt.
+            one_call=[ctx.question] if first and not self.forced else None,
         )
         self.direct_result = result
         return result.text
@@ -160,6 +163,7 @@ class Strategies:
                     **({} if single else {"parts": [s.description for s in steps]}),
                 },
                 open_draft=self._drafts(strategy),
+                one_call=[ctx.question] if single else [step.description for step in steps],
             )
         except asyncio.CancelledError:
             raise
