@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from chat import services
 from chat.memory import DjangoMemoryStore, memory_recall, memory_store
-from chat.models import Memory, ReasoningRun, Reflection
+from chat.models import ChatSession, Memory, ReasoningRun, Reflection
 from reasoning.memory import EPISODIC, SEMANTIC, MemoryItem
 from tests.conftest import run_now
 
@@ -211,3 +211,17 @@ def test_staff_share_a_memory_with_the_team(alice, bob, auditor, client_for):
     assert [m.text for m in memory_recall(user=bob, query="When does the release train leave?")] == [
         fact.text
     ]
+
+
+def test_a_shared_memory_does_not_show_its_owners_private_chat(alice, bob, client_for):
+    """Staff share what Nexus learned, not the name of the chat it came from (found by a review:
+    bob's Memory page showed alice's confidential chat title)."""
+    private = ChatSession.objects.create(owner=alice, title="Layoffs planning Q1 - confidential")
+    Memory.objects.create(
+        owner=alice, kind=SEMANTIC, text="The release train leaves on Wednesdays", session=private, shared=True
+    )
+    bobs = client_for(bob).get(reverse("chat:memory")).content.decode()
+    assert "The release train leaves on Wednesdays" in bobs
+    assert "Layoffs" not in bobs and f"/sessions/{private.pk}/" not in bobs
+    alices = client_for(alice).get(reverse("chat:memory")).content.decode()
+    assert "Layoffs planning Q1" in alices
