@@ -127,7 +127,8 @@ def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]
                 for item in (run.attachments if run else []) or []
             ],
         )
-        if link.include_trace and run is not None:
+        # The model writes its steps after reading the documents: they go with the answer.
+        if link.include_trace and run is not None and not withheld:
             shared.trace = [_trace_item(e) for e in events[run.pk] if e.kind in SHARED_TRACE]
         turns.append(shared)
     return turns

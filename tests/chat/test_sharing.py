@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from chat import documents, services
+from chat.models import TraceEvent
 from teamops.models import SharedLink
 from tests.conftest import ask, run_now
 
@@ -75,9 +76,18 @@ def test_an_answer_built_from_a_private_document_is_withheld_from_who_may_not_re
     )
     run_now(run.pk)
     assert "91,234" in run.answers.get().content, "the answer quotes the document"
+    # A real model writes its steps after reading the document, and may quote it there too.
+    run.refresh_from_db()
+    TraceEvent.objects.create(
+        run=run,
+        sequence=run.next_sequence + 100,
+        kind="step.started",
+        payload={"step_id": "step_9", "description": "Check that 91,234 is Dana's base salary"},
+    )
     url = share(client_for(alice), alice_session, trace=True)
     html = client_for(bob).get(url).content.decode()
     assert "91,234" not in html and "Attached: a document you may not read" in html
+    assert "base salary" not in html, "the withheld answer's steps are withheld with it"
     assert "drew on a document you may not read" in html and "What does Dana earn?" in html
     assert "91,234" in client_for(alice).get(url).content.decode(), "the owner may read their own"
     documents.Document.objects.filter(title="Salaries").update(shared=True)
