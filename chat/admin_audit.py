@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import SuspiciousOperation, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
@@ -226,4 +228,13 @@ def changelist_queryset(modeladmin: admin.ModelAdmin, request: HttpRequest) -> Q
     listing.GET = request.GET.copy()
     for param in NON_FILTER_PARAMS - {"o"}:
         listing.GET.pop(param, None)
-    return modeladmin.get_changelist_instance(listing).get_queryset(listing)
+    try:
+        rows = modeladmin.get_changelist_instance(listing).get_queryset(listing)
+        rows.exists()  # a malformed value (a day "x") raises only when the query runs
+    except (IncorrectLookupParameters, ValidationError, ValueError, OverflowError) as error:
+        raise BadFilters(f"These filters are not valid: {error}") from None
+    return rows
+
+
+class BadFilters(SuspiciousOperation):
+    """A hand-edited export URL whose filters the list could not apply: a 400, not a 500."""

@@ -78,11 +78,17 @@ class UsageFilters:
         return query
 
 
+# Dates a report can ask about; beyond them a day's bounds overflow Python's datetime.
+EARLIEST = date(1970, 1, 1)
+
+
 def _date(value: str | None) -> date | None:
     try:
-        return date.fromisoformat(value) if value else None
+        day = date.fromisoformat(value) if value else None
     except ValueError:
         return None
+    latest = timezone.localdate() + timedelta(days=366)
+    return None if day is None else min(max(day, EARLIEST), latest)
 
 
 def _window(rows: QuerySet[Any], filters: UsageFilters, *, runs: bool = True) -> QuerySet[Any]:

@@ -228,3 +228,15 @@ def test_bulk_export_of_a_date_range_as_csv_summaries(auditor, alice, client_for
     (row,) = rows
     assert row["question"] == "What is 2*2?" and row["owner"] == "alice" and "4" in row["answer"]
     assert row["status"] == "succeeded" and int(row["tool_calls"]) >= 1
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"created_at__gte": "9999-99-99"}, {"created_at__day__gte": "x"}],
+)
+def test_a_bulk_export_with_filters_the_list_cannot_apply_is_a_400(auditor, filters, client_for):
+    """A hand-edited export URL is the staff member's mistake to correct, not a server error."""
+    client = client_for(auditor)
+    client.raise_request_exception = False
+    response = client.get(reverse("admin:chat_reasoningrun_export"), {**filters, "format": "csv"})
+    assert response.status_code == 400

@@ -218,7 +218,11 @@ def test_a_shared_memory_does_not_show_its_owners_private_chat(alice, bob, clien
     bob's Memory page showed alice's confidential chat title)."""
     private = ChatSession.objects.create(owner=alice, title="Layoffs planning Q1 - confidential")
     Memory.objects.create(
-        owner=alice, kind=SEMANTIC, text="The release train leaves on Wednesdays", session=private, shared=True
+        owner=alice,
+        kind=SEMANTIC,
+        text="The release train leaves on Wednesdays",
+        session=private,
+        shared=True,
     )
     bobs = client_for(bob).get(reverse("chat:memory")).content.decode()
     assert "The release train leaves on Wednesdays" in bobs

@@ -186,3 +186,13 @@ def test_staff_status_alone_does_not_open_the_teams_usage(team_runs, make_user, 
         assert client.get(url).status_code == 403, url
     helper.user_permissions.add(Permission.objects.get(codename="view_reasoningrun"))
     assert client_for(helper).get("/usage/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "window", [{"start": "0001-01-01", "end": "9999-12-31"}, {"start": "9999-12-31"}, {"end": "0001-01-01"}]
+)
+def test_a_report_over_any_dates_answers_instead_of_overflowing(team_runs, auditor, client_for, window):
+    client = client_for(auditor)
+    client.raise_request_exception = False
+    for url in ("/usage/", "/usage/quality/", "/usage/mine/"):
+        assert client.get(url, window).status_code == 200, url
