@@ -31,6 +31,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 CLOSE_UNAVAILABLE = 4503
+TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this one for live updates."
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
@@ -50,7 +51,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         try:
             self.slot = await sockets.socket_claim(user.pk, self.channel_name)
             if self.slot is None:
-                await self.close(code=CLOSE_TOO_MANY)
+                # Accepted first, so the page receives the reason and can say it (see below).
+                await self.accept()
+                await self.close(code=CLOSE_TOO_MANY, reason=TOO_MANY_REASON)
                 return
             await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
         except Exception as exc:

@@ -300,16 +300,20 @@
     socket = event.detail.socketWrapper;
     sync();
   });
-  // 4503: the server has no Redis right now. Say so under the composer; the ws extension
-  // keeps reconnecting, and the next open clears the message.
+  // 4503: the server has no Redis right now; 4429: this person has too many tabs open. Say
+  // so under the composer; the ws extension keeps reconnecting, and the next open clears it.
+  const CLOSE_REASONS = {
+    4503: "Live updates are unavailable; reload in a moment.",
+    4429: "Too many Nexus tabs are open: close some, then reload this one for live updates.",
+  };
   document.addEventListener("htmx:wsClose", (event) => {
     socket = null;
     const closed = event.detail && event.detail.event;
     const box = document.getElementById("composer-error");
-    if (closed && closed.code === 4503 && box) {
+    if (closed && CLOSE_REASONS[closed.code] && box) {
       box.replaceChildren(Object.assign(document.createElement("p"), {
         className: "error live-updates", role: "alert",
-        textContent: closed.reason || "Live updates are unavailable; reload in a moment.",
+        textContent: closed.reason || CLOSE_REASONS[closed.code],
       }));
     }
   });

@@ -106,3 +106,10 @@ def test_every_url_needs_login_and_every_post_a_csrf_token(alice, alice_session)
 def test_admin_is_for_staff_only(alice, client_for):
     response = client_for(alice).get("/admin/chat/reasoningrun/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_icon_browsers_ask_for_on_admin_pages_is_found(db):
+    """The admin's pages name no icon, so browsers fetch /favicon.ico: a 404 there was the only
+    console error a reviewer saw on them."""
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"].endswith("favicon.svg")

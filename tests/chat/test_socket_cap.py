@@ -19,8 +19,15 @@ def cap_of_three(settings):
 
 
 async def open_socket(session_id, user):
+    """(communicator, connected, close code): a refused socket is accepted and closed at
+    once with a code and a reason the page shows, so it counts as not connected."""
     communicator = await socket(session_id, user)
     connected, code = await communicator.connect()
+    if connected and not await communicator.receive_nothing(timeout=0.2):
+        closing = await communicator.receive_output()
+        assert closing["type"] == "websocket.close"
+        assert closing["code"] != 4429 or "Too many Nexus tabs" in closing["reason"]
+        return communicator, False, closing["code"]
     return communicator, connected, code
 
 
@@ -56,3 +63,17 @@ async def test_slots_left_by_a_dead_process_expire(cap_of_three, alice, alice_se
     communicator, connected, _ = await open_socket(alice_session.pk, alice)
     assert connected
     await communicator.disconnect()
+
+
+async def test_a_refused_tab_is_told_why(cap_of_three, alice, alice_session):
+    """A handshake refused outright reaches the page as a nameless error; accepted and then
+    closed with 4429 and a reason, the page can say "too many tabs" (found by a review)."""
+    opened = [await open_socket(alice_session.pk, alice) for _ in range(3)]
+    extra = await socket(alice_session.pk, alice)
+    connected, _ = await extra.connect()
+    assert connected, "accepted, so the close frame with its reason reaches the browser"
+    closing = await extra.receive_output()
+    assert closing["type"] == "websocket.close" and closing["code"] == 4429
+    assert "Too many Nexus tabs are open" in closing["reason"]
+    for communicator, _, _ in opened:
+        await communicator.disconnect()
