@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from chat.inputs import refuse_nul
+from chat.inputs import clean_title
 from chat.models import Document
 from reasoning.text import keywords
 
@@ -45,9 +45,20 @@ def document_get_for_user(user: Any, document_id: int) -> Document | None:
 
 
 def document_create(
-    *, owner: Any, title: str, content: str, shared: bool = False, format: str = Document.Format.MARKDOWN
+    *,
+    owner: Any,
+    title: str,
+    content: str,
+    shared: bool = False,
+    format: str = Document.Format.MARKDOWN,
+    replace: bool = False,
 ) -> Document:
-    title = " ".join(refuse_nul(title or "", what="The title").split())[:200]
+    """A new document, or with `replace` a new version of the owner's document of that title.
+
+    Without `replace` an existing title is refused: an upload that silently overwrote a
+    document (and its sharing) would take it from teammates who rely on it.
+    """
+    title = clean_title(title)
     if not title:
         raise ValidationError("A document needs a title.")
     if not (content or "").strip():
@@ -60,9 +71,15 @@ def document_create(
         owner=owner, title=title, defaults={"content": content, "shared": shared, "format": format}
     )
     if not created:
+        if not replace:
+            raise ValidationError(
+                f"You already have a document called “{title}”. Choose another title, or tick "
+                "“Replace my document of the same title”."
+            )
         document.content, document.shared, document.format = content, shared, format
         document.updated_at = timezone.now()
         document.save(update_fields=["content", "shared", "format", "updated_at"])
+    document.replaced = not created  # for the message the uploader sees
     return document
 
 

@@ -24,6 +24,21 @@ def refuse_nul(text: str, *, what: str) -> str:
     return text
 
 
+# Invisible characters that reorder what follows them: in a title they make "txt.exe" read
+# as "exe.txt". Titles never need them, so they are dropped.
+BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"))
+TITLE_CHARS = 200
+
+
+def clean_title(title: str, *, what: str = "The title") -> str:
+    """A title as shown everywhere: one line, no direction overrides, at most 200 characters
+    (a longer one is refused, not silently cut)."""
+    cleaned = " ".join(refuse_nul(title or "", what=what).translate(BIDI_CONTROLS).split())
+    if len(cleaned) > TITLE_CHARS:
+        raise ValidationError(f"{what} is {len(cleaned):,} characters; shorten it to {TITLE_CHARS} or fewer.")
+    return cleaned
+
+
 def _refusing(check: Any) -> Any:
     """Middleware from `check(request) -> HttpResponse | None`: its answer, or the view's."""
 

@@ -19,7 +19,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
-from chat.inputs import refuse_nul
+from chat.inputs import clean_title, refuse_nul
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun
 from reasoning.types import Attachment
 
@@ -173,12 +173,12 @@ def session_export_markdown(session: ChatSession) -> str:
 
 
 def session_create(*, owner: Any, title: str = "") -> ChatSession:
-    title = _clean_title(refuse_nul(title, what="The title"))
+    title = clean_title(title)
     return ChatSession.objects.create(owner=owner, title=title or "New chat")
 
 
 def session_rename(*, session: ChatSession, title: str) -> ChatSession:
-    cleaned = _clean_title(refuse_nul(title, what="The title"))
+    cleaned = clean_title(title)
     if not cleaned:
         raise ValidationError("A chat needs a title.")
     session.title = cleaned
@@ -190,10 +190,6 @@ def session_delete(*, session: ChatSession) -> None:
     if session.runs.filter(status__in=ReasoningRun.ACTIVE).exists():
         raise ValidationError("This chat is still answering; delete it when the answer is in.")
     session.delete()
-
-
-def _clean_title(title: str) -> str:
-    return " ".join((title or "").split())[:200]
 
 
 # --- messages and runs -------------------------------------------------------------------

@@ -394,11 +394,18 @@ def document_upload(request: HttpRequest) -> HttpResponse:
             content=content,
             shared=request.POST.get("shared") == "on",
             format=fmt,
+            replace=request.POST.get("replace") == "on",
         )
     except ValidationError as exc:
         flash.error(request, exc.messages[0])
         return redirect("chat:documents")
-    flash.success(request, f"Saved “{document.title}”. Mention it with @ or ask about it.")
+    who = "everyone" if document.shared else "only you"
+    if document.replaced:
+        flash.success(request, f"Replaced “{document.title}” with the new text; {who} can read it.")
+    else:
+        flash.success(
+            request, f"Saved “{document.title}” ({who} can read it). Mention it with @ or ask about it."
+        )
     return redirect("chat:documents")
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from chat.models import Message, Preference, ReasoningRun
+from chat.models import Document, Message, Preference, ReasoningRun
 from tests.conftest import ask, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -212,3 +212,36 @@ def test_retry_hands_a_waiting_run_to_a_worker_again(alice, alice_session, clien
     run_now(run.pk)
     response = client_for(alice).post(reverse("chat:run-retry", args=[alice_session.pk, run.pk]), **HTMX)
     assert "no longer waiting" in response.content.decode()
+
+
+def test_an_upload_never_silently_replaces_a_document_or_its_sharing(alice, bob, client_for):
+    """Found by a review: a second "Runbook" upload, unshared, replaced the shared one and
+    teammates lost it without a word."""
+    client = client_for(alice)
+    upload = reverse("chat:document-upload")
+    client.post(upload, {"title": "Runbook", "content": "Restart the queue first.", "shared": "on"})
+    page = client.post(upload, {"title": "Runbook", "content": "oops"}, follow=True).content.decode()
+    assert "You already have a document called “Runbook”" in page
+    (runbook,) = Document.objects.filter(owner=alice, title="Runbook")
+    assert runbook.content == "Restart the queue first." and runbook.shared
+    assert "Runbook" in client_for(bob).get(reverse("chat:documents")).content.decode()
+
+    page = client.post(
+        upload, {"title": "Runbook", "content": "v2", "replace": "on"}, follow=True
+    ).content.decode()
+    assert "Replaced “Runbook” with the new text; only you can read it." in page
+    runbook.refresh_from_db()
+    assert runbook.content == "v2" and not runbook.shared
+
+
+def test_titles_are_refused_when_too_long_and_cannot_reorder_what_they_show(alice, alice_session, client_for):
+    client = client_for(alice)
+    page = client.post(
+        reverse("chat:document-upload"), {"title": "T" * 5000, "content": "x"}, follow=True
+    ).content.decode()
+    assert "The title is 5,000 characters; shorten it to 200 or fewer." in page
+    assert not Document.objects.filter(owner=alice).exists()
+    # U+202E would make "Invoice\u202etxt.exe" read as "Invoiceexe.txt".
+    client.post(reverse("chat:session-rename", args=[alice_session.pk]), {"title": "Invoice\u202etxt.exe"})
+    alice_session.refresh_from_db()
+    assert alice_session.title == "Invoicetxt.exe"
