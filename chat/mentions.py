@@ -25,12 +25,12 @@ from django.core.exceptions import ValidationError
 from chat.documents import documents_visible_to
 from chat.models import Document, MCPServer
 from chat.tools import POOL, provider_for
+from reasoning.text import MENTION, mention_quote, mention_title
 from reasoning.tools.mcp import SEPARATOR, MCPToolProvider, MCPUnavailable
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
 
-MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
 # Completions and mention expansion answer from what is known within this many seconds.
 COMPLETION_BUDGET = 0.25
@@ -115,13 +115,14 @@ def prompts(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, Any]
 def mentions_in(text: str) -> list[tuple[str, int | None]]:
     """Each mention's name, with the document id when written `@"Title"#42`."""
     return [
-        (quoted or bare, int(number) if number else None) for quoted, bare, number in MENTION.findall(text)
+        (mention_title(quoted) or bare, int(number) if number else None)
+        for quoted, bare, number in MENTION.findall(text)
     ]
 
 
 def reference(document: Document) -> str:
     """How to mention exactly this document, whoever else has one with the same title."""
-    return f'@"{document.title}"#{document.pk}'
+    return f"@{mention_quote(document.title)}#{document.pk}"
 
 
 def document_for_mention(user: Any, title: str, document_id: int | None = None) -> Document | None:
@@ -155,7 +156,11 @@ def documents_to_offer(user: Any, word: str, limit: int = 10) -> list[Document]:
     that resolves to it, else its exact reference."""
     found = list(documents_visible_to(user).filter(title__icontains=word)[:limit])
     for document in found:
-        name = f'"{document.title}"' if not re.fullmatch(r"[\w][\w.\-/]*", document.title) else document.title
+        name = (
+            document.title
+            if re.fullmatch(r"[\w][\w.\-/]*", document.title)
+            else mention_quote(document.title)
+        )
         try:
             plain = document_for_mention(user, document.title) == document
         except ValidationError:

@@ -18,6 +18,24 @@ def keywords(text: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
+# A document mention: `@name`, `@"a title"` (a `"` or `\` inside written with a backslash
+# before it) and optionally `#id`. Groups: the quoted title, the bare name, the id.
+MENTION = re.compile(
+    r'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?'
+)
+_MENTION_ESCAPE = re.compile(r'\\(["\\])')
+
+
+def mention_title(quoted: str) -> str:
+    """The title a quoted mention names (its backslash escapes undone)."""
+    return _MENTION_ESCAPE.sub(r"\1", quoted)
+
+
+def mention_quote(title: str) -> str:
+    """`title` quoted for a mention, whatever characters it holds."""
+    return '"' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
 
 

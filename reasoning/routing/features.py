@@ -12,6 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from reasoning.text import MENTION
+
 # --- vocabulary -------------------------------------------------------------------------------
 
 _WH = r"what|what's|whats|when|where|who|whom|whose|why|how|which"
@@ -198,7 +200,6 @@ CHITCHAT = re.compile(
     re.IGNORECASE,
 )
 FOLLOW_UP = re.compile(r"^\W*(and|what about|how about|same|also|or)\b", re.IGNORECASE)
-MENTION = re.compile(r'(?<![\w@])@(?:"[^"\n]{1,200}"|[\w][\w.\-/]{0,199})(?:#\d{1,12}\b)?')
 # Single quotes only at word edges: the apostrophes in "what's ... what's" quote nothing.
 QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|“[^”\n]{1,400}”|(?<!\w)'[^'\n]{12,400}'(?!\w)")
 CODE = re.compile(r"`[^`]+`|\b(select|insert|update|delete)\b .*\b(from|into|set|where)\b", re.IGNORECASE)

@@ -258,3 +258,18 @@ def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_re
     [context] = prepared.attachments
     assert (context.kind, context.title) == ("command", "/style")
     assert "short sentences, no jargon" in context.content and "Understood." in context.content
+
+
+@pytest.mark.parametrize("title", ['The "Q4" roadmap', "Paths under C:\\temp"])
+def test_a_title_with_quotes_or_backslashes_is_mentioned_as_picked(
+    title, alice, alice_session, client_for, dispatched
+):
+    """Found by a review: picking `The "Q4" roadmap` from the @ list wrote a mention that
+    named no document, and the question went without it."""
+    document = documents.document_create(owner=alice, title=title, content="Ship the roadmap in May.")
+    client = client_for(alice)
+    word = title.split()[0].lower()
+    (item,) = client.get(reverse("chat:completions"), {"q": f"@{word}"}).json()["items"]
+    post(client, alice_session, f"When do we ship? {item['insert']}")
+    run = ReasoningRun.objects.get()
+    assert [a["source"] for a in run.attachments] == [document.uri]
