@@ -7,7 +7,6 @@ Python does. Either way the answer is a few passages, each with its document's t
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from django.utils import timezone
 
 from chat.inputs import clean_title
 from chat.models import Document
-from reasoning.text import keywords
+from reasoning.text import keywords, paragraphs
 
 PASSAGE_CHARS = 700
 
@@ -84,18 +83,8 @@ def document_create(
 
 
 def passages_of(document: Document) -> list[str]:
-    """Paragraph-sized pieces of a document, for quoting."""
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", document.content) if b.strip()]
-    out: list[str] = []
-    for block in blocks:
-        while len(block) > PASSAGE_CHARS:
-            cut = block.rfind(" ", 0, PASSAGE_CHARS)
-            cut = cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS
-            out.append(block[:cut])
-            block = block[cut:].strip()
-        if block:
-            out.append(block)
-    return out or [document.content[:PASSAGE_CHARS]]
+    """Paragraph-sized pieces of a document, for quoting (each under its heading)."""
+    return paragraphs(document.content, limit=PASSAGE_CHARS) or [document.content[:PASSAGE_CHARS]]
 
 
 def _candidates(user: Any, query: str) -> list[Document]:

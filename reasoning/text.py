@@ -20,9 +20,7 @@ def keywords(text: str) -> list[str]:
 
 # A document mention: `@name`, `@"a title"` (a `"` or `\` inside written with a backslash
 # before it) and optionally `#id`. Groups: the quoted title, the bare name, the id.
-MENTION = re.compile(
-    r'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?'
-)
+MENTION = re.compile(r'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
 _MENTION_ESCAPE = re.compile(r'\\(["\\])')
 
 
@@ -34,6 +32,51 @@ def mention_title(quoted: str) -> str:
 def mention_quote(title: str) -> str:
     """`title` quoted for a mention, whatever characters it holds."""
     return '"' + title.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_ASKS = re.compile(
+    r"^(what|what's|when|where|who|whom|whose|why|how|which|is|are|was|were|do|does|did|can|could|"
+    r"should|would|will|shall|has|have|may|might|isn't|aren't|don't|doesn't)\b",
+    re.IGNORECASE,
+)
+
+
+def as_ask(part: str) -> str:
+    """A part of a message as a step or heading: capitalised, a question ending in "?", a
+    request ("Design a recovery plan") in "." rather than a "?" that makes it read oddly."""
+    part = " ".join((part or "").split())
+    part = part[:1].upper() + part[1:]
+    if part.endswith(("?", ".", "!")):
+        return part
+    return part + ("?" if _ASKS.match(part) else ".")
+
+
+MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+def paragraphs(content: str, limit: int = 0) -> list[str]:
+    """A document's paragraphs, each heading kept on the line above the paragraph under it (a
+    heading alone answers nothing, but it says what its paragraph is about). With `limit`, a
+    longer paragraph is cut at spaces into pieces of at most about that many characters."""
+    out: list[str] = []
+    headings: list[str] = []
+    for block in (b.strip() for b in re.split(r"\n\s*\n", content or "") if b.strip()):
+        lines = block.splitlines()
+        while lines and MARKDOWN_HEADING.match(lines[0]):
+            headings = [lines.pop(0).strip()]
+        if not lines:
+            continue
+        body = "\n".join(lines)
+        while limit and len(body) > limit:
+            cut = body.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            out.append("\n".join([*headings, body[:cut]]))
+            body = body[cut:].strip()
+        if body:
+            out.append("\n".join([*headings, body]))
+    if not out and headings:
+        out.append(headings[0])
+    return out
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")

@@ -34,6 +34,7 @@ from reasoning.llm.offline_text import (
     answer_without_tools,
     covers,
     expression_in,
+    part_kind,
     plan_tool_call,
     question_parts,
     zone_in,
@@ -137,6 +138,9 @@ class OfflineClient(LLMClient):
         sections = []
         for part, call in zip(parts, wanted, strict=True):
             mine = [r for r in results if call is not None and (r[0], r[1]) == call]
+            if not mine and part_kind(part) == "documents":
+                # Found by a search made for the whole question or another part: read it too.
+                mine = [r for r in results if r[0].split("__")[-1] == "search_documents"]
             text = answer_from_results(part, mine) if mine else answer_without_tools(part)
             sections.append(f"**{markdown_inline(part)}**\n\n{text}")
         return self._response("\n\n".join(sections), [], request)

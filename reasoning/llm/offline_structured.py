@@ -22,7 +22,7 @@ from reasoning.llm.offline_text import (
     tool_named,
 )
 from reasoning.routing import Router
-from reasoning.text import markdown_inline
+from reasoning.text import as_ask, markdown_inline
 
 
 def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _plan(hints: dict[str, Any]) -> dict[str, Any]:
         subtasks.append(
             {
                 "id": f"step_{index}",
-                "description": _as_question(part),
+                "description": as_ask(part),
                 "priority": "high",
                 "tools": [named] if named else [],
                 "depends_on": [],
@@ -74,12 +74,6 @@ def _plan(hints: dict[str, Any]) -> dict[str, Any]:
         "strategy_summary": f"Answer each of the {len(parts)} part(s) separately, then combine.",
         "confidence": 0.8,
     }
-
-
-def _as_question(part: str) -> str:
-    part = part.strip()
-    part = part[:1].upper() + part[1:]
-    return part if part.endswith(("?", ".")) else part + "?"
 
 
 def _quality(hints: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +110,7 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
         "is_sufficient": not missing,
         "confidence": confidence,
         "reasoning": reasoning,
-        "missing_aspects": [_as_question(m) for m in missing],
+        "missing_aspects": [as_ask(m) for m in missing],
         # A plan answers the parts one by one, so a direct answer that missed a part gains from
         # one; once the parts were planned, the offline model's tools give the same answers
         # however deep the strategy.
@@ -135,7 +129,7 @@ def _completeness(hints: dict[str, Any]) -> dict[str, Any]:
         "confidence": round(coverage, 2),
         "reasoning": f"Findings cover {coverage:.0%} of the question's parts.",
         "missing_aspects": missing,
-        "additional_queries": [_as_question(m) for m in missing][:3],
+        "additional_queries": [as_ask(m) for m in missing][:3],
     }
 
 

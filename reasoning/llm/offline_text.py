@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from reasoning.foresight import expression_in, zone_in
-from reasoning.text import WORD, keywords, markdown_inline
+from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, keywords, markdown_inline, paragraphs
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
@@ -123,19 +123,62 @@ def is_refusal(text: str) -> bool:
 
 
 def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
-    """The passages of the mentioned documents that best match the question, with their titles."""
-    wanted = set(keywords(question))
-    scored = []
-    for title, content in documents:
-        for passage in (p.strip() for p in re.split(r"\n\s*\n", content) if p.strip()):
-            overlap = len(wanted & set(keywords(passage)))
-            scored.append((overlap, title, passage))
-    scored.sort(key=lambda item: -item[0])
-    best = [item for item in scored if item[0] > 0][:3] or scored[:1]
-    quoted = "\n\n".join(
-        f"From **{markdown_inline(title)}**:\n\n> {passage[:800]}" for _, title, passage in best
+    """The passages of the mentioned documents that best match the question, by document."""
+    pieces = [(title, passage) for title, content in documents for passage in paragraphs(content)]
+    titles = {title for title, _ in documents}
+    return _quote(_best_passages(question, pieces, titles) or pieces[:1])
+
+
+# One hit of the document search tool: "## Title  (shared, nexus://documents/7)" then its text.
+_HIT = re.compile(r"^## (.+?)  \((?:shared|private), nexus://documents/\d+\)\n", re.MULTILINE)
+
+
+def _search_hits(text: str) -> list[tuple[str, str]]:
+    """(title, passage) pairs from the search tool's result, in its order."""
+    marks = list(_HIT.finditer(text or ""))
+    return [
+        (mark.group(1), text[mark.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip())
+        for i, mark in enumerate(marks)
+    ]
+
+
+def _best_passages(question: str, pieces: list[tuple[str, str]], titles: set[str]) -> list[tuple[str, str]]:
+    """The pieces that answer the question: scored by the question's words, each weighed by
+    how few pieces hold it (a word every piece has, like the document's name, tells none
+    apart), keeping those near the best and at most three."""
+    named = {word for title in titles for word in keywords(title)}
+    wanted = (
+        set(keywords(MENTION.sub(" ", question))) - named - {"say", "says", "said", "document", "documents"}
     )
-    return quoted
+    if not wanted or not pieces:
+        return []
+    words = [set(keywords(passage)) for _, passage in pieces]
+    weight = {w: 1.0 / sum(w in have for have in words) for w in wanted if any(w in have for have in words)}
+    scores = [sum(weight.get(w, 0.0) for w in have & wanted) for have in words]
+    best = max(scores)
+    if best <= 0:
+        return []
+    ranked = sorted(range(len(pieces)), key=lambda i: -scores[i])
+    return [pieces[i] for i in ranked if scores[i] >= best / 2][:3]
+
+
+def _quote(passages: list[tuple[str, str]]) -> str:
+    """Passages as quotes under their document's name, each document named once."""
+    by_title: dict[str, list[str]] = {}
+    for title, passage in passages:
+        by_title.setdefault(title, []).append(passage)
+    return "\n\n".join(
+        f"From **{markdown_inline(title)}**:\n\n"
+        + "\n>\n".join("> " + "\n> ".join(_unheaded(p)[:800].splitlines()) for p in quoted)
+        for title, quoted in by_title.items()
+    )
+
+
+def _unheaded(passage: str) -> str:
+    """A passage whose own Markdown headings read as bold lines inside a quote."""
+    return "\n".join(
+        f"**{m.group(1)}**" if (m := MARKDOWN_HEADING.match(line)) else line for line in passage.splitlines()
+    )
 
 
 def tool_named(tools: list[str], base: str) -> str | None:
@@ -190,7 +233,17 @@ def _document_answer(question: str, text: str) -> str:
             f"I found nothing in the team's documents about \"{asked}\", and I can't answer "
             "that offline; set ANTHROPIC_API_KEY to ask Claude."
         )
-    return f"From the team's documents:\n\n{text.strip()[:3000]}"
+    hits = _search_hits(text)
+    if not hits:  # another search tool's format: its text as it came
+        return f"From the team's documents:\n\n{text.strip()[:3000]}"
+    best = _best_passages(question, hits, set())
+    if not best:
+        asked = markdown_inline(shorten(question))
+        return (
+            f"The team's documents I found don't say anything about \"{asked}\", and I can't answer "
+            "that offline; set ANTHROPIC_API_KEY to ask Claude."
+        )
+    return _quote(best)
 
 
 def answer_without_tools(question: str) -> str:

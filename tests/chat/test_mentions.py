@@ -273,3 +273,42 @@ def test_a_title_with_quotes_or_backslashes_is_mentioned_as_picked(
     post(client, alice_session, f"When do we ship? {item['insert']}")
     run = ReasoningRun.objects.get()
     assert [a["source"] for a in run.attachments] == [document.uri]
+
+
+RELEASE = (
+    "# Release process\n\nWe release every Friday at noon.\n\nThe release manager is Dana Scott; she signs "
+    "off the changelog.\n\n## Rollback\n\nIf a release fails, roll back with `deploy rollback` within 30 "
+    "minutes and tell #ops.\n\nHotfixes skip the Friday train but need Dana's approval."
+)
+
+
+def _offline_answer(user, session, question: str) -> str:
+    from chat import services
+    from tests.conftest import run_now
+
+    prepared = services.message_prepare(user=user, content=question)
+    run = services.message_post(
+        session=session, content=question, question=prepared.question, attachments=prepared.attachments
+    )
+    run_now(run.pk)
+    return run.answers.get().content
+
+
+def test_the_offline_model_quotes_the_passage_that_answers_not_the_first_ones(alice, alice_session):
+    """Found by a review: every passage shares the document's name, so the first three were
+    quoted (a lone `# Release process` among them, as a giant heading) and not the hotfix rule."""
+    documents.document_create(owner=alice, title="release", content=RELEASE)
+    answer = _offline_answer(alice, alice_session, "@release what does it say about hotfixes?")
+    assert "Hotfixes skip the Friday train" in answer
+    assert "every Friday at noon" not in answer and "# Release" not in answer
+    assert answer.count("From **release**") == 1
+
+
+def test_the_offline_model_answers_each_part_from_the_team_search_without_internal_ids(alice, alice_session):
+    """Found by a review: one part got "I can't answer that offline" although the search had
+    found its answer, and the passages came under repeated `## release (private, nexus://…)`."""
+    documents.document_create(owner=alice, title="release", content=RELEASE)
+    question = "Who is the release manager and how do we roll back a failed release?"
+    answer = _offline_answer(alice, alice_session, question)
+    assert "Dana Scott" in answer and "deploy rollback" in answer
+    assert "can't answer" not in answer and "nexus://" not in answer and "(private" not in answer

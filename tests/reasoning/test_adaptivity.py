@@ -306,7 +306,7 @@ async def test_a_light_question_of_plain_parts_is_answered_in_one_call_covering_
     assert result.final_strategy == ExecutionStrategy.LIGHT_PLANNING and result.routed_by == "router"
     assert [r.component for r in llm.history] == ["agent", "evaluation"], "no planner, one answer"
     system = llm.requests_for("agent")[0].system
-    assert "1. Explain what a Bloom filter is?" in system and "2. Give one use case in a database?" in system
+    assert "1. Explain what a Bloom filter is." in system and "2. Give one use case in a database." in system
     steps = sink.of("plan.created")[0].payload["plan"]["steps"]
     assert len(steps) == 2
     assert [e.payload["status"] for e in sink.of("step.completed")] == ["completed", "completed"]

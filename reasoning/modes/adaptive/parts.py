@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.routing.features import split_asks
-from reasoning.text import markdown_inline
+from reasoning.text import as_ask, markdown_inline
 from reasoning.types import ResearchPlan, SubTask
 
 MAX_LIGHT_PARTS = 3
@@ -24,12 +24,10 @@ def question_parts(question: str) -> list[str]:
 
 def parts_plan(question: str, parts: list[str], lessons: list[str]) -> ResearchPlan:
     """A light plan of one step per part (each step also sees the whole question)."""
-    steps = [part[:1].upper() + part[1:] for part in parts]
     return ResearchPlan(
         original_query=question,
         subtasks=[
-            SubTask(id=f"step_{index}", query=step if step.endswith(("?", ".")) else f"{step}?", priority=1)
-            for index, step in enumerate(steps, 1)
+            SubTask(id=f"step_{index}", query=as_ask(part), priority=1) for index, part in enumerate(parts, 1)
         ],
         estimated_complexity="medium",
         strategy_summary="One step per part of the question: its parts are clear, so no planning call.",
