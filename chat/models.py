@@ -104,6 +104,9 @@ class ReasoningRun(models.Model):
     # What the person attached ([{kind, title, content, source}]: @documents, @resources,
     # /command context): context for the answer, not part of the question.
     attachments = models.JSONField(default=list, blank=True)
+    # The agent mode the run was started in (AGENT_MODE, or the chat's choice then): a run
+    # resumed after its worker died goes on in it, whatever the chat has switched to since.
+    agent_mode = models.CharField(max_length=30, blank=True)
     complexity_level = models.CharField(max_length=16, choices=Complexity.choices, blank=True)
     initial_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
     final_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
