@@ -8,7 +8,10 @@ then keeps the ones the engine's relevance rule accepts (reasoning.memory.rank),
 databases recall the same.
 
 The Memory page lists a person's episodes, facts and lessons (procedural memory); they
-delete any of them, or everything, and a deleted item is gone: the row and its index entry.
+delete any of them, or everything, and a deleted item is gone: the row, its index entry, and
+every episode derived from it (the exchange that told a fact, and later exchanges that recalled
+it, whose answers may repeat it), so it cannot come back through a summary either. Each run
+stores once: a run resumed after its worker died replaces what it stored, never adds a copy.
 """
 
 from __future__ import annotations
@@ -82,10 +85,15 @@ def _item(memory: Memory) -> MemoryItem:
     )
 
 
-def memory_recall(*, user: Any, query: str, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
-    """The person's (and the team's promoted) memories relevant to `query`, best first."""
+def memory_recall(
+    *, user: Any, query: str, limit: int = RECALL_LIMIT, exclude_run: ReasoningRun | None = None
+) -> list[MemoryItem]:
+    """The person's (and the team's promoted) memories relevant to `query`, best first; none
+    that `exclude_run` itself stored (a resumed run does not recall its own first answer)."""
     ids = _candidate_ids(user.pk, search_words(query))
     rows = Memory.objects.filter(Q(owner=user) | Q(shared=True), pk__in=ids).select_related("session")
+    if exclude_run is not None:
+        rows = rows.exclude(run=exclude_run)
     by_id = {m.pk: m for m in rows}
     return rank(query, [_item(by_id[i]) for i in ids if i in by_id], limit=limit)
 
@@ -93,19 +101,32 @@ def memory_recall(*, user: Any, query: str, limit: int = RECALL_LIMIT) -> list[M
 def memory_store(
     *, user: Any, session: ChatSession | None, run: ReasoningRun | None, items: list[MemoryItem]
 ) -> list[MemoryItem]:
-    stored = []
-    for item in items:
-        memory = Memory.objects.create(
-            owner=user,
-            kind=item.kind,
-            text=item.text,
-            source=item.source[:200],
-            confidence=min(1.0, max(0.0, item.confidence)),
-            session=session,
-            run=run,
-        )
-        stored.append(_item(memory))
-    return stored
+    """Keep one exchange's items; with a `run`, replacing whatever that run stored before, so a
+    run resumed after its worker died is remembered once. Episodes are linked to the facts
+    stored with them and to the items they name in `sources` (what their run recalled)."""
+    with transaction.atomic():
+        if run is not None:
+            Memory.objects.filter(owner=user, run=run).delete()
+        created = [
+            Memory.objects.create(
+                owner=user,
+                kind=item.kind,
+                text=item.text,
+                source=item.source[:200],
+                confidence=min(1.0, max(0.0, item.confidence)),
+                session=session,
+                run=run,
+            )
+            for item in items
+        ]
+        facts = [memory.pk for memory in created if memory.kind == Memory.Kind.SEMANTIC]
+        for memory, item in zip(created, items, strict=True):
+            if memory.kind != Memory.Kind.EPISODIC:
+                continue
+            recalled = [int(i) for i in item.sources if str(i).isdigit()]
+            known = memories_visible_to(user).filter(pk__in=recalled).values_list("pk", flat=True)
+            memory.sources.set([*facts, *known])
+    return [_item(memory) for memory in created]
 
 
 class DjangoMemoryStore:
@@ -119,7 +140,9 @@ class DjangoMemoryStore:
         self.run = run
 
     async def recall(self, query: str, *, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
-        return await database_sync_to_async(memory_recall)(user=self.user, query=query, limit=limit)
+        return await database_sync_to_async(memory_recall)(
+            user=self.user, query=query, limit=limit, exclude_run=self.run
+        )
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
         return await database_sync_to_async(memory_store)(
@@ -144,10 +167,36 @@ def lessons_of(user: Any) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def memory_delete(*, user: Any, memory_id: int) -> bool:
-    """Delete one of the person's own memories; False when there is no such item of theirs."""
-    deleted, _ = Memory.objects.filter(owner=user, pk=memory_id).delete()
-    return deleted > 0
+def with_derived(ids: set[int]) -> set[int]:
+    """`ids` and every episode derived from them, and from those in turn (a fact, the exchange
+    that told it, a later exchange that recalled that one, ...)."""
+    through = Memory.sources.through
+    found, frontier = set(ids), set(ids)
+    while frontier:
+        derived = set(
+            through.objects.filter(to_memory_id__in=frontier).values_list("from_memory_id", flat=True)
+        )
+        frontier = derived - found
+        found |= frontier
+    return found
+
+
+def memories_erase(ids: set[int]) -> set[int]:
+    """Delete the items and every episode derived from them (the ids deleted): the one way
+    memories are deleted, for the Memory page and the admin alike."""
+    with transaction.atomic():
+        doomed = with_derived(ids)
+        Memory.objects.filter(pk__in=doomed).delete()
+    return doomed
+
+
+def memory_delete(*, user: Any, memory_id: int) -> int | None:
+    """Delete one of the person's own memories and the episodes derived from it; how many
+    episodes went with it, or None when there is no such item of theirs."""
+    with transaction.atomic():
+        if not Memory.objects.filter(owner=user, pk=memory_id).exists():
+            return None
+        return len(memories_erase({memory_id})) - 1
 
 
 def lesson_forget(*, user: Any, text: str) -> int:
@@ -165,9 +214,10 @@ def lesson_forget(*, user: Any, text: str) -> int:
 def memory_forget_all(*, user: Any) -> int:
     """Everything Nexus remembers about the person: their memories and their runs' lessons."""
     with transaction.atomic():
-        deleted, _ = Memory.objects.filter(owner=user).delete()
+        own = set(Memory.objects.filter(owner=user).values_list("pk", flat=True))
+        memories_erase(own)
         Reflection.objects.filter(run__session__owner=user).update(lessons=[])
-    return deleted
+    return len(own)
 
 
 def memory_promote(*, memories: QuerySet[Memory], by: Any) -> int:

@@ -740,9 +740,9 @@ class Memory(models.Model):
     fact (with its source and confidence). Procedural memory is the lessons (Reflection).
 
     It is the owner's alone until staff promote it to the team (`shared`). Deleting it deletes
-    it: nothing keeps a copy, and the full-text index follows through triggers (SQLite) or a
-    generated column (PostgreSQL), so a deleted item can never be recalled. A chat's
-    episodes go with the chat.
+    it and the episodes derived from it (`sources`; chat.memory.memory_delete): nothing keeps
+    a copy, and the full-text index follows through triggers (SQLite) or a generated column
+    (PostgreSQL), so a deleted item can never be recalled. A chat's episodes go with the chat.
     """
 
     class Kind(models.TextChoices):
@@ -766,6 +766,9 @@ class Memory(models.Model):
     promoted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # What an episode was derived from: the facts told in the same exchange and the items its
+    # run recalled. Its answer may repeat them, so deleting one of them deletes the episode.
+    sources = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="derived")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

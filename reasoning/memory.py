@@ -231,7 +231,9 @@ def relevance(query_terms: list[str], text: str) -> float:
 @dataclass
 class MemoryItem:
     """One thing Nexus remembers. `source` says where it came from (a chat, a tool, the person);
-    `chat` names the conversation an episode happened in."""
+    `chat` names the conversation an episode happened in. `sources` are the ids of the items an
+    episode was derived from (what its run recalled): its answer may repeat them, so forgetting
+    one of them forgets the episode too."""
 
     kind: str
     text: str
@@ -242,6 +244,7 @@ class MemoryItem:
     created: str = ""
     shared: bool = False
     score: float = 0.0
+    sources: list[int | str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,7 +269,11 @@ class MemoryStore(Protocol):
         ...
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
-        """Store `items` for this person; returns them as stored (with ids)."""
+        """Store what one run keeps, for this person; returns the items as stored (with ids).
+
+        The items are one exchange: its episodes are derived from the facts stored with them
+        (and from their own `sources`), so forgetting such a fact forgets those episodes. A
+        store bound to a run keeps one set per run: storing again replaces the first."""
         ...
 
 
@@ -299,7 +306,19 @@ class InMemoryStore:
         return rank(query, [MemoryItem(**{**i.__dict__}) for i in self.items], limit=limit)
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
-        return [self._add(item) for item in items]
+        stored = [self._add(item) for item in items]
+        facts = [item.id for item in stored if item.kind == SEMANTIC and item.id is not None]
+        for item in stored:
+            if item.kind == EPISODIC:
+                item.sources = list(dict.fromkeys([*item.sources, *facts]))
+        return stored
 
     def forget(self, item_id: int | str) -> None:
-        self.items = [i for i in self.items if i.id != item_id]
+        """Forget the item and every episode derived from it (and from those, in turn)."""
+        gone = {item_id}
+        while True:
+            derived = {i.id for i in self.items if i.id not in gone and gone.intersection(i.sources)}
+            if not derived:
+                break
+            gone |= derived
+        self.items = [i for i in self.items if i.id not in gone]

@@ -67,18 +67,23 @@ def test_a_deleted_memory_is_never_recalled_again(alice, client_for, dispatched)
     client = client_for(alice)
     chat = services.session_create(owner=alice, title="Ops")
     post(client, chat, FACT, dispatched)
+    post(client, chat, "What is 6*7?", dispatched)
     fact = Memory.objects.get(owner=alice, kind=SEMANTIC)
     assert fact.pk in [m.id for m in memory_recall(user=alice, query=QUESTION)]
+    # Asked in another chat, the fact is recalled and repeated: that exchange is an episode too.
+    later = post(client, services.session_create(owner=alice, title="Later"), QUESTION, dispatched)
+    assert "db-2 in Frankfurt" in later.answers.get().content
+    assert Memory.objects.filter(owner=alice, text__contains="Frankfurt").count() >= 3
     response = client.post(reverse("chat:memory-delete", args=[fact.pk]), follow=True)
-    assert "will not recall it again" in response.content.decode()
-    assert fact.pk not in [m.id for m in memory_recall(user=alice, query=QUESTION)]
-    # The exchange that told it is an episode of its own, which the person deletes too, or
-    # everything at once.
-    assert Memory.objects.filter(owner=alice, kind=EPISODIC).exists()
+    page = response.content.decode()
+    assert "will not recall it again" in page and "conversation summaries" in page
+    assert "Frankfurt" not in page, "nor does any episode that told or repeated it stay"
+    assert not any("Frankfurt" in m.text for m in memory_recall(user=alice, query=QUESTION))
+    again = post(client, services.session_create(owner=alice, title="Again"), QUESTION, dispatched)
+    assert recalled(again) == [] and "Frankfurt" not in again.answers.get().content
+    assert "6*7" in page, "an unrelated exchange is still remembered"
     client.post(reverse("chat:memory-forget"))
     assert not Memory.objects.filter(owner=alice).exists()
-    again = post(client, chat, QUESTION, dispatched)
-    assert recalled(again) == [] and "Frankfurt" not in again.answers.get().content
 
 
 def test_recall_uses_the_full_text_index_and_stays_with_the_owner(alice, bob):
@@ -157,18 +162,15 @@ def test_the_panel_and_the_admin_show_the_agents_conversation(alice, auditor, cl
     assert "db-2 in Frankfurt" in staff.get(reverse("admin:chat_semanticmemory_changelist")).content.decode()
 
 
-@COGNITIVE
-def test_a_cognitive_run_left_by_a_dead_worker_resumes_after_its_finished_steps(alice_session):
+def rewind_to_first_step(run):
+    """Put a finished two-step run back to just after step_1, as if its worker died while
+    step_2 ran (the memory it stored at the end stays, as it would have); the cut's sequence."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from chat.models import TraceEvent
-    from tests.conftest import ask
 
-    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="light")
-    assert run.status == "succeeded"
-    # Rewind to just after step_1 finished, as if the worker died while step_2 ran.
     state = run.tracker_state
     state["attempts"] = state["attempts"][:1]
     state["attempts"][0].update(status="in_progress", outcome="", response=None)
@@ -186,6 +188,16 @@ def test_a_cognitive_run_left_by_a_dead_worker_resumes_after_its_finished_steps(
         finished_at=None,
         heartbeat_at=timezone.now() - timedelta(minutes=10),
     )
+    return cut
+
+
+@COGNITIVE
+def test_a_cognitive_run_left_by_a_dead_worker_resumes_after_its_finished_steps(alice_session):
+    from tests.conftest import ask
+
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="light")
+    assert run.status == "succeeded"
+    cut = rewind_to_first_step(run)
     assert run_now(run.pk) == "succeeded"
     run.refresh_from_db()
     assert run.answers.count() == 1 and "391" in run.answers.get().content
@@ -194,6 +206,44 @@ def test_a_cognitive_run_left_by_a_dead_worker_resumes_after_its_finished_steps(
     started = [e.payload["step_id"] for e in after.filter(kind="step.started")]
     assert started == ["step_2"], "the finished step is not run again"
     assert not after.filter(kind="plan.created").exists(), "the plan survives the worker"
+
+
+@COGNITIVE
+def test_a_resumed_run_remembers_its_exchange_once(alice_session):
+    from tests.conftest import ask
+
+    run = ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="light")
+    assert Memory.objects.filter(run=run, kind=EPISODIC).count() == 1
+    rewind_to_first_step(run)
+    assert run_now(run.pk) == "succeeded"
+    episodes = Memory.objects.filter(owner=run.session.owner, kind=EPISODIC)
+    assert episodes.count() == 1, "the Memory page lists the exchange once, not once per worker"
+    assert "391" in episodes.get().text, "the episode is the answer the person got"
+
+
+def test_a_resumed_run_goes_on_in_the_mode_it_started_in(alice, client_for):
+    from tests.conftest import starting_with
+
+    client = client_for(alice)
+    chat = services.session_create(owner=alice, title="Mode")
+    mode_url = reverse("chat:session-mode", args=[chat.pk])
+    with override_settings(NEXUS_CHAT_MODE_CHOICE=True), starting_with("light"):
+        client.post(mode_url, {"mode": "cognitive"})
+        run = services.message_post(session=chat, content="What is 17*23 and what time is it in Tokyo?")
+        assert run_now(run.pk) == "succeeded"
+        run.refresh_from_db()
+        cut = rewind_to_first_step(run)
+        client.post(mode_url, {"mode": "adaptive"})  # the person switches while it is down
+        assert run_now(run.pk) == "succeeded"
+    run.refresh_from_db()
+    after = run.events.filter(sequence__gt=cut)
+    assert after.first().payload.get("agent_mode") == "cognitive"
+    assert after.filter(kind="agent.message").exists(), "the agents finish what they started"
+    assert [e.payload["step_id"] for e in after.filter(kind="step.started")] == ["step_2"]
+    assert "391" in run.answers.get().content
+    following = services.message_post(session=chat, content="What is 6*7?")
+    assert run_now(following.pk) == "succeeded"
+    assert not following.events.filter(kind="agent.message").exists(), "the next question: adaptive"
 
 
 def test_staff_share_a_memory_with_the_team(alice, bob, auditor, client_for):
