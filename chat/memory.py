@@ -25,7 +25,7 @@ from django.db.models import Q, QuerySet
 from chat.models import ChatSession, Memory, ReasoningRun, Reflection
 from reasoning.memory import RECALL_LIMIT, MemoryItem, rank, search_words
 
-CANDIDATES = 40
+CANDIDATES = 60
 # A question's first words searched for (pairs of them: at most 28 groups).
 MAX_WORDS = 8
 
@@ -51,13 +51,7 @@ def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
-            cursor.execute(
-                "SELECT id FROM chat_memory WHERE search @@ to_tsquery('english', %s) "
-                "AND (owner_id = %s OR shared) "
-                "ORDER BY ts_rank(search, to_tsquery('english', %s)) DESC LIMIT %s",
-                [query, user_id, query, CANDIDATES],
-            )
+            cursor.execute(*_postgres_candidates(user_id, words[:MAX_WORDS], groups))
         elif connection.vendor == "sqlite":
             query = " OR ".join("(" + " AND ".join(f'"{w}"' for w in group) + ")" for group in groups)
             cursor.execute(
@@ -70,6 +64,33 @@ def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
             visible = Memory.objects.filter(Q(owner_id=user_id) | Q(shared=True))
             return list(visible.values_list("id", flat=True)[:CANDIDATES])
         return [row[0] for row in cursor.fetchall()]
+
+
+def _postgres_candidates(user_id: int, words: list[str], groups: list[tuple[str, ...]]) -> tuple[str, list]:
+    """The query for PostgreSQL's candidates, ranked like FTS5's bm25 ranks them on SQLite:
+    each shared word weighs by how rare it is among the matches, and short items first
+    (ts_rank knows neither, so among a thousand items sharing two common words the one that
+    also shares a rare word could fall out of the candidates)."""
+    query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
+    weights = ", ".join(
+        f"ln(1 + (count(*) + 1.0) / (1 + count(*) FILTER "
+        f"(WHERE search @@ to_tsquery('english', %s))))::float8 AS w{i}"
+        for i in range(len(words))
+    )
+    score = " + ".join(f"d.w{i} * (m.search @@ to_tsquery('english', %s))::int" for i in range(len(words)))
+    # Only placeholders and column numbers are put together here; every word is a parameter.
+    sql = " ".join(
+        [
+            "WITH m AS (SELECT id, search FROM chat_memory WHERE search @@ to_tsquery('english', %s)",
+            "AND (owner_id = %s OR shared)),",
+            "d AS MATERIALIZED (SELECT",
+            weights,
+            "FROM m) SELECT m.id FROM m, d ORDER BY (",
+            score,
+            ") / sqrt(greatest(length(m.search), 1)) DESC, m.id DESC LIMIT %s",
+        ]
+    )
+    return sql, [query, user_id, *words, *words, CANDIDATES]
 
 
 def _item(memory: Memory) -> MemoryItem:

@@ -106,6 +106,24 @@ def test_recall_uses_the_full_text_index_and_stays_with_the_owner(alice, bob):
     assert shared[0].shared
 
 
+def test_recall_among_many_look_alikes_finds_the_one_that_answers(alice):
+    tools = ["kafka", "redis", "nginx", "vault", "sentry"]
+    Memory.objects.bulk_create(
+        Memory(
+            owner=alice,
+            kind=SEMANTIC,
+            text=f"The {tools[i % 5]} deploy window of environment {i} is three days",
+        )
+        for i in range(300)
+    )
+    answer = Memory.objects.create(
+        owner=alice, kind=SEMANTIC, text="Deploys to production happen on Tuesdays and Thursdays"
+    )
+    assert [m.id for m in memory_recall(user=alice, query="Which days do we deploy to production?")] == [
+        answer.pk
+    ]
+
+
 def test_the_engine_store_is_bound_to_its_person(alice, bob):
     store = DjangoMemoryStore(user=alice)
     async_to_sync(store.remember)([MemoryItem(SEMANTIC, "Alice's VPN token rotates every ninety days")])
@@ -151,7 +169,8 @@ def test_the_panel_and_the_admin_show_the_agents_conversation(alice, auditor, cl
     run = post(client, chat, FACT, dispatched)
     post(client, chat, QUESTION, dispatched)
     page = client.get(reverse("chat:session", args=[chat.pk])).content.decode()
-    assert "asks" in page and "perception" in page and "Memory recalled 2 items" in page
+    # The fact, not also the longer episode that told it (it ranks well below the fact).
+    assert "asks" in page and "perception" in page and "Memory recalled 1 item" in page
     staff = client_for(auditor)
     admin_page = staff.get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).content.decode()
     assert re.search(r"Agents(&#x27;|')s? conversation \(\d+ messages\)", admin_page)

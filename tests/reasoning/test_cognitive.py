@@ -141,6 +141,18 @@ def test_recall_needs_more_than_one_common_word():
     assert rank("Which team owns billing?", items) == []
 
 
+def test_recall_prefers_the_close_answer_to_look_alikes_sharing_its_common_words():
+    answer = MemoryItem(SEMANTIC, "Deploys to production happen on Tuesdays and Thursdays")
+    look_alikes = [
+        MemoryItem(SEMANTIC, f"The {tool} deploy window of environment {i} is three days")
+        for i, tool in enumerate(["kafka", "redis", "nginx", "vault"] * 10)
+    ]
+    recalled = rank("Which days do we deploy to production?", [*look_alikes, answer])
+    assert [m.text for m in recalled] == [answer.text]
+    # Without the close answer, the look-alikes are what there is.
+    assert len(rank("Which days do we deploy to production?", look_alikes)) == 5
+
+
 # --- Executive --------------------------------------------------------------------------
 
 
