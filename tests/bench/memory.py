@@ -71,35 +71,35 @@ VALUES = [
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generated(n: int) -> list[tuple[str, str]]:
+def generated(
+    n: int,
+    aspects: list[str] = ASPECTS,
+    episode: str = "Asked: what is the {topic} {aspect} for cluster {i}? Answered: {value}.",
+    fact: str = "The {topic} {aspect} of environment {i} is {value}.",
+) -> list[tuple[str, str]]:
     """`n` plausible team memories about tools the labelled questions never ask about (but
-    often in the same words)."""
+    often in the same words): every third an episode, the others facts."""
     rows = []
     for i in range(n):
-        topic, aspect, value = TOPICS[i % 20], ASPECTS[(i // 20) % 10], VALUES[(i // 200) % 9]
-        if i % 3 == 0:
-            rows.append(
-                ("episodic", f"Asked: what is the {topic} {aspect} for cluster {i}? Answered: {value}.")
-            )
-        else:
-            rows.append(("semantic", f"The {topic} {aspect} of environment {i} is {value}."))
+        words = {"topic": TOPICS[i % 20], "aspect": aspects[(i // 20) % 10], "value": VALUES[(i // 200) % 9]}
+        rows.append(
+            ("episodic", episode.format(i=i, **words))
+            if i % 3 == 0
+            else ("semantic", fact.format(i=i, **words))
+        )
     return rows
 
 
 def generated_heldout(n: int) -> list[tuple[str, str]]:
-    """`n` look-alikes of the held-out questions, in other sentences than `generated`'s."""
+    """`n` look-alikes of the held-out questions, in other sentences than the tuning split's."""
     from tests.bench.memory_set import HELDOUT_ASPECTS
 
-    rows = []
-    for i in range(n):
-        topic, aspect, value = TOPICS[i % 20], HELDOUT_ASPECTS[(i // 20) % 10], VALUES[(i // 200) % 9]
-        if i % 3 == 0:
-            rows.append(
-                ("episodic", f"Asked: who owns the {aspect} of {topic} cluster {i}? Answered: {value}.")
-            )
-        else:
-            rows.append(("semantic", f"For the {topic} service in region {i}, the {aspect} is {value}."))
-    return rows
+    return generated(
+        n,
+        HELDOUT_ASPECTS,
+        episode="Asked: who owns the {aspect} of {topic} cluster {i}? Answered: {value}.",
+        fact="For the {topic} service in region {i}, the {aspect} is {value}.",
+    )
 
 
 def child() -> dict[str, object]:
