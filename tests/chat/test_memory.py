@@ -124,6 +124,18 @@ def test_recall_among_many_look_alikes_finds_the_one_that_answers(alice):
     ]
 
 
+def test_recall_on_postgresql_never_scans_a_pending_list_of_new_memories(alice):
+    """New memories go straight into the GIN index: with fastupdate on, every recall scanned
+    the items stored since the last autovacuum (15 ms instead of under 1 over 10,000)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the GIN index exists in the PostgreSQL pass (scripts/test.sh)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'chat_memory_search'")
+        assert "fastupdate=off" in cursor.fetchone()[0]
+
+
 def test_the_engine_store_is_bound_to_its_person(alice, bob):
     store = DjangoMemoryStore(user=alice)
     async_to_sync(store.remember)([MemoryItem(SEMANTIC, "Alice's VPN token rotates every ninety days")])
