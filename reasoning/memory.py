@@ -221,11 +221,12 @@ def search_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS and len(w) > 1))[:24]
 
 
-def relevance(query_terms: list[str], text: str) -> float:
-    """Share of the question's content words the item contains (0 when too few are shared)."""
+def relevance(query_terms: list[str], text: str | set[str]) -> float:
+    """Share of the question's content words the item (its text, or its terms) contains (0
+    when too few are shared)."""
     if not query_terms:
         return 0.0
-    own = set(terms(text))
+    own = text if isinstance(text, set) else set(terms(text))
     shared = sum(1 for term in query_terms if term in own)
     needed = min(MIN_SHARED, len(query_terms))
     coverage = shared / len(query_terms)
@@ -301,7 +302,7 @@ def rank(query: str, candidates: list[MemoryItem], *, limit: int = RECALL_LIMIT)
     total = sum(weight.values())
     scored = []
     for item, words in zip(candidates, own, strict=True):
-        if relevance(query_terms, item.text) <= 0:
+        if relevance(query_terms, words) <= 0:
             continue
         shared = [t for t in query_terms if t in words]
         density = len(shared) / max(len(words), 1)
