@@ -292,3 +292,39 @@ def test_staff_share_a_memory_with_the_team(alice, bob, auditor, client_for):
     assert [m.text for m in memory_recall(user=bob, query="When does the release train leave?")] == [
         fact.text
     ]
+
+
+def test_a_shared_fact_deleted_by_its_owner_leaves_no_copy_in_teammates_episodes(
+    alice, bob, auditor, client_for
+):
+    fact = Memory.objects.create(
+        owner=alice, kind=SEMANTIC, text="The release train leaves every second Wednesday", shared=True
+    )
+    # bob's run recalled it and answered with it: his episode is derived from it.
+    (episode,) = async_to_sync(DjangoMemoryStore(user=bob).remember)(
+        [
+            MemoryItem(
+                EPISODIC,
+                "Asked: when does the release train leave? Answered: every second Wednesday",
+                sources=[fact.pk],
+            )
+        ]
+    )
+    unrelated = memory_store(user=bob, session=None, run=None, items=[MemoryItem(EPISODIC, "Asked: lunch?")])
+    assert client_for(alice).post(reverse("chat:memory-delete", args=[fact.pk])).status_code == 302
+    assert not Memory.objects.filter(pk__in=[fact.pk, episode.id]).exists()
+    assert memory_recall(user=bob, query="When does the release train leave?") == []
+    assert Memory.objects.filter(pk=unrelated[0].id).exists()
+    # Staff deleting an item in the admin takes its derived episodes too.
+    told = Memory.objects.create(owner=bob, kind=SEMANTIC, text="Our VPN gateway is vpn-3")
+    (derived,) = memory_store(
+        user=bob,
+        session=None,
+        run=None,
+        items=[MemoryItem(EPISODIC, "Asked: VPN? Answered: vpn-3", sources=[told.pk])],
+    )
+    client_for(auditor).post(
+        reverse("admin:chat_semanticmemory_changelist"),
+        {"action": "delete_selected", "_selected_action": [told.pk], "post": "yes"},
+    )
+    assert not Memory.objects.filter(pk__in=[told.pk, derived.id]).exists()
