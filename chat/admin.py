@@ -24,7 +24,7 @@ from django.utils.text import Truncator
 
 from chat import admin_trail as trail
 from chat import staff_audit
-from chat.admin_audit import ViewAuditedAdmin, changelist_queryset, filters_of
+from chat.admin_audit import ViewAuditedAdmin, changelist_queryset, export_download, filters_of
 from chat.audit import runs_export, runs_export_lines, runs_for_export, runs_summary_csv
 from chat.models import (
     AnswerFeedback,
@@ -275,24 +275,16 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         if fmt not in ("jsonl", "csv"):
             raise Http404("Unknown export format.")
         runs = changelist_queryset(self, request)
-        count = runs.count()
-        staff_audit.record(
+        return export_download(
             request,
-            "export",
-            "run",
-            "",
-            f"Exported {count} run(s) as {fmt.upper()}",
-            count=count,
-            format=fmt,
-            filters=filters_of(request),
+            object_type="run",
+            noun="run(s)",
+            count=runs.count(),
+            fmt=fmt,
+            csv_rows=runs_summary_csv(runs),
+            json_lines=runs_export_lines(runs),
+            filename="nexus-runs",
         )
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        if fmt == "csv":
-            response = StreamingHttpResponse(runs_summary_csv(runs), content_type="text/csv; charset=utf-8")
-        else:
-            response = StreamingHttpResponse(runs_export_lines(runs), content_type="application/x-ndjson")
-        response["Content-Disposition"] = f'attachment; filename="nexus-runs-{stamp}.{fmt}"'
-        return response
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         # "Export all matching" carries the list's own filters, search and date range.

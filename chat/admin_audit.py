@@ -180,29 +180,53 @@ def _spreadsheet_safe(value: Any) -> Any:
     return value
 
 
-def audit_log_download(
-    request: HttpRequest, entries: QuerySet[StaffAuditEntry], fmt: str
+def export_download(
+    request: HttpRequest,
+    *,
+    object_type: str,
+    noun: str,
+    count: int,
+    fmt: str,
+    csv_rows: Iterable[str],
+    json_lines: Iterable[str],
+    filename: str,
 ) -> StreamingHttpResponse:
-    """Stream the entries as CSV or JSON Lines, and record that the log itself was exported."""
-    entries = entries.order_by("created_at", "id")
-    count = entries.count()
+    """Record that staff exported `count` `noun` (with the list's filters), then stream them as
+    CSV or JSON Lines (both streams are lazy: only the one asked for is read)."""
     staff_audit.record(
         request,
         StaffAuditEntry.Action.EXPORT,
-        "staff audit log",
+        object_type,
         "",
-        f"Exported {count} staff audit entries as {fmt.upper()}",
+        f"Exported {count} {noun} as {fmt.upper()}",
         count=count,
         format=fmt,
         filters=filters_of(request),
     )
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     if fmt == "csv":
-        response = StreamingHttpResponse(audit_entries_csv(entries), content_type="text/csv; charset=utf-8")
+        response = StreamingHttpResponse(csv_rows, content_type="text/csv; charset=utf-8")
     else:
-        response = StreamingHttpResponse(audit_entries_jsonl(entries), content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="nexus-staff-audit-{stamp}.{fmt}"'
+        response = StreamingHttpResponse(json_lines, content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="{filename}-{stamp}.{fmt}"'
     return response
+
+
+def audit_log_download(
+    request: HttpRequest, entries: QuerySet[StaffAuditEntry], fmt: str
+) -> StreamingHttpResponse:
+    """Stream the entries as CSV or JSON Lines, and record that the log itself was exported."""
+    entries = entries.order_by("created_at", "id")
+    return export_download(
+        request,
+        object_type="staff audit log",
+        noun="staff audit entries",
+        count=entries.count(),
+        fmt=fmt,
+        csv_rows=audit_entries_csv(entries),
+        json_lines=audit_entries_jsonl(entries),
+        filename="nexus-staff-audit",
+    )
 
 
 @admin.action(description="Export selected entries as CSV")

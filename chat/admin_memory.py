@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
-from chat.memory import memory_promote
+from chat.memory import memories_erase, memory_promote
 from chat.models import EpisodicMemory, Memory, SemanticMemory
 
 
@@ -29,6 +29,12 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        memories_erase({obj.pk})  # with the episodes that could repeat it, as on the Memory page
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        memories_erase(set(queryset.values_list("pk", flat=True)))
 
     @admin.display(description="text")
     def summary(self, obj: Memory) -> str:

@@ -28,7 +28,7 @@ from chat import services
 from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
 from chat.memory import DjangoMemoryStore
-from chat.models import ChatSession, ReasoningRun, SessionMode
+from chat.models import ReasoningRun
 from chat.sink import RunSink
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
@@ -240,20 +240,12 @@ def _run_context(run: ReasoningRun) -> dict[str, Any]:
         ),
         "lessons": lessons_for(run),
         "tools": _registry(run),
-        "mode": mode_for(run.session),
+        # The mode the run started in (older runs stored none: the chat's, as they did).
+        "mode": run.agent_mode if run.agent_mode in MODE_NAMES else services.mode_for(run.session),
         "memory": DjangoMemoryStore(user=run.session.owner, session=run.session, run=run)
         if settings.NEXUS_MEMORY
         else None,
     }
-
-
-def mode_for(session: ChatSession) -> str:
-    """The chat's own mode where the operator lets people choose, else AGENT_MODE."""
-    if settings.NEXUS_CHAT_MODE_CHOICE:
-        chosen = SessionMode.objects.filter(session=session).values_list("mode", flat=True).first()
-        if chosen in MODE_NAMES:
-            return chosen
-    return settings.AGENT_MODE
 
 
 def _registry(run: ReasoningRun) -> Any:

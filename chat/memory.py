@@ -8,7 +8,10 @@ then keeps the ones the engine's relevance rule accepts (reasoning.memory.rank),
 databases recall the same.
 
 The Memory page lists a person's episodes, facts and lessons (procedural memory); they
-delete any of them, or everything, and a deleted item is gone: the row and its index entry.
+delete any of them, or everything, and a deleted item is gone: the row, its index entry, and
+every episode derived from it (the exchange that told a fact, and later exchanges that recalled
+it, whose answers may repeat it), so it cannot come back through a summary either. Each run
+stores once: a run resumed after its worker died replaces what it stored, never adds a copy.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from django.db.models import Q, QuerySet
 from chat.models import ChatSession, Memory, ReasoningRun, Reflection
 from reasoning.memory import RECALL_LIMIT, MemoryItem, rank, search_words
 
-CANDIDATES = 40
+CANDIDATES = 60
 # A question's first words searched for (pairs of them: at most 28 groups).
 MAX_WORDS = 8
 
@@ -48,13 +51,7 @@ def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
-            cursor.execute(
-                "SELECT id FROM chat_memory WHERE search @@ to_tsquery('english', %s) "
-                "AND (owner_id = %s OR shared) "
-                "ORDER BY ts_rank(search, to_tsquery('english', %s)) DESC LIMIT %s",
-                [query, user_id, query, CANDIDATES],
-            )
+            cursor.execute(*_postgres_candidates(user_id, words[:MAX_WORDS], groups))
         elif connection.vendor == "sqlite":
             query = " OR ".join("(" + " AND ".join(f'"{w}"' for w in group) + ")" for group in groups)
             cursor.execute(
@@ -67,6 +64,33 @@ def _candidate_ids(user_id: int, words: list[str]) -> list[int]:
             visible = Memory.objects.filter(Q(owner_id=user_id) | Q(shared=True))
             return list(visible.values_list("id", flat=True)[:CANDIDATES])
         return [row[0] for row in cursor.fetchall()]
+
+
+def _postgres_candidates(user_id: int, words: list[str], groups: list[tuple[str, ...]]) -> tuple[str, list]:
+    """The query for PostgreSQL's candidates, ranked like FTS5's bm25 ranks them on SQLite:
+    each shared word weighs by how rare it is among the matches, and short items first
+    (ts_rank knows neither, so among a thousand items sharing two common words the one that
+    also shares a rare word could fall out of the candidates)."""
+    query = " | ".join("(" + " & ".join(group) + ")" for group in groups)
+    weights = ", ".join(
+        f"ln(1 + (count(*) + 1.0) / (1 + count(*) FILTER "
+        f"(WHERE search @@ to_tsquery('english', %s))))::float8 AS w{i}"
+        for i in range(len(words))
+    )
+    score = " + ".join(f"d.w{i} * (m.search @@ to_tsquery('english', %s))::int" for i in range(len(words)))
+    # Only placeholders and column numbers are put together here; every word is a parameter.
+    sql = " ".join(
+        [
+            "WITH m AS (SELECT id, search FROM chat_memory WHERE search @@ to_tsquery('english', %s)",
+            "AND (owner_id = %s OR shared)),",
+            "d AS MATERIALIZED (SELECT",
+            weights,
+            "FROM m) SELECT m.id FROM m, d ORDER BY (",
+            score,
+            ") / sqrt(greatest(length(m.search), 1)) DESC, m.id DESC LIMIT %s",
+        ]
+    )
+    return sql, [query, user_id, *words, *words, CANDIDATES]
 
 
 def _item(memory: Memory) -> MemoryItem:
@@ -82,10 +106,15 @@ def _item(memory: Memory) -> MemoryItem:
     )
 
 
-def memory_recall(*, user: Any, query: str, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
-    """The person's (and the team's promoted) memories relevant to `query`, best first."""
+def memory_recall(
+    *, user: Any, query: str, limit: int = RECALL_LIMIT, exclude_run: ReasoningRun | None = None
+) -> list[MemoryItem]:
+    """The person's (and the team's promoted) memories relevant to `query`, best first; none
+    that `exclude_run` itself stored (a resumed run does not recall its own first answer)."""
     ids = _candidate_ids(user.pk, search_words(query))
     rows = Memory.objects.filter(Q(owner=user) | Q(shared=True), pk__in=ids).select_related("session")
+    if exclude_run is not None:
+        rows = rows.exclude(run=exclude_run)
     by_id = {m.pk: m for m in rows}
     return rank(query, [_item(by_id[i]) for i in ids if i in by_id], limit=limit)
 
@@ -93,19 +122,32 @@ def memory_recall(*, user: Any, query: str, limit: int = RECALL_LIMIT) -> list[M
 def memory_store(
     *, user: Any, session: ChatSession | None, run: ReasoningRun | None, items: list[MemoryItem]
 ) -> list[MemoryItem]:
-    stored = []
-    for item in items:
-        memory = Memory.objects.create(
-            owner=user,
-            kind=item.kind,
-            text=item.text,
-            source=item.source[:200],
-            confidence=min(1.0, max(0.0, item.confidence)),
-            session=session,
-            run=run,
-        )
-        stored.append(_item(memory))
-    return stored
+    """Keep one exchange's items; with a `run`, replacing whatever that run stored before, so a
+    run resumed after its worker died is remembered once. Episodes are linked to the facts
+    stored with them and to the items they name in `sources` (what their run recalled)."""
+    with transaction.atomic():
+        if run is not None:
+            Memory.objects.filter(owner=user, run=run).delete()
+        created = [
+            Memory.objects.create(
+                owner=user,
+                kind=item.kind,
+                text=item.text,
+                source=item.source[:200],
+                confidence=min(1.0, max(0.0, item.confidence)),
+                session=session,
+                run=run,
+            )
+            for item in items
+        ]
+        facts = [memory.pk for memory in created if memory.kind == Memory.Kind.SEMANTIC]
+        for memory, item in zip(created, items, strict=True):
+            if memory.kind != Memory.Kind.EPISODIC:
+                continue
+            recalled = [int(i) for i in item.sources if str(i).isdigit()]
+            known = memories_visible_to(user).filter(pk__in=recalled).values_list("pk", flat=True)
+            memory.sources.set([*facts, *known])
+    return [_item(memory) for memory in created]
 
 
 class DjangoMemoryStore:
@@ -119,7 +161,9 @@ class DjangoMemoryStore:
         self.run = run
 
     async def recall(self, query: str, *, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
-        return await database_sync_to_async(memory_recall)(user=self.user, query=query, limit=limit)
+        return await database_sync_to_async(memory_recall)(
+            user=self.user, query=query, limit=limit, exclude_run=self.run
+        )
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
         return await database_sync_to_async(memory_store)(
@@ -144,10 +188,36 @@ def lessons_of(user: Any) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def memory_delete(*, user: Any, memory_id: int) -> bool:
-    """Delete one of the person's own memories; False when there is no such item of theirs."""
-    deleted, _ = Memory.objects.filter(owner=user, pk=memory_id).delete()
-    return deleted > 0
+def with_derived(ids: set[int]) -> set[int]:
+    """`ids` and every episode derived from them, and from those in turn (a fact, the exchange
+    that told it, a later exchange that recalled that one, ...)."""
+    through = Memory.sources.through
+    found, frontier = set(ids), set(ids)
+    while frontier:
+        derived = set(
+            through.objects.filter(to_memory_id__in=frontier).values_list("from_memory_id", flat=True)
+        )
+        frontier = derived - found
+        found |= frontier
+    return found
+
+
+def memories_erase(ids: set[int]) -> set[int]:
+    """Delete the items and every episode derived from them (the ids deleted): the one way
+    memories are deleted, for the Memory page and the admin alike."""
+    with transaction.atomic():
+        doomed = with_derived(ids)
+        Memory.objects.filter(pk__in=doomed).delete()
+    return doomed
+
+
+def memory_delete(*, user: Any, memory_id: int) -> int | None:
+    """Delete one of the person's own memories and the episodes derived from it; how many
+    episodes went with it, or None when there is no such item of theirs."""
+    with transaction.atomic():
+        if not Memory.objects.filter(owner=user, pk=memory_id).exists():
+            return None
+        return len(memories_erase({memory_id})) - 1
 
 
 def lesson_forget(*, user: Any, text: str) -> int:
@@ -165,9 +235,10 @@ def lesson_forget(*, user: Any, text: str) -> int:
 def memory_forget_all(*, user: Any) -> int:
     """Everything Nexus remembers about the person: their memories and their runs' lessons."""
     with transaction.atomic():
-        deleted, _ = Memory.objects.filter(owner=user).delete()
+        own = set(Memory.objects.filter(owner=user).values_list("pk", flat=True))
+        memories_erase(own)
         Reflection.objects.filter(run__session__owner=user).update(lessons=[])
-    return deleted
+    return len(own)
 
 
 def memory_promote(*, memories: QuerySet[Memory], by: Any) -> int:

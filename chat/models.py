@@ -104,6 +104,9 @@ class ReasoningRun(models.Model):
     # What the person attached ([{kind, title, content, source}]: @documents, @resources,
     # /command context): context for the answer, not part of the question.
     attachments = models.JSONField(default=list, blank=True)
+    # The agent mode the run was started in (AGENT_MODE, or the chat's choice then): a run
+    # resumed after its worker died goes on in it, whatever the chat has switched to since.
+    agent_mode = models.CharField(max_length=30, blank=True)
     complexity_level = models.CharField(max_length=16, choices=Complexity.choices, blank=True)
     initial_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
     final_strategy = models.CharField(max_length=20, choices=Strategy.choices, blank=True)
@@ -737,9 +740,9 @@ class Memory(models.Model):
     fact (with its source and confidence). Procedural memory is the lessons (Reflection).
 
     It is the owner's alone until staff promote it to the team (`shared`). Deleting it deletes
-    it: nothing keeps a copy, and the full-text index follows through triggers (SQLite) or a
-    generated column (PostgreSQL), so a deleted item can never be recalled. A chat's
-    episodes go with the chat.
+    it and the episodes derived from it (`sources`; chat.memory.memory_delete): nothing keeps
+    a copy, and the full-text index follows through triggers (SQLite) or a generated column
+    (PostgreSQL), so a deleted item can never be recalled. A chat's episodes go with the chat.
     """
 
     class Kind(models.TextChoices):
@@ -763,6 +766,9 @@ class Memory(models.Model):
     promoted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # What an episode was derived from: the facts told in the same exchange and the items its
+    # run recalled. Its answer may repeat them, so deleting one of them deletes the episode.
+    sources = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="derived")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from chat import mentions
 from chat.inputs import clean_title, refuse_nul
-from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun
+from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode
+from reasoning.modes import MODE_NAMES
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
@@ -229,6 +230,15 @@ def message_prepare(*, user: Any, content: str) -> PreparedMessage:
     return PreparedMessage(question=question, attachments=attachments, notes=notes)
 
 
+def mode_for(session: ChatSession) -> str:
+    """The chat's own mode where the operator lets people choose, else AGENT_MODE."""
+    if settings.NEXUS_CHAT_MODE_CHOICE:
+        chosen = SessionMode.objects.filter(session=session).values_list("mode", flat=True).first()
+        if chosen in MODE_NAMES:
+            return chosen
+    return settings.AGENT_MODE
+
+
 def message_post(
     *,
     session: ChatSession,
@@ -252,6 +262,7 @@ def message_post(
                 attachments=[a.to_dict() for a in attachments or []],
                 provider=settings.NEXUS_LLM_PROVIDER,
                 model=settings.NEXUS_REASONING.model,
+                agent_mode=mode_for(session),
             )
             updates = {"updated_at": timezone.now()}
             if session.title == "New chat":
@@ -298,6 +309,7 @@ def message_resend(
                 attachments=run.attachments if content is None else [a.to_dict() for a in attachments or []],
                 provider=settings.NEXUS_LLM_PROVIDER,
                 model=settings.NEXUS_REASONING.model,
+                agent_mode=mode_for(session),
             )
             ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
     except IntegrityError:

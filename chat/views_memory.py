@@ -29,9 +29,11 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
-    if not memory.memory_delete(user=request.user, memory_id=memory_id):
+    derived = memory.memory_delete(user=request.user, memory_id=memory_id)
+    if derived is None:
         raise Http404("No such memory of yours.")
-    flash.success(request, "Deleted: Nexus will not recall it again.")
+    also = f" The {derived} conversation summaries that could repeat it went with it." if derived else ""
+    flash.success(request, f"Deleted: Nexus will not recall it again.{also}")
     return redirect("chat:memory")
 
 

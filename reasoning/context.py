@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasoning.agent import ToolExecutor, summarize
 from reasoning.budget import NoLimit, SpendingLimit
@@ -22,7 +22,18 @@ from reasoning.events import Emitter
 from reasoning.prompts import format_prompt, load_prompt, split_prompt
 from reasoning.tools.registry import ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
-from reasoning.types import Attachment, RunInput
+from reasoning.types import (
+    Attachment,
+    ComplexityAnalysis,
+    EvaluationResult,
+    ExecutionStrategy,
+    RunInput,
+    require,
+)
+
+if TYPE_CHECKING:
+    from reasoning.answer_check import LocalVerdict
+    from reasoning.modes.base import ReasoningFailed, ReasoningResult
 
 __all__ = ["Checkpoint", "ComponentLLM", "ModelSet", "RunContext", "Totals", "describe_error"]
 
@@ -149,6 +160,150 @@ class RunContext:
             return False
         await self.degrade("budget", reason, "keeping this attempt's answer instead of escalating")
         return True
+
+    async def judge_answer(
+        self,
+        answer: str,
+        strategy: ExecutionStrategy,
+        analysis: ComplexityAnalysis,
+        *,
+        draft: str | None,
+        phase: str | None = None,
+        local: LocalVerdict | None = None,
+    ) -> EvaluationResult:
+        """The quality check every mode runs on an answer before anyone relies on it: the
+        local check's approval where it gave one, else the evaluator's verdict (accepted
+        unchecked, and said so, when the evaluator fails); reported as quality.started and
+        quality.completed."""
+        from reasoning.answer_check import LOCAL_SCORE
+        from reasoning.evaluator import Evaluator  # it takes a RunContext: imported late
+
+        threshold = self.config.quality_threshold(strategy)
+        await self.emit("quality.started", phase, strategy=strategy.value, threshold=threshold, draft=draft)
+        approved_locally = local is not None and local.approved
+        if not answer.strip():
+            evaluation = EvaluationResult(False, 0.0, "The answer was empty.", missing_aspects=["an answer"])
+        elif local is not None and local.approved:
+            evaluation = EvaluationResult(True, LOCAL_SCORE, local.reason, deeper_would_help=False)
+        else:
+            try:
+                evaluation = await Evaluator(self).evaluate_response_quality(
+                    self.question, answer, strategy, analysis, attachments=self.attachment_titles()
+                )
+            except Exception as error:
+                await self.degrade(
+                    "evaluator", describe_error(error), "accepting the answer without a quality check"
+                )
+                evaluation = EvaluationResult(True, threshold, "Quality check unavailable; answer accepted.")
+        unsure = (
+            {"local_check": f"unsure: {local.reason}"} if local is not None and not local.approved else {}
+        )
+        await self.emit(
+            "quality.completed",
+            strategy=strategy.value,
+            evaluation=evaluation,
+            threshold=threshold,
+            approved=evaluation.is_complete,
+            deeper_would_help=evaluation.deeper_would_help,
+            draft=draft,
+            checked_by="local" if approved_locally else "model",
+            **unsure,
+        )
+        return evaluation
+
+    async def finish_run(
+        self,
+        answer: str,
+        *,
+        analysis: ComplexityAnalysis,
+        initial: ExecutionStrategy,
+        final: ExecutionStrategy,
+        evaluation: EvaluationResult | None,
+        escalations: int,
+        routed_by: str,
+        kind: str = "answer",
+        **extra: Any,
+    ) -> ReasoningResult:
+        """Every mode's end of a run (after its answer.final): whether the run is worth
+        reflecting on, `run.finished` with the run's totals (and the mode's `extra`), and the
+        result handed back. `evaluation` is None for an answer nobody checked."""
+        from reasoning.modes.base import ReasoningResult  # the modes import this module
+        from reasoning.quality.reflection import reflection_trigger
+
+        tracker = require(self.tracker, "the run's tracker")
+        totals, latency = self.totals, self.latency_ms()
+        quality = evaluation.confidence if evaluation else None
+        trigger = (
+            reflection_trigger(self, evaluation, escalations, kind, answer)
+            if self.config.enable_reflection
+            else None
+        )
+        await self.emit(
+            "run.finished",
+            "Complete",
+            mode="Complete",
+            initial_strategy=initial.value,
+            final_strategy=final.value,
+            attempts=len(tracker.attempts),
+            quality=quality,
+            escalated=escalations > 0,
+            escalations=escalations,
+            usage=totals.usage,
+            cost=str(totals.cost),
+            llm_calls=totals.calls,
+            cancelled_calls=totals.cancelled,
+            calls_by_component=dict(totals.by_component),
+            latency_ms=round(latency, 1),
+            degraded=self.degraded,
+            answer_kind=kind,
+            routed_by=routed_by,
+            reflects=trigger,
+            **extra,
+        )
+        return ReasoningResult(
+            answer=answer,
+            analysis=analysis,
+            initial_strategy=initial,
+            final_strategy=final,
+            attempts=len(tracker.attempts),
+            quality=quality,
+            evaluation=evaluation,
+            escalations=escalations,
+            tracker=tracker,
+            usage=totals.usage,
+            cost=totals.cost,
+            llm_calls=totals.calls,
+            latency_ms=latency,
+            degraded=list(self.degraded),
+            kind=kind,
+            routed_by=routed_by,
+            cancelled_calls=totals.cancelled,
+            calls_by_component=dict(totals.by_component),
+            reflection_trigger=trigger,
+        )
+
+    async def fail(self, error: Exception | None, *, message: str | None = None) -> ReasoningFailed:
+        """Report that the run ends without an answer (`run.failed`, saying why in words a
+        person can act on) and return the ReasoningFailed for the mode to raise."""
+        from reasoning.llm.base import LLMError
+        from reasoning.modes.base import ReasoningFailed
+
+        if message is None:
+            message = (
+                error.user_message()
+                if isinstance(error, LLMError)
+                else "The reasoning engine could not produce an answer."
+            )
+        await self.emit(
+            "run.failed",
+            "Complete",
+            mode="Complete",
+            error=message,
+            detail=describe_error(error) if error is not None else message,
+            usage=self.totals.usage,
+            cost=str(self.totals.cost),
+        )
+        return ReasoningFailed(message)
 
     async def degrade(self, component: str, error: str, fallback: str, *, detail: str | None = None) -> None:
         """Record a component failure and its fallback. `error` is shown to the user; `detail`

@@ -10,6 +10,7 @@ precise (an item that merely shares "the" or "team" never reaches a prompt).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,6 +25,11 @@ RECALL_LIMIT = 5
 # or all of them for a one-word question) to be recalled.
 MIN_COVERAGE = 0.34
 MIN_SHARED = 2
+# Ranking (see `rank`): how much an item's own extra words count against it, and the share of
+# the best item's score another item needs to be recalled with it. Set on the tuning split of
+# tests/bench/memory_set.py, checked on its held-out split.
+DENSITY_WEIGHT = 0.5
+RELATIVE_CUT = 0.6
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9\-]*[a-z0-9]|[a-z0-9]")
 STOPWORDS = frozenset(
@@ -215,11 +221,12 @@ def search_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS and len(w) > 1))[:24]
 
 
-def relevance(query_terms: list[str], text: str) -> float:
-    """Share of the question's content words the item contains (0 when too few are shared)."""
+def relevance(query_terms: list[str], text: str | set[str]) -> float:
+    """Share of the question's content words the item (its text, or its terms) contains (0
+    when too few are shared)."""
     if not query_terms:
         return 0.0
-    own = set(terms(text))
+    own = text if isinstance(text, set) else set(terms(text))
     shared = sum(1 for term in query_terms if term in own)
     needed = min(MIN_SHARED, len(query_terms))
     coverage = shared / len(query_terms)
@@ -231,7 +238,9 @@ def relevance(query_terms: list[str], text: str) -> float:
 @dataclass
 class MemoryItem:
     """One thing Nexus remembers. `source` says where it came from (a chat, a tool, the person);
-    `chat` names the conversation an episode happened in."""
+    `chat` names the conversation an episode happened in. `sources` are the ids of the items an
+    episode was derived from (what its run recalled): its answer may repeat them, so forgetting
+    one of them forgets the episode too."""
 
     kind: str
     text: str
@@ -242,6 +251,7 @@ class MemoryItem:
     created: str = ""
     shared: bool = False
     score: float = 0.0
+    sources: list[int | str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,18 +276,42 @@ class MemoryStore(Protocol):
         ...
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
-        """Store `items` for this person; returns them as stored (with ids)."""
+        """Store what one run keeps, for this person; returns the items as stored (with ids).
+
+        The items are one exchange: its episodes are derived from the facts stored with them
+        (and from their own `sources`), so forgetting such a fact forgets those episodes. A
+        store bound to a run keeps one set per run: storing again replaces the first."""
         ...
 
 
 def rank(query: str, candidates: list[MemoryItem], *, limit: int = RECALL_LIMIT) -> list[MemoryItem]:
-    """The relevant candidates, best first (ties keep the store's order)."""
+    """The relevant candidates, best first (ties keep the store's order).
+
+    An item passes the relevance rule (`relevance`: enough of the question's words), then is
+    scored by what it shares, weighted by how rare each shared word is among the candidates
+    (a word most of them share tells little), times how much of the item those words are (an
+    item about something more specific than the question has more words of its own). Only
+    items scoring at least RELATIVE_CUT of the best one come back: a question with a close
+    answer does not also recall the many items that merely share its common words."""
     query_terms = terms(query)
+    if not query_terms or not candidates:
+        return []
+    own = [set(terms(item.text)) for item in candidates]
+    pool = len(candidates) + 1
+    weight = {t: math.log(1 + pool / (1 + sum(1 for words in own if t in words))) for t in query_terms}
+    total = sum(weight.values())
     scored = []
-    for item in candidates:
-        item.score = relevance(query_terms, item.text)
-        if item.score > 0:
-            scored.append(item)
+    for item, words in zip(candidates, own, strict=True):
+        if relevance(query_terms, words) <= 0:
+            continue
+        shared = [t for t in query_terms if t in words]
+        density = len(shared) / max(len(words), 1)
+        item.score = round(sum(weight[t] for t in shared) / total * density**DENSITY_WEIGHT, 4)
+        scored.append(item)
+    if not scored:
+        return []
+    best = max(item.score for item in scored)
+    scored = [item for item in scored if item.score >= best * RELATIVE_CUT]
     scored.sort(key=lambda item: -item.score)
     return scored[:limit]
 
@@ -299,7 +333,19 @@ class InMemoryStore:
         return rank(query, [MemoryItem(**{**i.__dict__}) for i in self.items], limit=limit)
 
     async def remember(self, items: list[MemoryItem]) -> list[MemoryItem]:
-        return [self._add(item) for item in items]
+        stored = [self._add(item) for item in items]
+        facts = [item.id for item in stored if item.kind == SEMANTIC and item.id is not None]
+        for item in stored:
+            if item.kind == EPISODIC:
+                item.sources = list(dict.fromkeys([*item.sources, *facts]))
+        return stored
 
     def forget(self, item_id: int | str) -> None:
-        self.items = [i for i in self.items if i.id != item_id]
+        """Forget the item and every episode derived from it (and from those, in turn)."""
+        gone = {item_id}
+        while True:
+            derived = {i.id for i in self.items if i.id not in gone and gone.intersection(i.sources)}
+            if not derived:
+                break
+            gone |= derived
+        self.items = [i for i in self.items if i.id not in gone]

@@ -71,19 +71,35 @@ VALUES = [
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def generated(n: int) -> list[tuple[str, str]]:
+def generated(
+    n: int,
+    aspects: list[str] = ASPECTS,
+    episode: str = "Asked: what is the {topic} {aspect} for cluster {i}? Answered: {value}.",
+    fact: str = "The {topic} {aspect} of environment {i} is {value}.",
+) -> list[tuple[str, str]]:
     """`n` plausible team memories about tools the labelled questions never ask about (but
-    often in the same words)."""
+    often in the same words): every third an episode, the others facts."""
     rows = []
     for i in range(n):
-        topic, aspect, value = TOPICS[i % 20], ASPECTS[(i // 20) % 10], VALUES[(i // 200) % 9]
-        if i % 3 == 0:
-            rows.append(
-                ("episodic", f"Asked: what is the {topic} {aspect} for cluster {i}? Answered: {value}.")
-            )
-        else:
-            rows.append(("semantic", f"The {topic} {aspect} of environment {i} is {value}."))
+        words = {"topic": TOPICS[i % 20], "aspect": aspects[(i // 20) % 10], "value": VALUES[(i // 200) % 9]}
+        rows.append(
+            ("episodic", episode.format(i=i, **words))
+            if i % 3 == 0
+            else ("semantic", fact.format(i=i, **words))
+        )
     return rows
+
+
+def generated_heldout(n: int) -> list[tuple[str, str]]:
+    """`n` look-alikes of the held-out questions, in other sentences than the tuning split's."""
+    from tests.bench.memory_set import HELDOUT_ASPECTS
+
+    return generated(
+        n,
+        HELDOUT_ASPECTS,
+        episode="Asked: who owns the {aspect} of {topic} cluster {i}? Answered: {value}.",
+        fact="For the {topic} service in region {i}, the {aspect} is {value}.",
+    )
 
 
 def child() -> dict[str, object]:
@@ -98,52 +114,71 @@ def child() -> dict[str, object]:
     django.setup()
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
+    from django.db import connection
 
     from chat.memory import memory_recall
     from chat.models import Memory
-    from tests.bench.memory_set import MEMORIES, QUESTIONS
+    from tests.bench.memory_set import HELDOUT_MEMORIES, HELDOUT_QUESTIONS, MEMORIES, QUESTIONS
 
     call_command("migrate", verbosity=0)
     users = get_user_model().objects
-    alice = users.create_user("alice-bench", password="x-bench-password")
-    bob = users.create_user("bob-bench", password="x-bench-password")
-    Memory.objects.bulk_create(
-        [Memory(owner=alice, kind=kind, text=text, source="bench") for kind, text in generated(ITEMS)],
-        batch_size=1000,
-    )
+    # Each split: one person with its labelled memories among 10,000 look-alikes, one with the
+    # labelled memories alone.
+    splits = {
+        "tuning": (MEMORIES, QUESTIONS, generated(ITEMS)),
+        "heldout": (HELDOUT_MEMORIES, HELDOUT_QUESTIONS, generated_heldout(ITEMS)),
+    }
     keys: dict[int, str] = {}
-    for owner in (alice, bob):
-        for key, (kind, text) in MEMORIES.items():
-            keys[Memory.objects.create(owner=owner, kind=kind, text=text, source="labelled").pk] = key
-    for question in QUESTIONS:  # warm the caches once
-        memory_recall(user=alice, query=question)
+    people: dict[str, dict[str, object]] = {}
+    for split, (memories, _, noise) in splits.items():
+        among = users.create_user(f"{split}-among-bench", password="x-bench-password")
+        alone = users.create_user(f"{split}-alone-bench", password="x-bench-password")
+        Memory.objects.bulk_create(
+            [Memory(owner=among, kind=kind, text=text, source="bench") for kind, text in noise],
+            batch_size=1000,
+        )
+        for owner in (among, alone):
+            for key, (kind, text) in memories.items():
+                keys[Memory.objects.create(owner=owner, kind=kind, text=text, source="labelled").pk] = key
+        people[split] = {"among_10000": among, "alone": alone}
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # as autovacuum would after a load this size
+            cursor.execute("ANALYZE chat_memory")
+    asked = [
+        (people[split]["among_10000"], q) for split, (_, questions, _) in splits.items() for q in questions
+    ]
+    for user, question in asked:  # warm the caches once
+        memory_recall(user=user, query=question)
     timings: list[float] = []
+    slowest: dict[str, float] = {}
     for _ in range(3):
-        for question in QUESTIONS:
+        for user, question in asked:
             started = time.perf_counter()
-            memory_recall(user=alice, query=question)
+            memory_recall(user=user, query=question)
             timings.append((time.perf_counter() - started) * 1000)
+            slowest[question] = max(slowest.get(question, 0.0), timings[-1])
     timings.sort()
     figures: dict[str, object] = {
-        "items": Memory.objects.filter(owner=alice).count(),
+        "items": Memory.objects.filter(owner=people["tuning"]["among_10000"]).count(),
         "median_ms": timings[len(timings) // 2],
         "p95_ms": timings[int(len(timings) * 0.95)],
+        "slowest": sorted(slowest.items(), key=lambda kv: -kv[1])[:3],
     }
-    for name, user in (("alone", bob), ("among_10000", alice)):
-        hits = recalled = relevant = found = 0
-        wrong: dict[str, int] = {}
-        for question, wanted in QUESTIONS.items():
-            got = [keys.get(int(m.id), "generated") for m in memory_recall(user=user, query=question)]
-            if any(key not in wanted for key in got):
-                wrong[question] = sum(1 for key in got if key not in wanted)
-            recalled += len(got)
-            hits += sum(1 for key in got if key in wanted)
-            relevant += len(wanted)
-            found += len(wanted & set(got))
-        figures[f"precision_{name}"] = hits / recalled if recalled else 1.0
-        figures[f"recall_{name}"] = found / relevant if relevant else 1.0
-        figures[f"recalled_{name}"] = recalled
-        figures[f"wrong_{name}"] = wrong
+    for split, (_, questions, _) in splits.items():
+        for name, user in people[split].items():
+            hits = recalled = relevant = found = 0
+            wrong: dict[str, int] = {}
+            for question, wanted in questions.items():
+                got = [keys.get(int(m.id), "generated") for m in memory_recall(user=user, query=question)]
+                if any(key not in wanted for key in got):
+                    wrong[question] = sum(1 for key in got if key not in wanted)
+                recalled += len(got)
+                hits += sum(1 for key in got if key in wanted)
+                relevant += len(wanted)
+                found += len(wanted & set(got))
+            figures[f"{split}_precision_{name}"] = hits / recalled if recalled else 1.0
+            figures[f"{split}_recall_{name}"] = found / relevant if relevant else 1.0
+            figures[f"{split}_wrong_{name}"] = wrong
     return figures
 
 
@@ -167,25 +202,34 @@ def measure(database_url: str, var_dir: str) -> dict[str, object]:
 
 def describe(name: str, f: dict[str, object]) -> list[str]:
     fast = f["median_ms"] < 50 and f["p95_ms"] < 50  # type: ignore[operator]
-    precise = f["precision_alone"] > 0.85  # type: ignore[operator]
-    return [
-        f"  {name:<10} recall over {f['items']:,} items: median {f['median_ms']:.1f} ms, "
-        f"p95 {f['p95_ms']:.1f} ms  [{'ok' if fast else 'OVER 50 ms'}]",
-        f"  {name:<10} labelled set: precision {f['precision_alone']:.1%}, recall {f['recall_alone']:.1%}  "
-        f"[{'ok' if precise else 'UNDER 85%'}]",
-        f"  {name:<10} stress, the same set among the 10,000 generated near misses: precision "
-        f"{f['precision_among_10000']:.1%}, recall {f['recall_among_10000']:.1%} (no target)",
-        *(
-            f"  {name:<10}   among 10,000: {count} wrong for {question!r}"
-            for question, count in f["wrong_among_10000"].items()  # type: ignore[attr-defined]
-        ),
+    lines = [
+        f"  {name:<8} recall over {f['items']:,} items: median {f['median_ms']:.1f} ms, "
+        f"p95 {f['p95_ms']:.1f} ms  [{'ok' if fast else 'OVER 50 ms'}]; slowest: "
+        + ", ".join(f"{question!r} {ms:.0f} ms" for question, ms in f["slowest"]),  # type: ignore[attr-defined]
     ]
+    for split in ("tuning", "heldout"):
+        for among in ("alone", "among_10000"):
+            precision = f[f"{split}_precision_{among}"]
+            ok = "ok" if precision > 0.85 else "UNDER 85%"  # type: ignore[operator]
+            where = "alone" if among == "alone" else "among 10,000 look-alikes"
+            lines.append(
+                f"  {name:<8} {split:<7} split, {where}: precision {precision:.1%}, "
+                f"recall {f[f'{split}_recall_{among}']:.1%}  [{ok}]"
+            )
+            lines += [
+                f"  {name:<8}   {count} wrong for {question!r}"
+                for question, count in f[f"{split}_wrong_{among}"].items()  # type: ignore[attr-defined]
+            ]
+    return lines
 
 
 def main() -> list[str]:
-    from tests.bench.memory_set import MEMORIES, QUESTIONS
+    from tests.bench.memory_set import HELDOUT_MEMORIES, HELDOUT_QUESTIONS, MEMORIES, QUESTIONS
 
-    lines = [f"memory: {len(MEMORIES)} labelled memories, {len(QUESTIONS)} labelled questions"]
+    lines = [
+        f"memory: tuning split {len(MEMORIES)} memories, {len(QUESTIONS)} questions; held-out split "
+        f"{len(HELDOUT_MEMORIES)} memories, {len(HELDOUT_QUESTIONS)} questions (never tuned on)"
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         lines += describe("sqlite", measure(f"sqlite:///{tmp}/bench.sqlite3", tmp))
         try:

@@ -100,3 +100,107 @@ QUESTIONS: dict[str, set[str]] = {
     "How do I center a div in CSS?": set(),
     "What is 17*23?": set(),
 }
+
+# --- the held-out split ---------------------------------------------------------------------
+# Written before the ranking was tuned (on the set above, the tuning split) and never used to
+# tune it: its figures are the ones that say how recall does on memories it was not fitted to.
+# Other subjects, other wording, near misses of its own.
+
+HELDOUT_MEMORIES: dict[str, tuple[str, str]] = {
+    "design_review": ("semantic", "Design reviews happen on Wednesday afternoons in the Turing room."),
+    "api_rate_limit": ("semantic", "The public API rate limit is 600 requests per minute per key."),
+    "api_keys": (
+        "semantic",
+        "API keys for partners are issued by the platform team through the admin console.",
+    ),
+    "search_index": (
+        "episodic",
+        "Asked: why are search results stale? Answered: the search index rebuild job failed on Sunday.",
+    ),
+    "cert_renewal": (
+        "semantic",
+        "TLS certificates are renewed automatically by cert-manager thirty days before expiry.",
+    ),
+    "dns": (
+        "semantic",
+        "Our DNS is hosted at Route 53; changes go through a pull request to the infra repo.",
+    ),
+    "mobile_release": ("semantic", "The mobile app is released to the stores every second Thursday."),
+    "app_store_review": (
+        "episodic",
+        "Asked: how long does app store review take? Answered: usually one to two days.",
+    ),
+    "sales_target": ("semantic", "The sales target for this year is 3.2 million euros in new contracts."),
+    "board_meeting": ("semantic", "The board meeting is held in the first week of every quarter."),
+    "laptop_refresh": ("semantic", "Laptops are replaced every three years through the IT helpdesk."),
+    "office_hours": ("semantic", "The office is open from 7:00 to 20:00 on weekdays."),
+    "kitchen": ("semantic", "The kitchen on the second floor is cleaned every Friday afternoon."),
+    "translation": (
+        "semantic",
+        "Product texts are translated into German and French by an agency called Lingua.",
+    ),
+    "analytics_tool": ("semantic", "Product analytics run on Mixpanel; the tracking plan lives in the wiki."),
+    "data_retention": ("semantic", "Customer data is deleted ninety days after a contract ends."),
+    "incident_review": (
+        "episodic",
+        "Asked: when do we write an incident review? Answered: within five days after any outage "
+        "that paged someone.",
+    ),
+    "queue_backlog": (
+        "episodic",
+        "Asked: why did the email queue back up? Answered: the SMTP provider throttled us after a bulk send.",
+    ),
+    "mentor": ("semantic", "Priya mentors the new frontend engineers."),
+    "conference": ("semantic", "The team goes to PyCon Europe each year with a budget of two tickets."),
+    "staging_reset": ("semantic", "The staging environment is reset with fresh data every Sunday night."),
+    "db_migration": (
+        "episodic",
+        "Asked: how do we run a database migration safely? Answered: deploy the migration first, "
+        "then the code that uses it.",
+    ),
+    "prod_access": ("semantic", "Production shell access needs approval from the engineering manager."),
+    "secrets": ("semantic", "Application secrets are kept in Vault under the path kv/apps."),
+}
+
+HELDOUT_QUESTIONS: dict[str, set[str]] = {
+    "When do design reviews happen?": {"design_review"},
+    "What is the rate limit of the public API?": {"api_rate_limit"},
+    "Who issues API keys to partners?": {"api_keys"},
+    "Why were the search results stale?": {"search_index"},
+    "How are TLS certificates renewed?": {"cert_renewal"},
+    "Where is our DNS hosted?": {"dns"},
+    "How often is the mobile app released?": {"mobile_release"},
+    "What is this year's sales target?": {"sales_target"},
+    "When is the board meeting?": {"board_meeting"},
+    "How often are laptops replaced?": {"laptop_refresh"},
+    "Who translates the product texts?": {"translation"},
+    "What do we use for product analytics?": {"analytics_tool"},
+    "When is customer data deleted?": {"data_retention"},
+    "When do we write an incident review?": {"incident_review"},
+    "Why did the email queue back up?": {"queue_backlog"},
+    "When is the staging environment reset?": {"staging_reset"},
+    "How do we run a database migration safely?": {"db_migration"},
+    "Who approves production shell access?": {"prod_access"},
+    "Where are application secrets kept?": {"secrets"},
+    "Who mentors new frontend engineers?": {"mentor"},
+    # Questions no memory answers.
+    "What is the boiling point of water in Kelvin?": set(),
+    "Translate 'good morning' into Spanish.": set(),
+    "Explain how a hash map works.": set(),
+    "Who wrote Pride and Prejudice?": set(),
+}
+
+# The held-out look-alikes: other words (the held-out questions'), and another sentence shape
+# than the tuning split's generated memories (tests/bench/memory.py).
+HELDOUT_ASPECTS = [
+    "rate limit",
+    "api keys",
+    "search index",
+    "certificate renewal",
+    "dns records",
+    "release schedule",
+    "sales target",
+    "design review",
+    "data retention",
+    "secrets path",
+]

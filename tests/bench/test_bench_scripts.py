@@ -53,7 +53,9 @@ async def test_the_modes_bench_runs_every_mode_without_degrading():
 
 
 def test_the_labelled_memory_set_names_only_memories_it_has():
-    from tests.bench.memory_set import MEMORIES, QUESTIONS
+    from tests.bench.memory_set import HELDOUT_MEMORIES, HELDOUT_QUESTIONS, MEMORIES, QUESTIONS
 
-    assert all(wanted <= MEMORIES.keys() for wanted in QUESTIONS.values())
-    assert sum(1 for wanted in QUESTIONS.values() if not wanted) >= 4, "questions nothing should answer"
+    for memories, questions in ((MEMORIES, QUESTIONS), (HELDOUT_MEMORIES, HELDOUT_QUESTIONS)):
+        assert all(wanted <= memories.keys() for wanted in questions.values())
+        assert sum(1 for wanted in questions.values() if not wanted) >= 4, "questions nothing should answer"
+    assert not MEMORIES.keys() & HELDOUT_MEMORIES.keys() and not QUESTIONS.keys() & HELDOUT_QUESTIONS.keys()

@@ -29,9 +29,12 @@ def slow_site(tmp_path: Path) -> Iterator[Site]:
 
 def test_the_agents_timeline_and_the_memory_page(page: Page):  # noqa: F811
     page.locator("#app").evaluate("app => app.dataset.traceOpen = 'true'")
+    ask(page, "What is 6*7?")  # an exchange that has nothing to do with what is deleted below
+    expect(page.locator(".answer .markdown").last).to_contain_text("42", timeout=45000)
     ask(page, "Remember that our staging database is db-2 in Frankfurt.")
-    expect(page.locator(".answer .markdown").last).to_be_visible(timeout=45000)
+    expect(page.locator(".answer .markdown")).to_have_count(2, timeout=45000)
     ask(page, "Which staging database do we use?")
+    expect(page.locator(".answer .markdown")).to_have_count(3, timeout=45000)
     expect(page.locator(".answer .markdown").last).to_contain_text("db-2 in Frankfurt", timeout=45000)
     trace = page.locator("ol.trace").last
     messages = trace.locator(".ev-agent-message")
@@ -46,6 +49,10 @@ def test_the_agents_timeline_and_the_memory_page(page: Page):  # noqa: F811
     expect(fact).to_have_count(1)
     fact.locator("button", has_text="Delete").click()
     expect(page.locator(".flash")).to_contain_text("will not recall it again")
+    # The exchanges that told it and repeated it went with it; the unrelated one stays.
+    expect(page.locator(".flash")).to_contain_text("2 conversation summaries")
     expect(page.locator("tr.memory-item", has_text="Fact")).to_have_count(0)
+    expect(page.locator(".memory-text", has_text="Frankfurt")).to_have_count(0)
+    expect(page.locator(".memory-table")).to_contain_text("6*7")
     page.click("text=Forget everything")
     expect(page.locator(".memory-table")).to_contain_text("Nexus remembers nothing about you yet.")

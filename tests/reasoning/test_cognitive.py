@@ -115,6 +115,23 @@ async def test_a_deleted_memory_is_never_recalled():
     assert await store.recall("Which VPN gateway do we use?") == []
 
 
+async def test_a_deleted_fact_is_not_recalled_through_the_episodes_that_repeat_it():
+    store = InMemoryStore()
+    mode = CognitiveMode(OfflineClient(latency=0), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    await mode.run("Remember that our VPN gateway is vpn-3.example.net", memory=store)
+    await mode.run("Which VPN gateway do we use?", memory=store)  # recalls it, answers with it
+    await mode.run("What is 6*7?", memory=store)
+    fact = next(i for i in store.items if i.kind == SEMANTIC)
+    assert sum("vpn-3" in i.text for i in store.items) >= 3, "the fact and two episodes repeat it"
+    store.forget(fact.id)
+    assert not any("vpn-3" in i.text for i in store.items)
+    assert await store.recall("Which VPN gateway do we use?") == []
+    sink = ListSink()
+    result = await mode.run("Which VPN gateway do we use?", sink=sink, memory=store)
+    assert sink.of("memory.recalled")[0].payload["items"] == [] and "vpn-3" not in result.answer
+    assert any("6*7" in i.text for i in store.items), "an unrelated exchange is still remembered"
+
+
 def test_recall_needs_more_than_one_common_word():
     items = [
         MemoryItem(SEMANTIC, "The team lunch is on Fridays"),
@@ -122,6 +139,18 @@ def test_recall_needs_more_than_one_common_word():
     ]
     assert rank("When do deploys go out?", items)[0].text == "Deploys go out on Tuesdays"
     assert rank("Which team owns billing?", items) == []
+
+
+def test_recall_prefers_the_close_answer_to_look_alikes_sharing_its_common_words():
+    answer = MemoryItem(SEMANTIC, "Deploys to production happen on Tuesdays and Thursdays")
+    look_alikes = [
+        MemoryItem(SEMANTIC, f"The {tool} deploy window of environment {i} is three days")
+        for i, tool in enumerate(["kafka", "redis", "nginx", "vault"] * 10)
+    ]
+    recalled = rank("Which days do we deploy to production?", [*look_alikes, answer])
+    assert [m.text for m in recalled] == [answer.text]
+    # Without the close answer, the look-alikes are what there is.
+    assert len(rank("Which days do we deploy to production?", look_alikes)) == 5
 
 
 # --- Executive --------------------------------------------------------------------------

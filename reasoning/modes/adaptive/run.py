@@ -17,17 +17,15 @@ from typing import Any
 
 from reasoning.agent import run_agent, summarize
 from reasoning.analyzer import fallback_analysis
-from reasoning.answer_check import LOCAL_SCORE, LocalVerdict, check_answer
+from reasoning.answer_check import LocalVerdict, check_answer
 from reasoning.cache import AnalysisCache
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
-from reasoning.evaluator import Evaluator
-from reasoning.llm.base import LLMError
 from reasoning.modes.adaptive.gate import EarlyAnswer, PlanGate
 from reasoning.modes.adaptive.strategies import Strategies
 from reasoning.modes.adaptive.triage import PHASE_ANALYSIS, Triage
-from reasoning.modes.base import ReasoningFailed, ReasoningResult
-from reasoning.quality.reflection import ReflectionAgent, reflection_trigger, run_summary
+from reasoning.modes.base import ReasoningResult
+from reasoning.quality.reflection import ReflectionAgent, run_summary
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import (
     ComplexityAnalysis,
@@ -212,41 +210,14 @@ class AdaptiveRun:
     async def check_quality(
         self, answer: str, strategy: ExecutionStrategy, analysis: ComplexityAnalysis
     ) -> tuple[EvaluationResult, DraftStream | None]:
-        ctx = self.ctx
         draft = self.answer_draft(answer)
-        draft_id = draft.id if draft else None
-        threshold = self.config.quality_threshold(strategy)
-        await ctx.emit(
-            "quality.started", PHASE_QUALITY, strategy=strategy.value, threshold=threshold, draft=draft_id
-        )
-        local = self.local_check(answer, strategy, analysis)
-        checked_by = "local" if local is not None and local.approved else "model"
-        if not answer.strip():
-            evaluation = EvaluationResult(False, 0.0, "The answer was empty.", missing_aspects=["an answer"])
-        elif local is not None and local.approved:
-            evaluation = EvaluationResult(True, LOCAL_SCORE, local.reason, deeper_would_help=False)
-        else:
-            try:
-                evaluation = await Evaluator(ctx).evaluate_response_quality(
-                    ctx.question, answer, strategy, analysis, attachments=ctx.attachment_titles()
-                )
-            except Exception as error:
-                await ctx.degrade(
-                    "evaluator", describe_error(error), "accepting the answer without a quality check"
-                )
-                evaluation = EvaluationResult(True, threshold, "Quality check unavailable; answer accepted.")
-        await ctx.emit(
-            "quality.completed",
-            strategy=strategy.value,
-            evaluation=evaluation,
-            threshold=threshold,
-            approved=evaluation.is_complete,
-            deeper_would_help=evaluation.deeper_would_help,
-            draft=draft_id,
-            checked_by=checked_by,
-            **(
-                {"local_check": f"unsure: {local.reason}"} if local is not None and not local.approved else {}
-            ),
+        evaluation = await self.ctx.judge_answer(
+            answer,
+            strategy,
+            analysis,
+            draft=draft.id if draft else None,
+            phase=PHASE_QUALITY,
+            local=self.local_check(answer, strategy, analysis),
         )
         return evaluation, draft
 
@@ -300,70 +271,29 @@ class AdaptiveRun:
         draft: DraftStream | None = None,
     ) -> ReasoningResult:
         ctx = self.ctx
-        tracker = require(ctx.tracker, "the run's tracker")
         self.finishing = True
         await ctx.save_checkpoint()
         stray = ctx.drafts.current
         if stray is not None and stray is not draft:
             await stray.discard("revised")
         answer = with_notice(answer, ctx.models.base.answer_notice)
-        totals = ctx.totals
-        latency = ctx.latency_ms()
         await ctx.emit(
             "answer.final", PHASE_COMPLETE, answer=answer, answer_kind=kind, draft=draft.id if draft else None
         )
-        quality = evaluation.confidence if evaluation else None
-        trigger = (
-            reflection_trigger(ctx, evaluation, escalations, kind, answer)
-            if self.config.enable_reflection
-            else None
-        )
-        await ctx.emit(
-            "run.finished",
-            PHASE_COMPLETE,
-            mode="Complete",
-            initial_strategy=initial.value,
-            final_strategy=final.value,
-            attempts=len(tracker.attempts),
-            quality=quality,
-            escalated=escalations > 0,
-            escalations=escalations,
-            usage=totals.usage,
-            cost=str(totals.cost),
-            llm_calls=totals.calls,
-            cancelled_calls=totals.cancelled,
-            calls_by_component=dict(totals.by_component),
-            latency_ms=round(latency, 1),
-            degraded=ctx.degraded,
-            answer_kind=kind,
-            routed_by=self.triage.routed_by,
-            reflects=trigger,
-        )
-        result = ReasoningResult(
-            answer=answer,
+        result = await ctx.finish_run(
+            answer,
             analysis=analysis,
-            initial_strategy=initial,
-            final_strategy=final,
-            attempts=len(tracker.attempts),
-            quality=quality,
+            initial=initial,
+            final=final,
             evaluation=evaluation,
             escalations=escalations,
-            tracker=tracker,
-            usage=totals.usage,
-            cost=totals.cost,
-            llm_calls=totals.calls,
-            latency_ms=latency,
-            degraded=list(ctx.degraded),
-            kind=kind,
             routed_by=self.triage.routed_by,
-            cancelled_calls=totals.cancelled,
-            calls_by_component=dict(totals.by_component),
-            reflection_trigger=trigger,
+            kind=kind,
         )
         # Reflection comes after the run is finished: the person has the answer and may ask
         # the next question while Nexus learns from this one.
-        if trigger is not None:
-            await self.reflect(trigger, final, evaluation, escalations, answer)
+        if result.reflection_trigger is not None:
+            await self.reflect(result.reflection_trigger, final, evaluation, escalations, answer)
         return result
 
     async def reflect(
@@ -412,32 +342,11 @@ class AdaptiveRun:
                 open_draft=lambda: ctx.drafts.open(attempt=attempt, strategy="direct"),
             )
         except Exception as error:
-            message = (
-                error.user_message()
-                if isinstance(error, LLMError)
-                else ("The reasoning engine could not produce an answer.")
-            )
             ctx.tracker.end_attempt("Error occurred", status="failed")
             await ctx.drafts.discard_current("failed")
-            await ctx.emit(
-                "run.failed",
-                PHASE_COMPLETE,
-                mode="Complete",
-                error=message,
-                detail=describe_error(error),
-                usage=ctx.totals.usage,
-                cost=str(ctx.totals.cost),
-            )
-            raise ReasoningFailed(message) from error
+            raise await ctx.fail(error) from error
         if not result.text.strip():
-            await ctx.emit(
-                "run.failed",
-                PHASE_COMPLETE,
-                mode="Complete",
-                error="The model returned an empty answer.",
-                detail="empty fallback answer",
-            )
-            raise ReasoningFailed("The model returned an empty answer.")
+            raise await ctx.fail(None, message="The model returned an empty answer.")
         ctx.tracker.end_attempt(
             "Answered without reasoning (fallback)", status="completed", response=result.text
         )

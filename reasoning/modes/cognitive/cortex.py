@@ -17,7 +17,6 @@ from typing import Any
 from reasoning.agent import summarize
 from reasoning.analyzer import fallback_analysis
 from reasoning.context import RunContext, describe_error
-from reasoning.llm.base import LLMError
 from reasoning.memory import MemoryItem, MemoryStore
 from reasoning.modes.adaptive.answering import Answerer
 from reasoning.modes.adaptive.run import with_notice
@@ -29,7 +28,6 @@ from reasoning.modes.cognitive.motor import MotorAgent
 from reasoning.modes.cognitive.perception import PerceptionAgent
 from reasoning.planner import direct_plan
 from reasoning.progress import PlanStep
-from reasoning.quality.reflection import reflection_trigger
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import (
     Attachment,
@@ -109,30 +107,9 @@ class CortexCoordinator:
                 open_draft=lambda: ctx.drafts.open(attempt=len(ctx.tracker.attempts), strategy="direct"),
             )
         except Exception as error:
-            message = (
-                error.user_message()
-                if isinstance(error, LLMError)
-                else "The reasoning engine could not produce an answer."
-            )
-            await ctx.emit(
-                "run.failed",
-                "Complete",
-                mode="Complete",
-                error=message,
-                detail=describe_error(error),
-                usage=ctx.totals.usage,
-                cost=str(ctx.totals.cost),
-            )
-            raise ReasoningFailed(message) from error
+            raise await ctx.fail(error) from error
         if not result.text.strip():
-            await ctx.emit(
-                "run.failed",
-                "Complete",
-                mode="Complete",
-                error="The model returned an empty answer.",
-                detail="empty fallback answer",
-            )
-            raise ReasoningFailed("The model returned an empty answer.")
+            raise await ctx.fail(None, message="The model returned an empty answer.")
         ctx.tracker.end_attempt(
             "Answered without the agents (fallback)", status="completed", response=result.text
         )
@@ -393,7 +370,6 @@ class CortexCoordinator:
     ) -> ReasoningResult:
         ctx = self.ctx
         self.finishing = True
-        quality = evaluation.confidence if checked else None
         self.workspace.update_stage("memory_storage")
         try:
             await self.ask(
@@ -405,7 +381,6 @@ class CortexCoordinator:
         except MessageError as error:
             await ctx.degrade("memory", error.error, "this exchange is not remembered")
         self.workspace.update_stage("complete")
-        tracker = require(ctx.tracker, "tracker")
         answer = with_notice(answer, ctx.models.base.answer_notice)
         live = ctx.drafts.current_id
         await ctx.emit(
@@ -415,57 +390,20 @@ class CortexCoordinator:
             answer_kind="answer",
             draft=draft if draft == live else None,
         )
-        totals, latency = ctx.totals, ctx.latency_ms()
-        trigger = (
-            reflection_trigger(ctx, evaluation if checked else None, escalations, "answer", answer)
-            if ctx.config.enable_reflection
-            else None
-        )
-        await ctx.emit(
-            "run.finished",
-            "Complete",
-            mode="Complete",
-            initial_strategy=initial.value,
-            final_strategy=final.value,
-            attempts=len(tracker.attempts),
-            quality=quality,
-            escalated=escalations > 0,
+        result = await ctx.finish_run(
+            answer,
+            analysis=analysis,
+            initial=initial,
+            final=final,
+            evaluation=evaluation if checked else None,
             escalations=escalations,
-            usage=totals.usage,
-            cost=str(totals.cost),
-            llm_calls=totals.calls,
-            cancelled_calls=totals.cancelled,
-            calls_by_component=dict(totals.by_component),
-            latency_ms=round(latency, 1),
-            degraded=ctx.degraded,
-            answer_kind="answer",
             routed_by="perception",
-            reflects=trigger,
             agent_mode="cognitive",
             messages=len(self.bus.log),
         )
-        result = ReasoningResult(
-            answer=answer,
-            analysis=analysis,
-            initial_strategy=initial,
-            final_strategy=final,
-            attempts=len(tracker.attempts),
-            quality=quality,
-            evaluation=evaluation if checked else None,
-            escalations=escalations,
-            tracker=tracker,
-            usage=totals.usage,
-            cost=totals.cost,
-            llm_calls=totals.calls,
-            latency_ms=latency,
-            degraded=list(ctx.degraded),
-            routed_by="perception",
-            cancelled_calls=totals.cancelled,
-            calls_by_component=dict(totals.by_component),
-            reflection_trigger=trigger,
-        )
         # Procedural memory: like the adaptive mode, learn only when there is something to
         # learn, after the run is finished (the person already has the answer).
+        trigger = result.reflection_trigger
         if trigger is not None:
             try:
                 await self.ask(

@@ -19,7 +19,7 @@ from reasoning.modes.cognitive.messaging import Agent, CognitiveContext, Cogniti
 from reasoning.planner import Planner, direct_plan
 from reasoning.quality.critic import Critic, critique_text
 from reasoning.synthesizer import Synthesizer
-from reasoning.types import ComplexityAnalysis, EvaluationResult, ExecutionStrategy, ResearchPlan, require
+from reasoning.types import ComplexityAnalysis, ExecutionStrategy, ResearchPlan, require
 
 CRITIQUE_APPROVE = 0.7
 
@@ -194,33 +194,9 @@ class ExecutiveAgent(Agent):
 
     async def check(self, answer: str, strategy: ExecutionStrategy) -> tuple[dict[str, Any], str]:
         ctx = self.ctx
-        threshold = ctx.config.quality_threshold(strategy)
         tracker = require(ctx.tracker, "the run's tracker")
-        await ctx.emit(
-            "quality.started", strategy=strategy.value, threshold=threshold, draft=ctx.drafts.current_id
-        )
-        if not answer.strip():
-            evaluation = EvaluationResult(False, 0.0, "The answer was empty.", missing_aspects=["an answer"])
-        else:
-            try:
-                evaluation = await Evaluator(ctx).evaluate_response_quality(
-                    ctx.question, answer, strategy, tracker.complexity, attachments=ctx.attachment_titles()
-                )
-            except Exception as error:
-                await ctx.degrade(
-                    "evaluator", describe_error(error), "accepting the answer without a quality check"
-                )
-                evaluation = EvaluationResult(True, threshold, "Quality check unavailable; answer accepted.")
-        await ctx.emit(
-            "quality.completed",
-            strategy=strategy.value,
-            evaluation=evaluation,
-            threshold=threshold,
-            approved=evaluation.is_complete,
-            deeper_would_help=evaluation.deeper_would_help,
-            draft=ctx.drafts.current_id,
-            checked_by="model",
-        )
+        evaluation = await ctx.judge_answer(answer, strategy, tracker.complexity, draft=ctx.drafts.current_id)
+        threshold = ctx.config.quality_threshold(strategy)
         verdict = "approved" if evaluation.is_complete else f"short of {threshold}"
         return {"evaluation": evaluation.to_dict()}, f"quality {evaluation.confidence:.2f} ({verdict})"
 

@@ -80,12 +80,15 @@ class MemoryAgent(Agent):
         if self.store is None:
             return {"stored": []}, "no memory store for this run: nothing kept"
         question, answer = workspace.original_query, payload.get("answer", "")
+        # What this run recalled may be repeated in its answer: the episode is derived from it.
+        recalled = [i.id for i in workspace.memories if i.kind != PROCEDURAL and i.id is not None]
         items = [
             MemoryItem(
                 EPISODIC,
                 f"Asked: {summarize(question, 300)}\nAnswered: {summarize(answer, EPISODE_CHARS)}",
                 source="chat",
                 confidence=float(payload.get("quality") or 0.7),
+                sources=recalled,
             )
         ]
         fact = stated_fact(question)
