@@ -7,7 +7,8 @@ is one shared task with its own budget that callers wait on with theirs, and a c
 is shut down in the background. Listings are kept and reused for `listing_ttl`, then
 refreshed in the background while the last known one is served. A server that keeps
 failing is paused (its circuit opens) and every request fails at once until it is tried
-again. Child processes are tracked so none outlives this process.
+again. Child processes are tracked so none outlives this process, and on Linux each is
+started through a launcher that takes it down when this process dies (`launcher.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import contextlib
 import contextvars
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
@@ -72,6 +75,18 @@ def _track_children() -> None:
     spawn.nexus_tracked = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
     atexit.register(kill_children)
+
+
+LAUNCHER = str(Path(__file__).with_name("launcher.py"))
+
+
+def launch_command(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command line that starts an (already allowed) stdio server: on Linux through the
+    launcher, so the server and its children die with this process even when it is killed
+    with no chance to clean up (SIGKILL, the OOM killer); elsewhere the command itself."""
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", LAUNCHER, str(os.getpid()), command, *args]
 
 
 def _alive(pid: int) -> bool:
@@ -292,9 +307,10 @@ class MCPConnection:
 
         if not self.config.command:
             raise MCPUnavailable(f"MCP server {self.config.name!r} has no command", server=self.config.name)
+        command, args = launch_command(self.config.command, list(self.config.args))
         params = StdioServerParameters(
-            command=self.config.command,
-            args=list(self.config.args),
+            command=command,
+            args=args,
             env=dict(self.config.env) or None,
             cwd=self.config.cwd,
         )
@@ -310,6 +326,8 @@ class MCPConnection:
         else:
             reason = _short(exc)
         tail = self.config.redact(self.stderr_tail())
+        if tail.splitlines() and tail.splitlines()[-1].startswith("cannot start "):
+            reason, tail = tail.splitlines()[-1][:300], ""  # the launcher could not start it
         if tail:
             reason += f" (server said: {tail.splitlines()[-1][:300]})"
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")

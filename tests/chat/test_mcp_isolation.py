@@ -7,6 +7,7 @@ server is refused without starting another process.
 """
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -145,6 +146,96 @@ def test_no_server_process_outlives_the_process_that_started_it(tmp_path):
     )
     pid = int(done.stdout.split()[0])
     assert wait_until(lambda: not _pid_exists(pid), 10), f"server process {pid} leaked"
+
+
+def _descendants(pids: list[int]) -> set[int]:
+    """Every live process below `pids` (read from /proc), the roots included."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found = {pid for pid in pids if _pid_exists(pid)}
+    while True:
+        more = {pid for pid, parent in parents.items() if parent in found and pid not in found}
+        if not more:
+            return found
+        found |= more
+
+
+def _owner_of_servers(tmp_path: Path, configs: str) -> subprocess.Popen[str]:
+    """A process that starts stdio servers from `configs` (Python source for a list of
+    MCPServerConfig), connects to each (or waits for the hung), prints the pids, then waits."""
+    script = tmp_path / "owner.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys, time
+            from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig
+            pool = MCPConnectionPool()
+            for config in {configs}:
+                connection = pool.connection(config)
+                pool.submit(connection.ensure())
+                while not connection.pids:
+                    time.sleep(0.05)
+                if config.name != "hung":
+                    while connection.client is None:
+                        time.sleep(0.05)
+                print(connection.pids[0], flush=True)
+            print("ready", flush=True)
+            time.sleep(600)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    return subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+
+
+def _kill_owner_and_check(owner: subprocess.Popen[str]) -> None:
+    pids = []
+    for line in owner.stdout:
+        if line.strip() == "ready":
+            break
+        pids.append(int(line))
+    servers = _descendants(pids)
+    assert len(servers) > len(pids), "each server process runs (below its launcher)"
+    os.kill(owner.pid, signal.SIGKILL)  # the owner alone: no cleanup code of its runs
+    owner.wait(30)
+    assert wait_until(lambda: not any(_pid_exists(pid) for pid in servers), 20), (
+        f"server processes {sorted(pid for pid in servers if _pid_exists(pid))} outlived their owner"
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_servers_die_with_a_process_killed_without_warning(tmp_path):
+    """SIGKILL leaves a daphne or Celery worker no chance to stop its tool servers: a working
+    server, a hung one and what they started all go with it."""
+    configs = (
+        f"[MCPServerConfig(name='faulty', command={sys.executable!r}, args=({FAULTY!r},)),"
+        f" MCPServerConfig(name='hung', command={SLEEP!r}, args=('600',), connect_timeout=600)]"
+    )
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _kill_owner_and_check(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_server_everything_dies_with_a_process_killed_without_warning(tmp_path, everything):
+    node = shutil.which("node")
+    configs = f"[MCPServerConfig(name='everything', command={node!r}, args=({everything!r}, 'stdio'))]"
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _kill_owner_and_check(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
 
 
 def _pid_exists(pid: int) -> bool:
