@@ -115,7 +115,7 @@ class ToolExecutor:
         return outcome
 
     async def _approve(
-        self, call: ToolCall, policy: str, base: dict[str, Any]
+        self, call: ToolCall, policy: str, base: dict[str, Any], *, in_call: bool = False
     ) -> tuple[ToolCall, ToolOutcome | None, dict[str, Any]]:
         """Ask the host's approver when the tool's policy says so. Returns the call to make
         (with the person's edited arguments), or the refusal the model hears instead."""
@@ -130,7 +130,7 @@ class ToolExecutor:
         if policy != "ask" or approver is None:
             return call, None, base
         request = ApprovalRequest(
-            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"]
+            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"], in_call
         )
         decision = await approver.known(request)
         if decision is None:
@@ -176,7 +176,7 @@ class ToolExecutor:
                 "argument_hash": ResearchProgressTracker.hash_arguments("sampling", request),
             }
             sampling = ToolCall(f"{base['call_id']}:sampling", asked["tool"], request)
-            _, refusal, _ = await self._approve(sampling, policy, asked)
+            _, refusal, _ = await self._approve(sampling, policy, asked, in_call=True)
             if refusal is not None:
                 return None
             llm = self.llm()

@@ -5,7 +5,9 @@ alice owns things, bob is a teammate, charlie is an outsider; staff audit in the
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -99,6 +101,18 @@ def dispatched(monkeypatch):
     ids: list[int] = []
     monkeypatch.setattr("chat.views.dispatch_run", ids.append)
     return ids
+
+
+def wait_until(condition: Any, seconds: float = 60.0) -> Any:
+    """Poll `condition` until it returns something true, and return that; the bound is only
+    a safety net, far above what it should take."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    return condition()
 
 
 def run_now(run_id: int) -> str:

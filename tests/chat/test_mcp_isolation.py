@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.mcp_pool import _alive
 from reasoning.tools.registry import ToolRegistry
+from tests.conftest import wait_until
 
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -38,16 +38,6 @@ def hung(**overrides) -> MCPServerConfig:
 
 def faulty(**overrides) -> MCPServerConfig:
     return MCPServerConfig(name="faulty", command=sys.executable, args=(FAULTY,), **overrides)
-
-
-def wait_until(condition, seconds: float = 30.0) -> bool:
-    """Poll `condition`; the bound is only a safety net, far above what it should take."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 @pytest.fixture

@@ -17,21 +17,10 @@ from django.urls import reverse
 from chat import services, tools
 from chat.models import MCPServer, ReasoningRun, ToolApproval, ToolExecution, TraceEvent
 from reasoning.tools.approval import default_approval
-from tests.conftest import run_now
+from tests.conftest import run_now, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
-
-
-def wait_until(condition, seconds: float = 60.0):
-    """Poll `condition`; the bound is only a safety net, far above what it should take."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    return condition()
 
 
 def pending(run: ReasoningRun, count: int = 1) -> list[ToolApproval]:
@@ -178,6 +167,7 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
         "SECRET_KEY": settings.SECRET_KEY,
         "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
         "NEXUS_VAR_DIR": str(settings.VAR_DIR),
+        "NEXUS_APPROVAL_PARK_SECONDS": "600",  # killed while it still holds the run
     }
     code = (
         f"import asyncio; from chat.engine import execute_run; asyncio.run(execute_run({run.pk}, worker='A'))"
@@ -212,6 +202,77 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
     assert run.status == "succeeded" and "391" in run.answers.get().content
     assert ToolApproval.objects.filter(run=run).count() == 1, "asked once across both workers"
     assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
+
+
+def finished(run: ReasoningRun) -> ReasoningRun | None:
+    run.refresh_from_db()
+    return run if not run.is_active else None
+
+
+def test_a_run_waiting_for_approval_frees_its_worker_and_resumes_on_the_decision(
+    alice, bob, alice_session, client_for, settings
+):
+    """The run is stored as awaiting approval and its executor returns (the worker slot is
+    free: someone else's run is answered meanwhile); the decision queues it through the
+    normal dispatch, and it resumes without asking again. A decline reaches the model."""
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked", "the executor is done with it while the person decides"
+    run.refresh_from_db()
+    (asked,) = pending(run)
+    assert run.status == "awaiting" and run.is_active and run.delivery_count == 0
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Approve once" in page and "Awaiting approval" in page
+
+    other = services.message_post(session=services.session_create(owner=bob), content="Hello there")
+    assert run_now(other.pk) == "succeeded", "a worker slot was free for bob meanwhile"
+    assert ReasoningRun.objects.get(pk=run.pk).status == "awaiting"
+
+    decide(client, asked, "approve")
+    run = wait_until(lambda: finished(run))
+    assert run.status == "succeeded" and "391" in run.answers.get().content
+    assert ToolApproval.objects.filter(run=run).count() == 1, "asked once, before and after parking"
+    assert ToolApproval.objects.get(run=run).decided_by == alice
+    assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
+
+    declined = services.message_post(session=alice_session, content="What is 19*21?")
+    assert run_now(declined.pk) == "parked"
+    (asked,) = pending(declined)
+    decide(client, asked, "decline")
+    declined = wait_until(lambda: finished(declined))
+    assert declined.status == "succeeded"
+    result = TraceEvent.objects.filter(run=declined, kind="tool.result").last().payload
+    assert not result["success"] and "the user declined this call of calculator" in result["error"]
+
+
+def test_a_parked_run_nobody_answers_is_declined_and_finished_by_the_sweeper(alice_session, settings):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    assert run.pk not in services.runs_to_recover(), "still waiting for the person"
+    ToolApproval.objects.filter(run=run).update(created_at=run.created_at.replace(year=2000))
+    assert run.pk in services.runs_to_recover()
+    assert ToolApproval.objects.get(run=run).note == "nobody answered in time"
+    assert run_now(run.pk) == "succeeded"
+    result = TraceEvent.objects.filter(run=run, kind="tool.result").last().payload
+    assert "nobody answered in time" in result["error"]
+
+
+def test_a_parked_run_can_be_stopped(alice, alice_session, client_for, settings):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    client_for(alice).post(reverse("chat:run-stop", args=[alice_session.pk, run.pk]), HTTP_HX_REQUEST="true")
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert TraceEvent.objects.filter(run=run, kind="run.stopped").exists()
+    assert ToolApproval.objects.get(run=run).status == "declined", "its card no longer offers a decision"
+    again = services.message_post(session=alice_session, content="Hello")
+    assert again.status == "queued", "the chat takes a new question"
 
 
 def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_chat(
