@@ -5,6 +5,7 @@ alice owns things, bob is a teammate, charlie is an outsider; staff audit in the
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from typing import Any
@@ -113,6 +114,21 @@ def wait_until(condition: Any, seconds: float = 60.0) -> Any:
             return found
         time.sleep(0.05)
     return condition()
+
+
+def django_process_env(**extra: str) -> dict[str, str]:
+    """The environment for a `manage.py` child process that shares this test's database."""
+    from chat import tools
+
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "nexus.settings",
+        "DATABASE_URL": tools._database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
+        "NEXUS_VAR_DIR": str(settings.VAR_DIR),
+        **extra,
+    }
 
 
 def run_now(run_id: int) -> str:

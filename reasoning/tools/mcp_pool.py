@@ -132,6 +132,9 @@ class CircuitBreaker:
     failures: int = 0
     open_until: float = 0.0
     last_error: str = ""
+    # Told when the circuit opens (seconds paused, the last error) and when it closes again
+    # (None, ""), so the state can be stored where every process and the admin see it.
+    listener: Callable[[float | None, str], None] | None = None
 
     def paused_for(self) -> float | None:
         remaining = self.open_until - time.monotonic()
@@ -142,10 +145,16 @@ class CircuitBreaker:
         self.last_error = error
         if self.failures >= self.threshold:
             doublings = min(self.failures - self.threshold, 4)
-            self.open_until = time.monotonic() + self.cooldown * 2**doublings
+            pause = self.cooldown * 2**doublings
+            self.open_until = time.monotonic() + pause
+            if self.listener is not None:
+                self.listener(pause, error)
 
     def success(self) -> None:
+        was_open = self.failures >= self.threshold
         self.failures, self.open_until, self.last_error = 0, 0.0, ""
+        if was_open and self.listener is not None:
+            self.listener(None, "")
 
 
 # -- one connection ---------------------------------------------------------------------------
@@ -170,10 +179,17 @@ class _Session:
 class MCPConnection:
     """A session with one server, owned by a task on the pool's loop."""
 
-    def __init__(self, config: MCPServerConfig, client_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: MCPServerConfig,
+        client_options: dict[str, Any] | None = None,
+        on_breaker: Callable[[str, float | None, str], None] | None = None,
+    ) -> None:
         self.config = config
         self.client_options = client_options or {}
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_cooldown)
+        if on_breaker is not None:
+            self.breaker.listener = self._tell(on_breaker)
         self.error: str | None = None
         self.listings: dict[str, tuple[float, list[Any]]] = {}
         self._session: _Session | None = None
@@ -185,6 +201,19 @@ class MCPConnection:
         self.elicitors: list[Any] = []
         self.samplers: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    def _tell(
+        self, on_breaker: Callable[[str, float | None, str], None]
+    ) -> Callable[[float | None, str], None]:
+        """The breaker's listener: `on_breaker` (which may write to a database) runs in a
+        thread, so the connections' loop never waits for it."""
+
+        def tell(paused_for: float | None, error: str) -> None:
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(None, on_breaker, self.config.name, paused_for, error)
+            future.add_done_callback(_retrieve)
+
+        return tell
 
     @property
     def tools(self) -> list[Any]:
@@ -479,12 +508,19 @@ class MCPConnection:
 class MCPConnectionPool:
     """The process's connections, on a private loop thread shared by every caller."""
 
-    def __init__(self, client_options: Callable[[MCPServerConfig], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        client_options: Callable[[MCPServerConfig], dict[str, Any]] | None = None,
+        on_breaker: Callable[[str, float | None, str], None] | None = None,
+    ) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[str, MCPConnection] = {}
         self._guard = threading.Lock()
         # SDK client callbacks (progress, logging, sampling, elicitation) per server.
         self.client_options = client_options
+        # Told (server name, seconds paused or None when it works again, last error) whenever
+        # a server's circuit opens or closes in this process.
+        self.on_breaker = on_breaker
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._guard:
@@ -513,7 +549,7 @@ class MCPConnectionPool:
             connection = self._connections.get(config.key)
             if connection is None:
                 options = self.client_options(config) if self.client_options else None
-                connection = MCPConnection(config, options)
+                connection = MCPConnection(config, options, self.on_breaker)
                 self._connections[config.key] = connection
             else:
                 connection.config = config  # the newest timeouts and policies apply

@@ -19,13 +19,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from chat import tools
 from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.mcp_pool import _alive
 from reasoning.tools.registry import ToolRegistry
-from tests.conftest import wait_until
+from tests.conftest import django_process_env, wait_until
 
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -256,3 +257,38 @@ def test_completions_answer_from_what_is_known_while_a_server_hangs(alice, clien
     assert again[0]["detail"].endswith("(on nexus)"), "the server offering it is shown"
     assert len(connection.pids) == 1, "the hung server's refresh is shared, not restarted per request"
     tools.POOL.submit(connection.close()).result(30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_paused_by_one_process_shows_paused_in_the_admin_of_another(auditor, client_for, settings):
+    """A worker pauses a server whose calls keep timing out; the admin, served by another
+    process, shows it paused (and until when) from the stored state."""
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    code = textwrap.dedent(
+        f"""
+        import asyncio, time
+        from chat import tools
+        from reasoning.tools.mcp import MCPServerConfig
+        config = MCPServerConfig(name="faulty", command={sys.executable!r}, args=({FAULTY!r},),
+                                 call_timeout=0.5, breaker_threshold=2, breaker_cooldown=600)
+        async def main():
+            for _ in range(2):
+                print((await tools.POOL.call(config, "hang", {{}})).text, flush=True)
+        asyncio.run(main())
+        time.sleep(2)  # the stored state is written in a thread of the pool
+        """
+    )
+    env = django_process_env()
+    worker = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=str(settings.BASE_DIR),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert worker.stdout.count("timed out") == 2, worker.stdout + worker.stderr
+    server = MCPServer.objects.get(name="faulty")
+    assert server.last_status == "paused" and "timed out" in server.last_error
+    page = client_for(auditor).get(reverse("admin:chat_mcpserver_changelist")).content.decode()
+    assert "paused until" in page and "after repeated failures" in page

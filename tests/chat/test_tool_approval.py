@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from chat import services, tools
+from chat import services
 from chat.models import MCPServer, ReasoningRun, ToolApproval, ToolExecution, TraceEvent
 from reasoning.tools.approval import default_approval
-from tests.conftest import run_now, wait_until
+from tests.conftest import django_process_env, run_now, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
@@ -160,15 +160,8 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
     finds the same request instead of asking again, and finishes once the person approves."""
     MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
     run = services.message_post(session=alice_session, content="What is 17*23?")
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "nexus.settings",
-        "DATABASE_URL": tools._database_url(),
-        "SECRET_KEY": settings.SECRET_KEY,
-        "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
-        "NEXUS_VAR_DIR": str(settings.VAR_DIR),
-        "NEXUS_APPROVAL_PARK_SECONDS": "600",  # killed while it still holds the run
-    }
+    # Killed while it still holds the run (before it would park it).
+    env = django_process_env(NEXUS_APPROVAL_PARK_SECONDS="600")
     code = (
         f"import asyncio; from chat.engine import execute_run; asyncio.run(execute_run({run.pk}, worker='A'))"
     )
