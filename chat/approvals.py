@@ -94,7 +94,7 @@ class ChatApprover:
         return ApprovalDecision(False, note="nobody answered in time")
 
     async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
-        limit = settings.NEXUS_APPROVAL_WAIT_SECONDS
+        limit = settings.NEXUS_ELICITATION_WAIT_SECONDS
         waited = 0.0
         while waited < limit:
             row = await database_sync_to_async(
@@ -123,6 +123,7 @@ def elicitation_request(*, run_id: int, payload: dict[str, Any], sequence: int |
             "tool": payload.get("tool") or "",
             "message": payload.get("message") or "",
             "schema": payload.get("schema") or {},
+            "url": payload.get("url") or "",
         },
     )
     if not created and row.status == Elicitation.Status.PENDING:
@@ -166,7 +167,7 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
     if action not in ("accept", "decline", "cancel"):
         raise ValidationError("Choose accept, decline or cancel.")
     content: dict[str, Any] | None = None
-    if action == "accept":
+    if action == "accept" and not row.url:  # a URL's answer is only that they opened it
         content = {}
         for field in form_fields(row.schema):
             raw = data.get(field["name"], "")

@@ -715,6 +715,8 @@ class Elicitation(models.Model):
     tool = models.CharField(max_length=200, blank=True)
     message = models.TextField()
     schema = models.JSONField(default=dict, blank=True)
+    # URL mode: the page the server asks the person to open (http or https only).
+    url = models.URLField(max_length=2000, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     content = models.JSONField(null=True, blank=True)
     answered_by = models.ForeignKey(

@@ -137,6 +137,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             env=tuple(sorted(env.items())),
             secret_values=_builtin_secrets(),
             call_timeout=server.call_timeout,
+            elicitation_timeout=_person_budget(),
             tool_policies=policies,
             **approvals,
         )
@@ -167,9 +168,15 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         headers=headers,
         secret_values=secret_values,
         call_timeout=server.call_timeout,
+        elicitation_timeout=_person_budget(),
         tool_policies=policies,
         **approvals,
     )
+
+
+def _person_budget() -> float:
+    """The longest a call may wait for its person (an answer, or approving a completion)."""
+    return float(max(settings.NEXUS_ELICITATION_WAIT_SECONDS, settings.NEXUS_APPROVAL_WAIT_SECONDS) + 60)
 
 
 def record_breaker(name: str, paused_for: float | None, error: str) -> None:

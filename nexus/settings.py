@@ -164,6 +164,9 @@ NEXUS_APPROVAL_WAIT_SECONDS = env_int("NEXUS_APPROVAL_WAIT_SECONDS", 600, minimu
 # After this long without a decision the run is parked: stored as awaiting approval, its
 # worker slot free for other runs; the decision queues it again and it resumes.
 NEXUS_APPROVAL_PARK_SECONDS = env_int("NEXUS_APPROVAL_PARK_SECONDS", 10, minimum=0)
+# How long a tool server's question to the person (MCP elicitation: a form, or a URL to
+# open) waits for their answer; the call's own timeout stands still meanwhile.
+NEXUS_ELICITATION_WAIT_SECONDS = env_int("NEXUS_ELICITATION_WAIT_SECONDS", 900, minimum=1)
 # Open websockets per user (every daphne process together); a dead process's slots expire.
 NEXUS_MAX_SOCKETS_PER_USER = env_int("NEXUS_MAX_SOCKETS_PER_USER", 20, minimum=1)
 NEXUS_SOCKET_TTL_SECONDS = env_int("NEXUS_SOCKET_TTL_SECONDS", 60, minimum=3)

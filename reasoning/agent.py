@@ -189,6 +189,7 @@ class ToolExecutor:
             )
             return response.text, llm.client.model
 
+        sample.asker = id(self.registry.approver)  # type: ignore[attr-defined]
         return sample
 
     def _elicit(self, base: dict[str, Any]) -> Any:
@@ -199,11 +200,15 @@ class ToolExecutor:
             return None
         asked = 0
 
-        async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        async def ask(
+            message: str, schema: dict[str, Any], url: str = ""
+        ) -> tuple[str, dict[str, Any] | None]:
             nonlocal asked
             asked += 1
             key = hashlib.sha256(f"{base['argument_hash']}:{asked}:{message}".encode()).hexdigest()[:32]
-            request = InputRequest(key, base["server_tool"], base["server"], message[:2000], schema)
+            request = InputRequest(
+                key, base["server_tool"], base["server"], message[:2000], schema, url[:2000]
+            )
             await self.emitter.emit(
                 "elicitation.requested",
                 key=key,
@@ -212,6 +217,7 @@ class ToolExecutor:
                 server=base["server"],
                 message=request.message,
                 schema=schema,
+                url=request.url,
                 mode="Waiting for your answer",
             )
             action, content = await approver.answer(request)
@@ -224,6 +230,7 @@ class ToolExecutor:
             )
             return action, content
 
+        ask.asker = id(approver)  # type: ignore[attr-defined]  # whose person answers (one run's)
         return ask
 
     def _progress(self, base: dict[str, Any]) -> Any:

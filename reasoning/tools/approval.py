@@ -57,13 +57,16 @@ class ApprovalDecision:
 
 @dataclass(frozen=True)
 class InputRequest:
-    """A server asks the person for input during a call (MCP elicitation, form mode)."""
+    """A server asks the person for input during a call (MCP elicitation: a form, or a URL)."""
 
     key: str  # stable for the same question in the same call, so a resumed run asks once
     tool: str
     server: str
     message: str
     schema: dict[str, Any]
+    # URL mode: the page the server asks the person to open (a sign-in, a payment); the
+    # answer is only whether they did.
+    url: str = ""
 
 
 class Approver(Protocol):

@@ -119,6 +119,14 @@ def kill_children(pids: list[int] | None = None, grace: float = 1.0) -> None:
             _CHILDREN.pop(pid, None)
 
 
+def _one_person(handlers: list[Any]) -> list[Any]:
+    """The handlers in flight when they all reach the same person (one, or one run's), else []."""
+    askers = {getattr(handler, "asker", None) for handler in handlers}
+    if len(handlers) == 1 or (len(askers) == 1 and None not in askers):
+        return list(handlers)
+    return []
+
+
 # -- circuit breaker --------------------------------------------------------------------------
 
 
@@ -362,28 +370,38 @@ class MCPConnection:
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
 
     async def _elicit(self, context: Any, params: Any) -> Any:
-        """A server asks for the person's input (form mode): the one call in flight on this
-        connection that can ask its person does; otherwise (none, or several and no way to
-        tell whose it is, or a URL to visit) the request is declined."""
+        """A server asks for the person's input (a form, or a URL to open): the call in
+        flight on this connection asks its person; so do several calls of one run (the same
+        person). Calls of different runs: declined, since nothing in the request says whose
+        call it belongs to (on stdio the protocol has no such link; over streamable HTTP it
+        is the response stream the request came on, which mcp's client transport does not
+        pass on to this callback: `ClientRequestContext` has only the request's id and _meta)."""
         import mcp_types
 
-        elicitors = list(self.elicitors)
-        if getattr(params, "mode", "form") != "form" or len(elicitors) != 1:
+        elicitors = _one_person(self.elicitors)
+        if not elicitors:
             return mcp_types.ElicitResult(action="decline")
+        if getattr(params, "mode", "form") == "url":
+            url = str(params.url)
+            if not url.lower().startswith(("https://", "http://")):
+                return mcp_types.ElicitResult(action="decline")
+            action, _ = await elicitors[0](self.config.redact(params.message), {}, url)
+            return mcp_types.ElicitResult(action=action)
         schema = params.requested_schema
         schema = (
             schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
         )
-        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}))
+        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}), "")
         return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
 
     async def _sample(self, context: Any, params: Any) -> Any:
-        """A server asks for a completion: served by the model of the one run whose call is in
-        flight on this connection (its approval rules, its tokens and cost); refused otherwise."""
+        """A server asks for a completion: served by the model of the run whose calls are in
+        flight on this connection (its approval rules, its tokens and cost); refused when
+        calls of several runs are (see `_elicit` for why it cannot tell whose it is)."""
         import mcp_types
 
-        samplers = list(self.samplers)
-        if len(samplers) != 1:
+        samplers = _one_person(self.samplers)
+        if not samplers:
             return mcp_types.ErrorData(code=-1, message="no run of this client can answer this request now")
         messages = []
         for message in params.messages:

@@ -268,35 +268,53 @@ def test_a_parked_run_can_be_stopped(alice, alice_session, client_for, settings)
     assert again.status == "queued", "the chat takes a new question"
 
 
+def start_with_everything(
+    session, settings, monkeypatch, everything, agent, content, *, call_timeout=120, **more
+):
+    """server-everything over stdio as the chat's tool server, a scripted model asking for
+    `agent`'s tool calls, and a run for `content` executing in the background."""
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything",
+        command=node,
+        args=[everything, "stdio"],
+        default_approval="auto",
+        call_timeout=call_timeout,
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": agent,
+            "evaluation": [quality(True, 0.9)],
+            **more,
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    run = services.message_post(session=session, content=content)
+    return run, in_background(run.pk), script
+
+
 def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_chat(
     alice, alice_session, client_for, settings, monkeypatch, everything
 ):
     """@modelcontextprotocol/server-everything asks for a form's worth of input mid-call."""
     from chat.models import Elicitation
-    from reasoning.llm.scripted import ScriptedClient
-    from tests.reasoning.helpers import analysis, quality, tool
+    from tests.reasoning.helpers import tool
 
-    node = shutil.which("node")
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
-    MCPServer.objects.create(
-        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    agent = [
+        tool("everything__trigger-elicitation-request"),
+        tool("everything__trigger-elicitation-request", again=1),
+        "Asked.",
+    ]
+    run, worker, _ = start_with_everything(
+        alice_session, settings, monkeypatch, everything, agent, "Ask me things"
     )
-    script = ScriptedClient(
-        by_component={
-            "analysis": [analysis("simple")],
-            "agent": [
-                tool("everything__trigger-elicitation-request"),
-                tool("everything__trigger-elicitation-request", again=1),
-                "Asked.",
-            ],
-            "evaluation": [quality(True, 0.9)],
-        },
-        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
-    )
-    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
     client = client_for(alice)
-    run = services.message_post(session=alice_session, content="Ask me things")
-    worker = in_background(run.pk)
     asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Please provide inputs" in page and 'name="name"' in page and 'name="integer"' in page
@@ -328,36 +346,71 @@ def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_ch
     assert asked.content["name"] == "Ada" and asked.content["check"] is True and asked.answered_by == alice
 
 
+def test_a_servers_question_waits_for_the_person_not_for_the_calls_timeout_and_a_url_is_a_link(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """server-everything's calls may take 1 s here; the person answers its form later than
+    that, within the question's own deadline (shown on the card), and the tool gets the
+    answer. Its URL-mode question shows the page to open as a link, and the server hears
+    that the person went on."""
+    from chat.models import Elicitation
+    from tests.reasoning.helpers import tool
+
+    url = "https://example.com/connect?code=42"
+    agent = [
+        tool("everything__trigger-elicitation-request"),
+        tool("everything__trigger-url-elicitation", url=url, message="Connect your account"),
+        "Asked.",
+    ]
+    run, worker, _ = start_with_everything(
+        alice_session, settings, monkeypatch, everything, agent, "Ask me things", call_timeout=1
+    )
+    client = client_for(alice)
+    asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Please provide inputs" in page and "Answer by" in page and "left)" in page
+    time.sleep(2.5)  # longer than the call's own timeout: the person takes their time
+    answer = {"action": "accept", "name": "Ada", "integer": "7", "untitledMultipleSelectEnum": ["Piano"]}
+    assert (
+        "Answered" in client.post(reverse("chat:elicitation-reply", args=[asked.pk]), answer).content.decode()
+    )
+
+    link = wait_until(
+        lambda: Elicitation.objects.filter(run=run, status="pending").exclude(pk=asked.pk).first()
+    )
+    assert link.url == url and link.message == "Connect your account"
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert f'href="{url}" target="_blank" rel="noopener noreferrer nofollow"'.replace("&", "&amp;") in page
+    assert "<strong>example.com</strong>" in page and "I have opened it" in page
+    client.post(reverse("chat:elicitation-reply", args=[link.pk]), {"action": "accept"})
+    worker.join(120)
+    results = dict(ToolExecution.objects.filter(run=run).values_list("tool", "result"))
+    assert "Name: Ada" in results["trigger-elicitation-request"], results
+    assert "User completed the URL elicitation flow" in results["trigger-url-elicitation"], results
+
+
 def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     alice, alice_session, client_for, settings, monkeypatch, everything
 ):
     """server-everything's sampling tool: the card shows what it asks our model; once approved,
     the configured model answers it and the call counts in the run's tokens."""
     from chat.models import LLMCall
-    from reasoning.llm.scripted import ScriptedClient
-    from tests.reasoning.helpers import analysis, quality, tool
+    from tests.reasoning.helpers import tool
 
-    node = shutil.which("node")
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
-    MCPServer.objects.create(
-        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    agent = [
+        tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
+        "Sampled.",
+    ]
+    run, worker, script = start_with_everything(
+        alice_session,
+        settings,
+        monkeypatch,
+        everything,
+        agent,
+        "Let the server ask the model",
+        sampling=["Hello, Ada! (from the configured model)"],
     )
-    script = ScriptedClient(
-        by_component={
-            "analysis": [analysis("simple")],
-            "agent": [
-                tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
-                "Sampled.",
-            ],
-            "sampling": ["Hello, Ada! (from the configured model)"],
-            "evaluation": [quality(True, 0.9)],
-        },
-        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
-    )
-    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
     client = client_for(alice)
-    run = services.message_post(session=alice_session, content="Let the server ask the model")
-    worker = in_background(run.pk)
     (asked,) = wait_until(lambda: pending(run))
     assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
