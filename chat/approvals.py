@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -94,19 +95,25 @@ class ChatApprover:
         return ApprovalDecision(False, note="nobody answered in time")
 
     async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
-        limit = settings.NEXUS_ELICITATION_WAIT_SECONDS
-        waited = 0.0
-        while waited < limit:
-            row = await database_sync_to_async(
-                lambda: Elicitation.objects.filter(run_id=self.run_id, key=request.key).first()
-            )()
+        """Wait for the person until the deadline their card shows (the question's own
+        budget, counted from when it was first asked, also across a resumed run); then
+        the server hears "cancel" and every tab sees the card closed."""
+        limit = timedelta(seconds=settings.NEXUS_ELICITATION_WAIT_SECONDS)
+        find = Elicitation.objects.filter(run_id=self.run_id, key=request.key).first
+        started = timezone.now()
+        while True:
+            row = await database_sync_to_async(find)()
             if row is not None and row.status != Elicitation.Status.PENDING:
                 return row.status, row.content
+            if timezone.now() >= (row.created_at if row is not None else started) + limit:
+                break
             await asyncio.sleep(POLL_SECONDS)
-            waited += POLL_SECONDS
-        await database_sync_to_async(
-            Elicitation.objects.filter(run_id=self.run_id, key=request.key, status="pending").update
-        )(status=Elicitation.Status.CANCEL, answered_at=timezone.now())
+        if row is not None:
+            expired = await database_sync_to_async(
+                Elicitation.objects.filter(pk=row.pk, status=Elicitation.Status.PENDING).update
+            )(status=Elicitation.Status.CANCEL, answered_at=timezone.now())
+            if expired:
+                await database_sync_to_async(card_changed)(row.session_id, "elicitation", row.pk)
         return "cancel", None
 
 

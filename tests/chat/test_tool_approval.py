@@ -202,13 +202,15 @@ def finished(run: ReasoningRun) -> ReasoningRun | None:
     return run if not run.is_active else None
 
 
+@pytest.mark.parametrize("mode", ["adaptive", "cognitive"])
 def test_a_run_waiting_for_approval_frees_its_worker_and_resumes_on_the_decision(
-    alice, bob, alice_session, client_for, settings
+    alice, bob, alice_session, client_for, settings, mode
 ):
     """The run is stored as awaiting approval and its executor returns (the worker slot is
     free: someone else's run is answered meanwhile); the decision queues it through the
     normal dispatch, and it resumes without asking again. A decline reaches the model."""
     settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    settings.AGENT_MODE = mode
     MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
     client = client_for(alice)
     run = services.message_post(session=alice_session, content="What is 17*23?")
@@ -387,6 +389,23 @@ def test_a_servers_question_waits_for_the_person_not_for_the_calls_timeout_and_a
     results = dict(ToolExecution.objects.filter(run=run).values_list("tool", "result"))
     assert "Name: Ada" in results["trigger-elicitation-request"], results
     assert "User completed the URL elicitation flow" in results["trigger-url-elicitation"], results
+
+
+def test_a_question_nobody_answers_by_its_deadline_is_cancelled(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    from chat.models import Elicitation
+    from tests.reasoning.helpers import tool
+
+    settings.NEXUS_ELICITATION_WAIT_SECONDS = 1
+    agent = [tool("everything__trigger-elicitation-request"), "Asked."]
+    run, worker, _ = start_with_everything(alice_session, settings, monkeypatch, everything, agent, "Ask me")
+    worker.join(120)
+    assert Elicitation.objects.get(run=run).status == "cancel"
+    result = ToolExecution.objects.get(run=run, tool="trigger-elicitation-request").result
+    assert "cancel" in result.lower()
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Dismissed" in page
 
 
 def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
