@@ -411,8 +411,9 @@ def test_a_question_nobody_answers_by_its_deadline_is_cancelled(
 def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     alice, alice_session, client_for, settings, monkeypatch, everything
 ):
-    """server-everything's sampling tool: the card shows what it asks our model; once approved,
-    the configured model answers it and the call counts in the run's tokens."""
+    """server-everything's sampling tool: the card shows what it asks our model; once approved
+    (later than the call's own 1 s timeout), the configured model answers it and the call
+    counts in the run's tokens."""
     from chat.models import LLMCall
     from tests.reasoning.helpers import tool
 
@@ -427,6 +428,7 @@ def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
         everything,
         agent,
         "Let the server ask the model",
+        call_timeout=1,
         sampling=["Hello, Ada! (from the configured model)"],
     )
     client = client_for(alice)
@@ -434,6 +436,7 @@ def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Say hello to Ada" in page and "Approve once" in page
+    time.sleep(2.5)  # the person takes longer than the call may: the call waits for them
     decide(client, asked, "approve")
     worker.join(120)
     run.refresh_from_db()
