@@ -19,6 +19,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -264,7 +265,11 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                 '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
             )
         if obj.last_status == MCPServer.Status.PAUSED:
-            until = f" until {obj.paused_until:%H:%M:%S} UTC" if obj.paused_until else ""
+            until = ""
+            if obj.paused_until and obj.paused_until > timezone.now():
+                until = f" until {obj.paused_until:%H:%M:%S} UTC"
+            elif obj.paused_until:
+                until = f" until {obj.paused_until:%H:%M:%S} UTC (tried again on the next request)"
             return format_html(
                 '<span style="color:#e67700">⏸ paused{} after repeated failures: {}</span>',
                 until,

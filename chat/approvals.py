@@ -9,6 +9,8 @@ chat" approves that tool's later calls in the same chat without asking.
 from __future__ import annotations
 
 import asyncio
+import logging
+from datetime import timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -18,9 +20,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat.models import Elicitation, ReasoningRun, ToolApproval
-from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, InputRequest
+from chat.services import run_park, run_unpark
+from chat.sink import session_group
+from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, AwaitingApproval, InputRequest
 
 POLL_SECONDS = 0.5
+logger = logging.getLogger(__name__)
 
 
 def _decision(approval: ToolApproval) -> ApprovalDecision | None:
@@ -41,6 +46,7 @@ class ChatApprover:
     def __init__(self, run: ReasoningRun) -> None:
         self.run_id = run.pk
         self.session_id = run.session_id
+        self.worker = run.worker
 
     @database_sync_to_async
     def _known(self, request: ApprovalRequest) -> ApprovalDecision | None:
@@ -67,31 +73,47 @@ class ChatApprover:
         return await self._known(request)
 
     async def wait(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Wait a moment for a quick decision, then park the run (raising AwaitingApproval):
+        its worker slot is free while the person decides, and their decision queues it again.
+        A request made inside a tool call in flight cannot be parked: it is waited for."""
         limit = settings.NEXUS_APPROVAL_WAIT_SECONDS
+        grace = limit if request.in_call else min(limit, settings.NEXUS_APPROVAL_PARK_SECONDS)
         waited = 0.0
-        while waited < limit:
+        while True:
             decision = await self._known(request)
             if decision is not None:
                 return decision
+            if waited >= grace:
+                break
             await asyncio.sleep(POLL_SECONDS)
             waited += POLL_SECONDS
+        if not request.in_call and await database_sync_to_async(run_park)(self.run_id, worker=self.worker):
+            if await self._known(request) is not None:  # decided while it was being parked
+                await database_sync_to_async(run_unpark)(self.run_id)
+            raise AwaitingApproval(request.argument_hash)
         await database_sync_to_async(approval_expire)(self.run_id, request.argument_hash)
         return ApprovalDecision(False, note="nobody answered in time")
 
     async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:
-        limit = settings.NEXUS_APPROVAL_WAIT_SECONDS
-        waited = 0.0
-        while waited < limit:
-            row = await database_sync_to_async(
-                lambda: Elicitation.objects.filter(run_id=self.run_id, key=request.key).first()
-            )()
+        """Wait for the person until the deadline their card shows (the question's own
+        budget, counted from when it was first asked, also across a resumed run); then
+        the server hears "cancel" and every tab sees the card closed."""
+        limit = timedelta(seconds=settings.NEXUS_ELICITATION_WAIT_SECONDS)
+        find = Elicitation.objects.filter(run_id=self.run_id, key=request.key).first
+        started = timezone.now()
+        while True:
+            row = await database_sync_to_async(find)()
             if row is not None and row.status != Elicitation.Status.PENDING:
                 return row.status, row.content
+            if timezone.now() >= (row.created_at if row is not None else started) + limit:
+                break
             await asyncio.sleep(POLL_SECONDS)
-            waited += POLL_SECONDS
-        await database_sync_to_async(
-            Elicitation.objects.filter(run_id=self.run_id, key=request.key, status="pending").update
-        )(status=Elicitation.Status.CANCEL, answered_at=timezone.now())
+        if row is not None:
+            expired = await database_sync_to_async(
+                Elicitation.objects.filter(pk=row.pk, status=Elicitation.Status.PENDING).update
+            )(status=Elicitation.Status.CANCEL, answered_at=timezone.now())
+            if expired:
+                await database_sync_to_async(card_changed)(row.session_id, "elicitation", row.pk)
         return "cancel", None
 
 
@@ -108,6 +130,7 @@ def elicitation_request(*, run_id: int, payload: dict[str, Any], sequence: int |
             "tool": payload.get("tool") or "",
             "message": payload.get("message") or "",
             "schema": payload.get("schema") or {},
+            "url": payload.get("url") or "",
         },
     )
     if not created and row.status == Elicitation.Status.PENDING:
@@ -151,7 +174,7 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
     if action not in ("accept", "decline", "cancel"):
         raise ValidationError("Choose accept, decline or cancel.")
     content: dict[str, Any] | None = None
-    if action == "accept":
+    if action == "accept" and not row.url:  # a URL's answer is only that they opened it
         content = {}
         for field in form_fields(row.schema):
             raw = data.get(field["name"], "")
@@ -206,9 +229,47 @@ def approval_request(*, run_id: int, payload: dict[str, Any], sequence: int | No
 
 
 def approval_expire(run_id: int, argument_hash: str) -> None:
+    _expire(ToolApproval.objects.filter(run_id=run_id, argument_hash=argument_hash))
+
+
+def approval_expire_before(cutoff: Any) -> list[int]:
+    """Decline the requests of parked runs that nobody answered since `cutoff`; the runs'
+    ids (to queue again, so the model hears of the decline)."""
+    rows = ToolApproval.objects.filter(
+        run__status=ReasoningRun.Status.AWAITING, created_at__lt=cutoff, status=ToolApproval.Status.PENDING
+    )
+    return sorted(set(_expire(rows)))
+
+
+def _expire(rows: Any, note: str = "nobody answered in time") -> list[int]:
+    expired = list(rows.filter(status=ToolApproval.Status.PENDING).values_list("pk", "run_id", "session_id"))
     ToolApproval.objects.filter(
-        run_id=run_id, argument_hash=argument_hash, status=ToolApproval.Status.PENDING
-    ).update(status=ToolApproval.Status.DECLINED, note="nobody answered in time", decided_at=timezone.now())
+        pk__in=[pk for pk, _, _ in expired], status=ToolApproval.Status.PENDING
+    ).update(status=ToolApproval.Status.DECLINED, note=note, decided_at=timezone.now())
+    for pk, _, session_id in expired:
+        card_changed(session_id, "approval", pk)
+    return [run_id for _, run_id, _ in expired]
+
+
+def approvals_decline_for_stopped(run_id: int) -> None:
+    _expire(ToolApproval.objects.filter(run_id=run_id), note="the run was stopped")
+
+
+def card_changed(session_id: int, kind: str, pk: int) -> None:
+    """Tell every tab of the chat that an approval card or an input form changed (decided,
+    answered or expired), so each shows it resolved, not only the tab that answered."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(
+            session_group(session_id), {"type": "card.changed", "kind": kind, "id": pk}
+        )
+    except Exception as exc:  # the tabs catch up on their next reload
+        logger.warning("could not push the %s card %s: %s", kind, pk, exc)
 
 
 @transaction.atomic

@@ -20,8 +20,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from chat import services, sockets
-from chat.models import ChatSession, Preference, ReasoningRun, TraceEvent
-from chat.presenters import events_context, run_mode, turn_context
+from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
+from chat.presenters import approval_for, elicitation_for, events_context, run_mode, turn_context
 from chat.sink import session_group
 
 logger = logging.getLogger(__name__)
@@ -134,6 +134,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         await self.send(text_data=json.dumps({"nexus": "draft", **{k: message[k] for k in DRAFT_KEYS}}))
 
+    async def card_changed(self, message: dict[str, Any]) -> None:
+        """An approval card or input form was decided, answered or expired (in any tab):
+        this tab shows it resolved too, in place."""
+        html = await database_sync_to_async(self._render_card)(message["kind"], message["id"])
+        if html:
+            await self.send(text_data=html)
+
     async def run_done(self, message: dict[str, Any]) -> None:
         html = await database_sync_to_async(self._render_done)(message["run"])
         if html:
@@ -179,6 +186,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if not run.is_active:
                 self.settled.add(run_id)
         return html, events[-1].sequence
+
+    def _render_card(self, kind: str, pk: int) -> str:
+        model = {"approval": ToolApproval, "elicitation": Elicitation}.get(kind)
+        row = model.objects.filter(pk=pk, session_id=self.session_id).first() if model else None
+        if row is None:
+            return ""
+        if kind == "approval":
+            context = {"approval": approval_for(row.run_id, row.argument_hash)}
+        else:
+            context = {"elicitation": elicitation_for(row.run_id, row.key)}
+        return render_to_string(f"chat/tools/{kind}.html", {**context, "card_oob": True})
 
     def _render_done(self, run_id: int) -> str:
         run = (

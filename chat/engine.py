@@ -18,7 +18,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.cache import cache
@@ -35,6 +35,7 @@ from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
 from reasoning.modes import MODE_NAMES, Mode, ReasoningFailed, ResumeState, create_mode
 from reasoning.quality.reflection import reflect_on_feedback
+from reasoning.tools.approval import AwaitingApproval
 from reasoning.types import Attachment, RunInput
 from teamops import telemetry
 from teamops.budgets import UserSpendingLimit, refusal_for
@@ -125,6 +126,10 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     watcher = asyncio.create_task(_watch_stop(run.pk, engine))
     try:
         outcome = await engine
+    except (AwaitingApproval, BaseExceptionGroup) as exc:
+        if not _parked(exc):
+            raise
+        outcome = "parked"
     except asyncio.CancelledError:
         if not watcher.done() or not watcher.result():
             raise  # cancelled from outside (a time limit), not stopped by the person
@@ -138,6 +143,10 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     if outcome == "interrupted":
+        return outcome
+    if outcome == "parked":  # its slot is free; the person's decision queues it again
+        await _start_next_runs(run.session.owner_id)
+        await database_sync_to_async(close_old_connections)()
         return outcome
     await sink.push({"type": "run.done", "run": run.pk})
     await database_sync_to_async(rollup_run_safely)(run.pk)
@@ -160,6 +169,35 @@ async def _watch_stop(run_id: int, engine: asyncio.Task[str]) -> bool:
         except Exception as exc:  # a missed poll only delays the stop
             logger.warning("stop check for run %s failed: %s", run_id, exc)
     return False
+
+
+def _parked(error: BaseException) -> bool:
+    """Whether the run stopped to wait for a person (alone, or among a group's errors)."""
+    if isinstance(error, BaseExceptionGroup):
+        return any(_parked(inner) for inner in error.exceptions)
+    return isinstance(error, AwaitingApproval)
+
+
+def resume_after_decision(run_id: int, owner_id: int) -> None:
+    """A person decided on a parked run's request: queue it again and hand it to a worker
+    through the normal dispatch (the owner's concurrent-run limit applies)."""
+    if services.run_unpark(run_id):
+        start_next_runs(owner_id)
+
+
+def stop_parked(run: ReasoningRun) -> None:
+    """The person stopped a parked run: no worker holds it, so finish it here the way an
+    executor would (the trace says so, its open requests are closed, the page is told)."""
+    from chat.approvals import approvals_decline_for_stopped
+
+    sink = RunSink(run)
+    approvals_decline_for_stopped(run.pk)
+    seq = sink.record_stopped()
+    if seq is not None:
+        async_to_sync(sink.push)({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
+    async_to_sync(sink.push)({"type": "run.done", "run": run.pk})
+    rollup_run_safely(run.pk)
+    start_next_runs(run.session.owner_id)
 
 
 def start_next_runs(owner_id: int) -> None:

@@ -84,6 +84,8 @@ class ReasoningRun(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
+        # Parked until a person decides on a tool call: no worker holds it meanwhile.
+        AWAITING = "awaiting", "Awaiting approval"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -93,7 +95,7 @@ class ReasoningRun(models.Model):
         MEDIUM = "medium", "Medium"
         COMPLEX = "complex", "Complex"
 
-    ACTIVE = (Status.QUEUED, Status.RUNNING)
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.AWAITING)
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
     user_message = models.OneToOneField(Message, on_delete=models.RESTRICT, related_name="started_run")
@@ -156,13 +158,13 @@ class ReasoningRun(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                condition=Q(status__in=["queued", "running", "awaiting", "succeeded", "failed", "cancelled"]),
                 name="run_status_valid",
             ),
             # One user turn at a time per session: a second message waits for the first answer.
             models.UniqueConstraint(
                 fields=["session"],
-                condition=Q(status__in=["queued", "running"]),
+                condition=Q(status__in=["queued", "running", "awaiting"]),
                 name="one_active_run_per_session",
             ),
             _score_check("confidence", "run_confidence_range"),
@@ -716,6 +718,8 @@ class Elicitation(models.Model):
     tool = models.CharField(max_length=200, blank=True)
     message = models.TextField()
     schema = models.JSONField(default=dict, blank=True)
+    # URL mode: the page the server asks the person to open (http or https only).
+    url = models.URLField(max_length=2000, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     content = models.JSONField(null=True, blank=True)
     answered_by = models.ForeignKey(

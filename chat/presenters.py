@@ -7,7 +7,9 @@ shows exactly what was pushed live.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
@@ -280,4 +282,7 @@ def elicitation_for(run_id: int, key: str) -> Any:
     row = Elicitation.objects.filter(run_id=run_id, key=key).first()
     if row is not None:
         row.fields = form_fields(row.schema)
+        # Shown on the card: after this the server hears "cancel" and the call goes on.
+        row.deadline = row.created_at + timedelta(seconds=settings.NEXUS_ELICITATION_WAIT_SECONDS)
+        row.url_host = urlsplit(row.url).hostname or "" if row.url else ""
     return row

@@ -14,13 +14,13 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
 from chat.inputs import clean_title, refuse_nul
-from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode
+from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from reasoning.modes import MODE_NAMES
 from reasoning.types import Attachment
 
@@ -387,6 +387,47 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     return run
 
 
+def run_park(run_id: int, *, worker: str) -> bool:
+    """Put a run that waits for a person's decision aside: stored as awaiting approval, no
+    worker holds it, and the park does not count as a lost delivery. False if the run is no
+    longer this worker's to park (stopped meanwhile, or taken over)."""
+    return bool(
+        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.RUNNING, worker=worker).update(
+            status=ReasoningRun.Status.AWAITING,
+            heartbeat_at=None,
+            delivery_count=Greatest(F("delivery_count") - 1, 0),
+        )
+    )
+
+
+def run_unpark(run_id: int) -> bool:
+    """A decision came for a parked run: queue it again (to be dispatched); False if it was
+    not parked."""
+    return bool(
+        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.AWAITING).update(
+            status=ReasoningRun.Status.QUEUED, dispatched_at=None
+        )
+    )
+
+
+def runs_to_unpark() -> list[int]:
+    """Parked runs with nothing left to wait for: their decision's dispatch was lost, or
+    nobody answered within NEXUS_APPROVAL_WAIT_SECONDS (then the request is declined, and
+    the model hears so). They are queued again, stamped as dispatched by the caller."""
+    from chat.approvals import approval_expire_before
+
+    expired = approval_expire_before(timezone.now() - timedelta(seconds=settings.NEXUS_APPROVAL_WAIT_SECONDS))
+    parked = ReasoningRun.objects.filter(status=ReasoningRun.Status.AWAITING)
+    decided = list(
+        parked.exclude(tool_approvals__status=ToolApproval.Status.PENDING).values_list("pk", flat=True)[:200]
+    )
+    ready = sorted(set(decided) | set(expired))
+    ReasoningRun.objects.filter(pk__in=ready, status=ReasoningRun.Status.AWAITING).update(
+        status=ReasoningRun.Status.QUEUED, dispatched_at=timezone.now()
+    )
+    return ready
+
+
 def runs_heartbeat(run_ids: list[int], *, worker: str) -> None:
     """Mark the worker's running runs alive (one statement for all of them)."""
     ReasoningRun.objects.filter(pk__in=run_ids, worker=worker, status=ReasoningRun.Status.RUNNING).update(
@@ -485,10 +526,12 @@ def runs_next_for_owner(owner_id: int) -> list[int]:
 
 
 def runs_to_recover() -> list[int]:
-    """Runs a sweeper should hand to a worker again: orphaned running ones, queued ones whose
-    dispatch failed or that waited for their turn, and (rarely) queued ones whose job the
-    broker lost. The queued ones are stamped as dispatched, so each is re-sent at most once
-    per interval; duplicates are harmless (run_claim lets one executor through)."""
+    """Runs a sweeper should hand to a worker again: orphaned running ones, parked ones with
+    nothing left to wait for (`runs_to_unpark`), queued ones whose dispatch failed or that
+    waited for their turn, and (rarely) queued ones whose job the broker lost. The queued
+    ones are stamped as dispatched, so each is re-sent at most once per interval; duplicates
+    are harmless (run_claim lets one executor through)."""
+    unparked = runs_to_unpark()
     now = timezone.now()
     stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
     lost = now - timedelta(seconds=max(30, 2 * settings.NEXUS_RUN_STALE_SECONDS))
@@ -507,4 +550,4 @@ def runs_to_recover() -> list[int]:
         .values_list("pk", flat=True)[:200]
     )
     ReasoningRun.objects.filter(pk__in=waiting, status=ReasoningRun.Status.QUEUED).update(dispatched_at=now)
-    return orphaned + waiting
+    return orphaned + unparked + waiting

@@ -28,8 +28,6 @@ from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.registry import ToolOutput, ToolProvider, ToolRegistry, ToolSpec
 
-POOL = MCPConnectionPool()
-atexit.register(POOL.close_sync)
 USER_META = "nexus/user_id"
 # Environment variables that make an allowed program load or fetch other code (preloads,
 # interpreter options and paths, package registries and indexes, config directories,
@@ -139,6 +137,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
             env=tuple(sorted(env.items())),
             secret_values=_builtin_secrets(),
             call_timeout=server.call_timeout,
+            elicitation_timeout=_person_budget(),
             tool_policies=policies,
             **approvals,
         )
@@ -169,9 +168,38 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         headers=headers,
         secret_values=secret_values,
         call_timeout=server.call_timeout,
+        elicitation_timeout=_person_budget(),
         tool_policies=policies,
         **approvals,
     )
+
+
+def _person_budget() -> float:
+    """The longest a call may wait for its person (an answer, or approving a completion)."""
+    return float(max(settings.NEXUS_ELICITATION_WAIT_SECONDS, settings.NEXUS_APPROVAL_WAIT_SECONDS) + 60)
+
+
+def record_breaker(name: str, paused_for: float | None, error: str) -> None:
+    """A process paused a server after repeated failures, or found it working again: stored,
+    so the admin (served by any process) shows it, whichever process saw it happen."""
+    try:
+        if paused_for is None:
+            MCPServer.objects.filter(name=name, last_status=MCPServer.Status.PAUSED).update(
+                last_status=MCPServer.Status.OK, last_error="", paused_until=None, last_checked=timezone.now()
+            )
+        else:
+            MCPServer.objects.filter(name=name).update(
+                last_status=MCPServer.Status.PAUSED,
+                last_error=error[:2000],
+                last_checked=timezone.now(),
+                paused_until=timezone.now() + timedelta(seconds=paused_for),
+            )
+    finally:
+        connection.close()  # a pool thread, not a request: leave no connection behind
+
+
+POOL = MCPConnectionPool(on_breaker=record_breaker)
+atexit.register(POOL.close_sync)
 
 
 @database_sync_to_async

@@ -27,6 +27,7 @@ from django_htmx.http import HttpResponseClientRedirect, retarget
 
 from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
+from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import turn_context
 from reasoning.tools.mcp import SEPARATOR
@@ -232,7 +233,9 @@ def _turn_response(
 def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
     """Stop a run that is still working; what it had streamed stays on the page."""
     run = _run_for_user(request, session_id, run_id)
-    services.run_stop(run)
+    parked = run.status == ReasoningRun.Status.AWAITING
+    if services.run_stop(run) and parked:
+        stop_parked(run)  # no worker holds it to notice the stop
     run.refresh_from_db()
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)

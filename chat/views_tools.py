@@ -16,7 +16,8 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.approvals import approval_decide as decide
-from chat.approvals import elicitation_answer
+from chat.approvals import card_changed, elicitation_answer
+from chat.engine import resume_after_decision
 from chat.models import Elicitation, ToolApproval, ToolExecution
 from chat.presenters import approval_for, elicitation_for
 from reasoning.tools.mcp import IMAGE_SIGNATURES, IMAGE_TYPES
@@ -61,6 +62,8 @@ def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
     try:
         arguments = json.loads(request.POST.get("arguments") or "null") if choice == "edit" else None
         decide(approval=approval, user=request.user, choice=choice, arguments=arguments)
+        card_changed(approval.session_id, "approval", approval.pk)
+        resume_after_decision(approval.run_id, request.user.pk)
     except json.JSONDecodeError:
         error = 'The arguments are not valid JSON; write an object like {"name": "value"}.'
     except ValidationError as exc:
@@ -78,6 +81,7 @@ def elicitation_reply(request: HttpRequest, elicitation_id: int) -> HttpResponse
         elicitation_answer(
             row=row, user=request.user, action=request.POST.get("action", ""), data=request.POST
         )
+        card_changed(row.session_id, "elicitation", row.pk)
     except ValidationError as exc:
         error = exc.messages[0]
     context = {"elicitation": elicitation_for(row.run_id, row.key), "error": error}

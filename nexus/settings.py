@@ -159,8 +159,14 @@ NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
 NEXUS_WORKER_RUNS = env_int("NEXUS_WORKER_RUNS", 50, minimum=1)
 NEXUS_MAX_RUNS_PER_USER = env_int("NEXUS_MAX_RUNS_PER_USER", 3, minimum=1)
 # How long a run waits for a person to approve a tool call before treating it as declined
-# (bounded by the run's time limit; a restarted worker resumes the wait, never asks twice).
+# (a restarted worker resumes the wait, never asks twice).
 NEXUS_APPROVAL_WAIT_SECONDS = env_int("NEXUS_APPROVAL_WAIT_SECONDS", 600, minimum=1)
+# After this long without a decision the run is parked: stored as awaiting approval, its
+# worker slot free for other runs; the decision queues it again and it resumes.
+NEXUS_APPROVAL_PARK_SECONDS = env_int("NEXUS_APPROVAL_PARK_SECONDS", 10, minimum=0)
+# How long a tool server's question to the person (MCP elicitation: a form, or a URL to
+# open) waits for their answer; the call's own timeout stands still meanwhile.
+NEXUS_ELICITATION_WAIT_SECONDS = env_int("NEXUS_ELICITATION_WAIT_SECONDS", 900, minimum=1)
 # Open websockets per user (every daphne process together); a dead process's slots expire.
 NEXUS_MAX_SOCKETS_PER_USER = env_int("NEXUS_MAX_SOCKETS_PER_USER", 20, minimum=1)
 NEXUS_SOCKET_TTL_SECONDS = env_int("NEXUS_SOCKET_TTL_SECONDS", 60, minimum=3)

@@ -115,7 +115,7 @@ class ToolExecutor:
         return outcome
 
     async def _approve(
-        self, call: ToolCall, policy: str, base: dict[str, Any]
+        self, call: ToolCall, policy: str, base: dict[str, Any], *, in_call: bool = False
     ) -> tuple[ToolCall, ToolOutcome | None, dict[str, Any]]:
         """Ask the host's approver when the tool's policy says so. Returns the call to make
         (with the person's edited arguments), or the refusal the model hears instead."""
@@ -130,7 +130,7 @@ class ToolExecutor:
         if policy != "ask" or approver is None:
             return call, None, base
         request = ApprovalRequest(
-            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"]
+            call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"], in_call
         )
         decision = await approver.known(request)
         if decision is None:
@@ -176,7 +176,7 @@ class ToolExecutor:
                 "argument_hash": ResearchProgressTracker.hash_arguments("sampling", request),
             }
             sampling = ToolCall(f"{base['call_id']}:sampling", asked["tool"], request)
-            _, refusal, _ = await self._approve(sampling, policy, asked)
+            _, refusal, _ = await self._approve(sampling, policy, asked, in_call=True)
             if refusal is not None:
                 return None
             llm = self.llm()
@@ -189,6 +189,7 @@ class ToolExecutor:
             )
             return response.text, llm.client.model
 
+        sample.asker = id(self.registry.approver)  # type: ignore[attr-defined]
         return sample
 
     def _elicit(self, base: dict[str, Any]) -> Any:
@@ -199,11 +200,15 @@ class ToolExecutor:
             return None
         asked = 0
 
-        async def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        async def ask(
+            message: str, schema: dict[str, Any], url: str = ""
+        ) -> tuple[str, dict[str, Any] | None]:
             nonlocal asked
             asked += 1
             key = hashlib.sha256(f"{base['argument_hash']}:{asked}:{message}".encode()).hexdigest()[:32]
-            request = InputRequest(key, base["server_tool"], base["server"], message[:2000], schema)
+            request = InputRequest(
+                key, base["server_tool"], base["server"], message[:2000], schema, url[:2000]
+            )
             await self.emitter.emit(
                 "elicitation.requested",
                 key=key,
@@ -212,6 +217,7 @@ class ToolExecutor:
                 server=base["server"],
                 message=request.message,
                 schema=schema,
+                url=request.url,
                 mode="Waiting for your answer",
             )
             action, content = await approver.answer(request)
@@ -224,6 +230,7 @@ class ToolExecutor:
             )
             return action, content
 
+        ask.asker = id(approver)  # type: ignore[attr-defined]  # whose person answers (one run's)
         return ask
 
     def _progress(self, base: dict[str, Any]) -> Any:

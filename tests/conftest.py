@@ -5,7 +5,10 @@ alice owns things, bob is a teammate, charlie is an outsider; staff audit in the
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -99,6 +102,33 @@ def dispatched(monkeypatch):
     ids: list[int] = []
     monkeypatch.setattr("chat.views.dispatch_run", ids.append)
     return ids
+
+
+def wait_until(condition: Any, seconds: float = 60.0) -> Any:
+    """Poll `condition` until it returns something true, and return that; the bound is only
+    a safety net, far above what it should take."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    return condition()
+
+
+def django_process_env(**extra: str) -> dict[str, str]:
+    """The environment for a `manage.py` child process that shares this test's database."""
+    from chat import tools
+
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "nexus.settings",
+        "DATABASE_URL": tools._database_url(),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
+        "NEXUS_VAR_DIR": str(settings.VAR_DIR),
+        **extra,
+    }
 
 
 def run_now(run_id: int) -> str:

@@ -33,6 +33,16 @@ class ApprovalRequest:
     server_tool: str
     arguments: dict[str, Any]
     argument_hash: str
+    # Asked while a tool call is in flight (a server's request for a completion): the call
+    # cannot be put aside, so the host must wait for the answer rather than park the run.
+    in_call: bool = False
+
+
+class AwaitingApproval(BaseException):
+    """Raised by a host's `Approver.wait` that parks the run until a person decides: the run
+    stops here, stored as waiting, and is executed again (resuming) once they have. A
+    BaseException, so that no fallback of the engine's ("never fail") mistakes it for a
+    failure to recover from."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +57,16 @@ class ApprovalDecision:
 
 @dataclass(frozen=True)
 class InputRequest:
-    """A server asks the person for input during a call (MCP elicitation, form mode)."""
+    """A server asks the person for input during a call (MCP elicitation: a form, or a URL)."""
 
     key: str  # stable for the same question in the same call, so a resumed run asks once
     tool: str
     server: str
     message: str
     schema: dict[str, Any]
+    # URL mode: the page the server asks the person to open (a sign-in, a payment); the
+    # answer is only whether they did.
+    url: str = ""
 
 
 class Approver(Protocol):
@@ -65,7 +78,8 @@ class Approver(Protocol):
         ...
 
     async def wait(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Wait for the person's decision on a request that was announced."""
+        """Wait for the person's decision on a request that was announced, or raise
+        `AwaitingApproval` to park the run meanwhile (never for a request `in_call`)."""
         ...
 
     async def answer(self, request: InputRequest) -> tuple[str, dict[str, Any] | None]:

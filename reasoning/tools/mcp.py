@@ -33,6 +33,7 @@ from reasoning.tools.mcp_pool import (
 )
 from reasoning.tools.registry import (
     CachePolicy,
+    CallClock,
     ElicitCallback,
     ProgressCallback,
     SampleCallback,
@@ -155,6 +156,11 @@ async def call_on(
 
     config = connection.config
     client = await connection.ensure()
+    # The call's own budget stands still while the person is asked (they have theirs); the
+    # SDK's limit is only a ceiling above both.
+    clock = CallClock(config.call_timeout)
+    on_elicit, on_sample = clock.asking(on_elicit), clock.asking(on_sample)
+    ceiling = config.call_timeout + (config.elicitation_timeout if on_elicit or on_sample else 0)
     if on_elicit is not None:
         connection.elicitors.append(on_elicit)
     if on_sample is not None:
@@ -166,20 +172,25 @@ async def call_on(
             if outcome is not None:
                 await outcome
 
+    timed_out = f"{tool} on {config.name} timed out after {config.call_timeout:g}s"
     try:
-        result = await client.call_tool(
-            tool,
-            arguments,
-            read_timeout_seconds=config.call_timeout,
-            progress_callback=progress if on_progress else None,
-            meta=meta or None,
+        result = await clock.run(
+            client.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=ceiling,
+                progress_callback=progress if on_progress else None,
+                meta=meta or None,
+            )
         )
+    except TimeoutError:
+        connection.failed(timed_out, broken=False)
+        return ToolOutput(timed_out, is_error=True)
     except MCPError as exc:
         text = config.redact(str(exc))
         if "timed out" in text:
-            message = f"{tool} on {config.name} timed out after {config.call_timeout:g}s"
-            connection.failed(message, broken=False)
-            return ToolOutput(message, is_error=True)
+            connection.failed(timed_out, broken=False)
+            return ToolOutput(timed_out, is_error=True)
         connection.failed(f"{tool} failed: {text}", broken=True)
         return ToolOutput(
             f"the {config.name} server failed during {tool} ({text}); it will be restarted for the next call",
@@ -330,10 +341,12 @@ class MCPToolProvider(ToolProvider):
             future.add_done_callback(_retrieve)
             reported.append(future)
 
-        async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        async def elicit(
+            message: str, schema: dict[str, Any], url: str = ""
+        ) -> tuple[str, dict[str, Any] | None]:
             if on_elicit is None:
                 return "decline", None
-            asked = context.run(asyncio.run_coroutine_threadsafe, on_elicit(message, schema), loop)
+            asked = context.run(asyncio.run_coroutine_threadsafe, on_elicit(message, schema, url), loop)
             return await asyncio.wrap_future(asked)
 
         async def sample(
@@ -346,6 +359,10 @@ class MCPToolProvider(ToolProvider):
             )
             return await asyncio.wrap_future(answer)
 
+        # Which run's person a request would reach: calls of one run may share a request
+        # that cannot say which of them it belongs to.
+        elicit.asker = getattr(on_elicit, "asker", None)  # type: ignore[attr-defined]
+        sample.asker = getattr(on_sample, "asker", None)  # type: ignore[attr-defined]
         output = await self.pool.call(
             self.config,
             spec.provider_tool,

@@ -55,6 +55,9 @@ class MCPServerConfig:
     # and for how long at first (doubling while it keeps failing, at most 16 times as long).
     breaker_threshold: int = 3
     breaker_cooldown: float = 30.0
+    # How long a person may take to answer a server's request for input (or to approve its
+    # request for a completion) during a call: theirs, not the tool's, budget.
+    elicitation_timeout: float = 600.0
     tool_policies: tuple[tuple[str, str], ...] = ()
     # Approval per tool ("auto", "ask", "never"), and for the server's other tools ("" lets
     # each tool's annotations decide).

@@ -7,7 +7,8 @@ is one shared task with its own budget that callers wait on with theirs, and a c
 is shut down in the background. Listings are kept and reused for `listing_ttl`, then
 refreshed in the background while the last known one is served. A server that keeps
 failing is paused (its circuit opens) and every request fails at once until it is tried
-again. Child processes are tracked so none outlives this process.
+again. Child processes are tracked so none outlives this process, and on Linux each is
+started through a launcher that takes it down when this process dies (`launcher.py`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import contextlib
 import contextvars
 import os
 import signal
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
@@ -74,6 +77,18 @@ def _track_children() -> None:
     atexit.register(kill_children)
 
 
+LAUNCHER = str(Path(__file__).with_name("launcher.py"))
+
+
+def launch_command(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command line that starts an (already allowed) stdio server: on Linux through the
+    launcher, so the server and its children die with this process even when it is killed
+    with no chance to clean up (SIGKILL, the OOM killer); elsewhere the command itself."""
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", LAUNCHER, str(os.getpid()), command, *args]
+
+
 def _alive(pid: int) -> bool:
     process = _CHILDREN.get(pid)
     if process is not None and process.returncode is not None:
@@ -104,6 +119,14 @@ def kill_children(pids: list[int] | None = None, grace: float = 1.0) -> None:
             _CHILDREN.pop(pid, None)
 
 
+def _one_person(handlers: list[Any]) -> list[Any]:
+    """The handlers in flight when they all reach the same person (one, or one run's), else []."""
+    askers = {getattr(handler, "asker", None) for handler in handlers}
+    if len(handlers) == 1 or (len(askers) == 1 and None not in askers):
+        return list(handlers)
+    return []
+
+
 # -- circuit breaker --------------------------------------------------------------------------
 
 
@@ -117,6 +140,9 @@ class CircuitBreaker:
     failures: int = 0
     open_until: float = 0.0
     last_error: str = ""
+    # Told when the circuit opens (seconds paused, the last error) and when it closes again
+    # (None, ""), so the state can be stored where every process and the admin see it.
+    listener: Callable[[float | None, str], None] | None = None
 
     def paused_for(self) -> float | None:
         remaining = self.open_until - time.monotonic()
@@ -127,10 +153,16 @@ class CircuitBreaker:
         self.last_error = error
         if self.failures >= self.threshold:
             doublings = min(self.failures - self.threshold, 4)
-            self.open_until = time.monotonic() + self.cooldown * 2**doublings
+            pause = self.cooldown * 2**doublings
+            self.open_until = time.monotonic() + pause
+            if self.listener is not None:
+                self.listener(pause, error)
 
     def success(self) -> None:
+        was_open = self.failures >= self.threshold
         self.failures, self.open_until, self.last_error = 0, 0.0, ""
+        if was_open and self.listener is not None:
+            self.listener(None, "")
 
 
 # -- one connection ---------------------------------------------------------------------------
@@ -155,10 +187,17 @@ class _Session:
 class MCPConnection:
     """A session with one server, owned by a task on the pool's loop."""
 
-    def __init__(self, config: MCPServerConfig, client_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: MCPServerConfig,
+        client_options: dict[str, Any] | None = None,
+        on_breaker: Callable[[str, float | None, str], None] | None = None,
+    ) -> None:
         self.config = config
         self.client_options = client_options or {}
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_cooldown)
+        if on_breaker is not None:
+            self.breaker.listener = self._tell(on_breaker)
         self.error: str | None = None
         self.listings: dict[str, tuple[float, list[Any]]] = {}
         self._session: _Session | None = None
@@ -170,6 +209,19 @@ class MCPConnection:
         self.elicitors: list[Any] = []
         self.samplers: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    def _tell(
+        self, on_breaker: Callable[[str, float | None, str], None]
+    ) -> Callable[[float | None, str], None]:
+        """The breaker's listener: `on_breaker` (which may write to a database) runs in a
+        thread, so the connections' loop never waits for it."""
+
+        def tell(paused_for: float | None, error: str) -> None:
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(None, on_breaker, self.config.name, paused_for, error)
+            future.add_done_callback(_retrieve)
+
+        return tell
 
     @property
     def tools(self) -> list[Any]:
@@ -292,9 +344,10 @@ class MCPConnection:
 
         if not self.config.command:
             raise MCPUnavailable(f"MCP server {self.config.name!r} has no command", server=self.config.name)
+        command, args = launch_command(self.config.command, list(self.config.args))
         params = StdioServerParameters(
-            command=self.config.command,
-            args=list(self.config.args),
+            command=command,
+            args=args,
             env=dict(self.config.env) or None,
             cwd=self.config.cwd,
         )
@@ -310,33 +363,45 @@ class MCPConnection:
         else:
             reason = _short(exc)
         tail = self.config.redact(self.stderr_tail())
+        if tail.splitlines() and tail.splitlines()[-1].startswith("cannot start "):
+            reason, tail = tail.splitlines()[-1][:300], ""  # the launcher could not start it
         if tail:
             reason += f" (server said: {tail.splitlines()[-1][:300]})"
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
 
     async def _elicit(self, context: Any, params: Any) -> Any:
-        """A server asks for the person's input (form mode): the one call in flight on this
-        connection that can ask its person does; otherwise (none, or several and no way to
-        tell whose it is, or a URL to visit) the request is declined."""
+        """A server asks for the person's input (a form, or a URL to open): the call in
+        flight on this connection asks its person; so do several calls of one run (the same
+        person). Calls of different runs: declined, since nothing in the request says whose
+        call it belongs to (on stdio the protocol has no such link; over streamable HTTP it
+        is the response stream the request came on, which mcp's client transport does not
+        pass on to this callback: `ClientRequestContext` has only the request's id and _meta)."""
         import mcp_types
 
-        elicitors = list(self.elicitors)
-        if getattr(params, "mode", "form") != "form" or len(elicitors) != 1:
+        elicitors = _one_person(self.elicitors)
+        if not elicitors:
             return mcp_types.ElicitResult(action="decline")
+        if getattr(params, "mode", "form") == "url":
+            url = str(params.url)
+            if not url.lower().startswith(("https://", "http://")):
+                return mcp_types.ElicitResult(action="decline")
+            action, _ = await elicitors[0](self.config.redact(params.message), {}, url)
+            return mcp_types.ElicitResult(action=action)
         schema = params.requested_schema
         schema = (
             schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
         )
-        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}))
+        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}), "")
         return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
 
     async def _sample(self, context: Any, params: Any) -> Any:
-        """A server asks for a completion: served by the model of the one run whose call is in
-        flight on this connection (its approval rules, its tokens and cost); refused otherwise."""
+        """A server asks for a completion: served by the model of the run whose calls are in
+        flight on this connection (its approval rules, its tokens and cost); refused when
+        calls of several runs are (see `_elicit` for why it cannot tell whose it is)."""
         import mcp_types
 
-        samplers = list(self.samplers)
-        if len(samplers) != 1:
+        samplers = _one_person(self.samplers)
+        if not samplers:
             return mcp_types.ErrorData(code=-1, message="no run of this client can answer this request now")
         messages = []
         for message in params.messages:
@@ -461,12 +526,19 @@ class MCPConnection:
 class MCPConnectionPool:
     """The process's connections, on a private loop thread shared by every caller."""
 
-    def __init__(self, client_options: Callable[[MCPServerConfig], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        client_options: Callable[[MCPServerConfig], dict[str, Any]] | None = None,
+        on_breaker: Callable[[str, float | None, str], None] | None = None,
+    ) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[str, MCPConnection] = {}
         self._guard = threading.Lock()
         # SDK client callbacks (progress, logging, sampling, elicitation) per server.
         self.client_options = client_options
+        # Told (server name, seconds paused or None when it works again, last error) whenever
+        # a server's circuit opens or closes in this process.
+        self.on_breaker = on_breaker
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._guard:
@@ -495,7 +567,7 @@ class MCPConnectionPool:
             connection = self._connections.get(config.key)
             if connection is None:
                 options = self.client_options(config) if self.client_options else None
-                connection = MCPConnection(config, options)
+                connection = MCPConnection(config, options, self.on_breaker)
                 self._connections[config.key] = connection
             else:
                 connection.config = config  # the newest timeouts and policies apply

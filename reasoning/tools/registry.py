@@ -20,12 +20,67 @@ from reasoning.llm.base import ToolDef
 CachePolicy = Literal["cache", "no-cache"]
 # Told a long tool's progress: (progress, total or None, message or None).
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
-# Asked when a server wants input from the person during a call: (message, JSON schema) ->
-# (action "accept" | "decline" | "cancel", content when accepted).
-ElicitCallback = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
+# Asked when a server wants input from the person during a call: (message, JSON schema, URL
+# to open: "" for a form) -> (action "accept" | "decline" | "cancel", content when accepted).
+ElicitCallback = Callable[[str, dict[str, Any], str], Awaitable[tuple[str, dict[str, Any] | None]]]
 # Asked when a server wants a completion from Nexus's model during a call (MCP sampling):
 # (system, messages as role/text dicts, max_tokens) -> (text, model) or None when refused.
 SampleCallback = Callable[[str, list[dict[str, str]], int], Awaitable[tuple[str, str] | None]]
+
+
+class CallClock:
+    """A tool call's time budget that stands still while a person is being asked (a server's
+    request for input or for an approved completion): the person has their own, longer
+    budget, and a call that waits for them is not a hung tool."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self._spent = 0.0
+        self._since = time.monotonic()
+        self._asking = 0
+
+    def remaining(self) -> float | None:
+        """Seconds left, or None while a person is being asked (the clock stands still)."""
+        if self._asking:
+            return None
+        return self.budget - self._spent - (time.monotonic() - self._since)
+
+    def asking(self, ask: Callable[..., Awaitable[Any]] | None) -> Any:
+        """`ask`, with the clock stopped while it waits (on the loop that runs `run`)."""
+        if ask is None:
+            return None
+
+        async def wrapped(*args: Any) -> Any:
+            if not self._asking:
+                self._spent += time.monotonic() - self._since
+            self._asking += 1
+            try:
+                return await ask(*args)
+            finally:
+                self._asking -= 1
+                if not self._asking:
+                    self._since = time.monotonic()
+
+        wrapped.asker = getattr(ask, "asker", None)  # type: ignore[attr-defined]
+        return wrapped
+
+    async def run(self, awaitable: Awaitable[Any]) -> Any:
+        """Await `awaitable` within the budget; TimeoutError (and the call cancelled) when
+        it runs out with nobody being asked."""
+        task = asyncio.ensure_future(awaitable)
+        try:
+            while True:
+                left = self.remaining()
+                if left is not None and left <= 0:
+                    task.cancel()
+                    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                    raise TimeoutError
+                done, _ = await asyncio.wait({task}, timeout=0.25 if left is None else left)
+                if done:
+                    return task.result()
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
 
 
 @dataclass(frozen=True)
@@ -185,13 +240,16 @@ class ToolRegistry:
             return ToolOutcome(False, "", f"unknown tool {name!r}; available tools: {known}")
         spec, provider = entry
         limit = spec.timeout or timeout or self.timeout
+        clock = CallClock(limit)
         try:
             call = (
-                provider.call_tool_with_progress(spec, arguments, on_progress, on_elicit, on_sample)
+                provider.call_tool_with_progress(
+                    spec, arguments, on_progress, clock.asking(on_elicit), clock.asking(on_sample)
+                )
                 if on_progress is not None
                 else provider.call_tool(spec, arguments)
             )
-            output = await asyncio.wait_for(call, timeout=limit)
+            output = await clock.run(call)
         except TimeoutError:
             return self._outcome(False, "", f"{name} timed out after {limit:g}s", started)
         except asyncio.CancelledError:

@@ -4,7 +4,7 @@ import asyncio
 import sys
 
 import tests.env  # noqa: F401  - the same known environment as the tests (offline model, a secrets key)
-from tests.bench import adaptivity, audit, engine, memory, modes, team, usage, web
+from tests.bench import adaptivity, audit, engine, memory, modes, team, tool_servers, usage, web
 
 
 def main() -> int:
@@ -16,6 +16,7 @@ def main() -> int:
     print("\n".join(team.main()), flush=True)
     print("\n".join(audit.main()), flush=True)
     print("\n".join(usage.main()), flush=True)
+    print("\n".join(tool_servers.main()), flush=True)
     return 0
 
 

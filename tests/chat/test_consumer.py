@@ -1,5 +1,6 @@
 """The session websocket: auth, ownership, origin, event order, catch-up after a reconnect."""
 
+import asyncio
 import json
 import re
 
@@ -8,6 +9,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
+from django.urls import reverse
 
 from chat import services
 from chat.engine import execute_run
@@ -124,3 +126,72 @@ async def test_draft_batches_reach_the_socket_without_breaking_the_page(alice, a
     assert await execute_run(run.pk) == "succeeded"
     assert "<strong>4</strong>" in await receive_all(communicator), "the socket keeps working"
     await communicator.disconnect()
+
+
+async def test_every_tab_of_the_chat_sees_an_approval_card_appear_and_then_resolve(
+    alice, alice_session, settings
+):
+    from chat.models import MCPServer, ToolApproval
+
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    await database_sync_to_async(
+        lambda: MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    )()
+    tab = await socket(alice_session.pk, alice)
+    assert (await tab.connect())[0]
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
+    assert await execute_run(run.pk) == "parked"
+    approval = await database_sync_to_async(ToolApproval.objects.get)(run=run)
+    html = await receive_all(tab)
+    assert f'id="approval-{approval.pk}"' in html and "Approve once" in html, "the card appears"
+
+    def decide_in_another_tab() -> int:
+        client = Client()
+        client.force_login(alice)
+        url = reverse("chat:approval-decide", args=[approval.pk])
+        return client.post(url, {"decision": "always"}, HTTP_HX_REQUEST="true").status_code
+
+    assert await database_sync_to_async(decide_in_another_tab)() == 200
+    html = await receive_all(tab)
+    card = html.split(f'id="approval-{approval.pk}" hx-swap-oob="true"', 1)[1].split("</div>\n</div>", 1)[0]
+    assert "approved" in card and "for this chat" in card and "Approve once" not in card
+
+    async def finished() -> bool:
+        await run.arefresh_from_db()
+        return not run.is_active
+
+    for _ in range(600):  # the resumed run ends before the test does
+        if await finished():
+            break
+        await asyncio.sleep(0.1)
+    assert run.status == "succeeded"
+    await tab.disconnect()
+
+
+async def test_every_tab_sees_a_servers_question_answered(alice, alice_session):
+    from chat.approvals import elicitation_request
+    from chat.models import Elicitation
+
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="Ask me")
+    payload = {
+        "key": "k1",
+        "server": "everything",
+        "tool": "ask",
+        "message": "Your name?",
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    row = await database_sync_to_async(elicitation_request)(run_id=run.pk, payload=payload, sequence=None)
+    tab = await socket(alice_session.pk, alice)
+    assert (await tab.connect())[0]
+
+    def answer_in_another_tab() -> int:
+        client = Client()
+        client.force_login(alice)
+        url = reverse("chat:elicitation-reply", args=[row.pk])
+        return client.post(url, {"action": "accept", "name": "Ada"}, HTTP_HX_REQUEST="true").status_code
+
+    assert await database_sync_to_async(answer_in_another_tab)() == 200
+    html = await receive_all(tab)
+    assert f'id="elicitation-{row.pk}" hx-swap-oob="true"' in html and "Answered" in html
+    assert (await database_sync_to_async(Elicitation.objects.get)(pk=row.pk)).content == {"name": "Ada"}
+    await tab.disconnect()

@@ -102,3 +102,50 @@ async def test_over_streamable_http_with_live_progress(pool, over_http):
     assert outcome.success and seen == [(1, 3), (2, 3), (3, 3)]
     echo = await registry.execute("everything__echo", {"message": "over http"})
     assert echo.success and "over http" in echo.content
+
+
+@pytest.mark.parametrize("same_run", [True, False])
+async def test_a_question_on_a_shared_connection_reaches_the_person_only_when_unambiguous(
+    pool, everything, same_run
+):
+    """Two calls in flight on one stdio connection while the server asks for input: if both
+    are one run's, its person is asked; if they are two runs', nothing says whose the
+    question is, so it is declined rather than shown to the wrong person."""
+    import asyncio
+
+    config = MCPServerConfig(name="everything_shared", command="node", args=(everything, "stdio"))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.refresh()
+    asked: list[str] = []
+
+    def person(run: str):
+        async def ask(message, schema, url=""):
+            asked.append(run)
+            return "accept", {"name": "Ada", "integer": 7, "untitledMultipleSelectEnum": ["Piano"]}
+
+        ask.asker = run
+        return ask
+
+    async def progress(*_):
+        return None
+
+    long = asyncio.ensure_future(
+        registry.execute(
+            "everything_shared__trigger-long-running-operation",
+            {"duration": 3, "steps": 3},
+            on_progress=progress,
+            on_elicit=person("run-1"),
+        )
+    )
+    await asyncio.sleep(0.5)  # the long call is in flight on the connection
+    question = await registry.execute(
+        "everything_shared__trigger-elicitation-request",
+        {},
+        on_progress=progress,
+        on_elicit=person("run-1" if same_run else "run-2"),
+    )
+    assert (await long).success
+    if same_run:
+        assert question.success and "Name: Ada" in question.content and asked == ["run-1"]
+    else:
+        assert "decline" in question.content.lower() and asked == []

@@ -7,6 +7,7 @@ server is refused without starting another process.
 """
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -15,16 +16,17 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from chat import tools
 from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.mcp_pool import _alive
 from reasoning.tools.registry import ToolRegistry
+from tests.conftest import django_process_env, wait_until
 
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -37,16 +39,6 @@ def hung(**overrides) -> MCPServerConfig:
 
 def faulty(**overrides) -> MCPServerConfig:
     return MCPServerConfig(name="faulty", command=sys.executable, args=(FAULTY,), **overrides)
-
-
-def wait_until(condition, seconds: float = 30.0) -> bool:
-    """Poll `condition`; the bound is only a safety net, far above what it should take."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 @pytest.fixture
@@ -147,6 +139,96 @@ def test_no_server_process_outlives_the_process_that_started_it(tmp_path):
     assert wait_until(lambda: not _pid_exists(pid), 10), f"server process {pid} leaked"
 
 
+def _descendants(pids: list[int]) -> set[int]:
+    """Every live process below `pids` (read from /proc), the roots included."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found = {pid for pid in pids if _pid_exists(pid)}
+    while True:
+        more = {pid for pid, parent in parents.items() if parent in found and pid not in found}
+        if not more:
+            return found
+        found |= more
+
+
+def _owner_of_servers(tmp_path: Path, configs: str) -> subprocess.Popen[str]:
+    """A process that starts stdio servers from `configs` (Python source for a list of
+    MCPServerConfig), connects to each (or waits for the hung), prints the pids, then waits."""
+    script = tmp_path / "owner.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys, time
+            from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig
+            pool = MCPConnectionPool()
+            for config in {configs}:
+                connection = pool.connection(config)
+                pool.submit(connection.ensure())
+                while not connection.pids:
+                    time.sleep(0.05)
+                if config.name != "hung":
+                    while connection.client is None:
+                        time.sleep(0.05)
+                print(connection.pids[0], flush=True)
+            print("ready", flush=True)
+            time.sleep(600)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    return subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+
+
+def _kill_owner_and_check(owner: subprocess.Popen[str]) -> None:
+    pids = []
+    for line in owner.stdout:
+        if line.strip() == "ready":
+            break
+        pids.append(int(line))
+    servers = _descendants(pids)
+    assert len(servers) > len(pids), "each server process runs (below its launcher)"
+    os.kill(owner.pid, signal.SIGKILL)  # the owner alone: no cleanup code of its runs
+    owner.wait(30)
+    assert wait_until(lambda: not any(_pid_exists(pid) for pid in servers), 20), (
+        f"server processes {sorted(pid for pid in servers if _pid_exists(pid))} outlived their owner"
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_servers_die_with_a_process_killed_without_warning(tmp_path):
+    """SIGKILL leaves a daphne or Celery worker no chance to stop its tool servers: a working
+    server, a hung one and what they started all go with it."""
+    configs = (
+        f"[MCPServerConfig(name='faulty', command={sys.executable!r}, args=({FAULTY!r},)),"
+        f" MCPServerConfig(name='hung', command={SLEEP!r}, args=('600',), connect_timeout=600)]"
+    )
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _kill_owner_and_check(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_server_everything_dies_with_a_process_killed_without_warning(tmp_path, everything):
+    node = shutil.which("node")
+    configs = f"[MCPServerConfig(name='everything', command={node!r}, args=({everything!r}, 'stdio'))]"
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _kill_owner_and_check(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
+
+
 def _pid_exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -175,3 +257,38 @@ def test_completions_answer_from_what_is_known_while_a_server_hangs(alice, clien
     assert again[0]["detail"].endswith("(on nexus)"), "the server offering it is shown"
     assert len(connection.pids) == 1, "the hung server's refresh is shared, not restarted per request"
     tools.POOL.submit(connection.close()).result(30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_paused_by_one_process_shows_paused_in_the_admin_of_another(auditor, client_for, settings):
+    """A worker pauses a server whose calls keep timing out; the admin, served by another
+    process, shows it paused (and until when) from the stored state."""
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    code = textwrap.dedent(
+        f"""
+        import asyncio, time
+        from chat import tools
+        from reasoning.tools.mcp import MCPServerConfig
+        config = MCPServerConfig(name="faulty", command={sys.executable!r}, args=({FAULTY!r},),
+                                 call_timeout=0.5, breaker_threshold=2, breaker_cooldown=600)
+        async def main():
+            for _ in range(2):
+                print((await tools.POOL.call(config, "hang", {{}})).text, flush=True)
+        asyncio.run(main())
+        time.sleep(2)  # the stored state is written in a thread of the pool
+        """
+    )
+    env = django_process_env()
+    worker = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=str(settings.BASE_DIR),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert worker.stdout.count("timed out") == 2, worker.stdout + worker.stderr
+    server = MCPServer.objects.get(name="faulty")
+    assert server.last_status == "paused" and "timed out" in server.last_error
+    page = client_for(auditor).get(reverse("admin:chat_mcpserver_changelist")).content.decode()
+    assert "paused until" in page and "after repeated failures" in page

@@ -14,24 +14,13 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from chat import services, tools
+from chat import services
 from chat.models import MCPServer, ReasoningRun, ToolApproval, ToolExecution, TraceEvent
 from reasoning.tools.approval import default_approval
-from tests.conftest import run_now
+from tests.conftest import django_process_env, run_now, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
-
-
-def wait_until(condition, seconds: float = 60.0):
-    """Poll `condition`; the bound is only a safety net, far above what it should take."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    return condition()
 
 
 def pending(run: ReasoningRun, count: int = 1) -> list[ToolApproval]:
@@ -171,14 +160,8 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
     finds the same request instead of asking again, and finishes once the person approves."""
     MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
     run = services.message_post(session=alice_session, content="What is 17*23?")
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "nexus.settings",
-        "DATABASE_URL": tools._database_url(),
-        "SECRET_KEY": settings.SECRET_KEY,
-        "NEXUS_SECRETS_KEY": ",".join(settings.NEXUS_SECRETS_KEYS),
-        "NEXUS_VAR_DIR": str(settings.VAR_DIR),
-    }
+    # Killed while it still holds the run (before it would park it).
+    env = django_process_env(NEXUS_APPROVAL_PARK_SECONDS="600")
     code = (
         f"import asyncio; from chat.engine import execute_run; asyncio.run(execute_run({run.pk}, worker='A'))"
     )
@@ -214,35 +197,126 @@ def test_a_run_waiting_for_approval_survives_its_worker_dying(alice, alice_sessi
     assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
 
 
+def finished(run: ReasoningRun) -> ReasoningRun | None:
+    run.refresh_from_db()
+    return run if not run.is_active else None
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "cognitive"])
+def test_a_run_waiting_for_approval_frees_its_worker_and_resumes_on_the_decision(
+    alice, bob, alice_session, client_for, settings, mode
+):
+    """The run is stored as awaiting approval and its executor returns (the worker slot is
+    free: someone else's run is answered meanwhile); the decision queues it through the
+    normal dispatch, and it resumes without asking again. A decline reaches the model."""
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    settings.AGENT_MODE = mode
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    client = client_for(alice)
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked", "the executor is done with it while the person decides"
+    run.refresh_from_db()
+    (asked,) = pending(run)
+    assert run.status == "awaiting" and run.is_active and run.delivery_count == 0
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Approve once" in page and "Awaiting approval" in page
+
+    other = services.message_post(session=services.session_create(owner=bob), content="Hello there")
+    assert run_now(other.pk) == "succeeded", "a worker slot was free for bob meanwhile"
+    assert ReasoningRun.objects.get(pk=run.pk).status == "awaiting"
+
+    decide(client, asked, "approve")
+    run = wait_until(lambda: finished(run))
+    assert run.status == "succeeded" and "391" in run.answers.get().content
+    assert ToolApproval.objects.filter(run=run).count() == 1, "asked once, before and after parking"
+    assert ToolApproval.objects.get(run=run).decided_by == alice
+    assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
+
+    declined = services.message_post(session=alice_session, content="What is 19*21?")
+    assert run_now(declined.pk) == "parked"
+    (asked,) = pending(declined)
+    decide(client, asked, "decline")
+    declined = wait_until(lambda: finished(declined))
+    assert declined.status == "succeeded"
+    result = TraceEvent.objects.filter(run=declined, kind="tool.result").last().payload
+    assert not result["success"] and "the user declined this call of calculator" in result["error"]
+
+
+def test_a_parked_run_nobody_answers_is_declined_and_finished_by_the_sweeper(alice_session, settings):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    assert run.pk not in services.runs_to_recover(), "still waiting for the person"
+    ToolApproval.objects.filter(run=run).update(created_at=run.created_at.replace(year=2000))
+    assert run.pk in services.runs_to_recover()
+    assert ToolApproval.objects.get(run=run).note == "nobody answered in time"
+    assert run_now(run.pk) == "succeeded"
+    result = TraceEvent.objects.filter(run=run, kind="tool.result").last().payload
+    assert "nobody answered in time" in result["error"]
+
+
+def test_a_parked_run_can_be_stopped(alice, alice_session, client_for, settings):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    client_for(alice).post(reverse("chat:run-stop", args=[alice_session.pk, run.pk]), HTTP_HX_REQUEST="true")
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert TraceEvent.objects.filter(run=run, kind="run.stopped").exists()
+    assert ToolApproval.objects.get(run=run).status == "declined", "its card no longer offers a decision"
+    again = services.message_post(session=alice_session, content="Hello")
+    assert again.status == "queued", "the chat takes a new question"
+
+
+def start_with_everything(
+    session, settings, monkeypatch, everything, agent, content, *, call_timeout=120, **more
+):
+    """server-everything over stdio as the chat's tool server, a scripted model asking for
+    `agent`'s tool calls, and a run for `content` executing in the background."""
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality
+
+    node = shutil.which("node")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
+    MCPServer.objects.create(
+        name="everything",
+        command=node,
+        args=[everything, "stdio"],
+        default_approval="auto",
+        call_timeout=call_timeout,
+    )
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": agent,
+            "evaluation": [quality(True, 0.9)],
+            **more,
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    run = services.message_post(session=session, content=content)
+    return run, in_background(run.pk), script
+
+
 def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_chat(
     alice, alice_session, client_for, settings, monkeypatch, everything
 ):
     """@modelcontextprotocol/server-everything asks for a form's worth of input mid-call."""
     from chat.models import Elicitation
-    from reasoning.llm.scripted import ScriptedClient
-    from tests.reasoning.helpers import analysis, quality, tool
+    from tests.reasoning.helpers import tool
 
-    node = shutil.which("node")
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
-    MCPServer.objects.create(
-        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    agent = [
+        tool("everything__trigger-elicitation-request"),
+        tool("everything__trigger-elicitation-request", again=1),
+        "Asked.",
+    ]
+    run, worker, _ = start_with_everything(
+        alice_session, settings, monkeypatch, everything, agent, "Ask me things"
     )
-    script = ScriptedClient(
-        by_component={
-            "analysis": [analysis("simple")],
-            "agent": [
-                tool("everything__trigger-elicitation-request"),
-                tool("everything__trigger-elicitation-request", again=1),
-                "Asked.",
-            ],
-            "evaluation": [quality(True, 0.9)],
-        },
-        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
-    )
-    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
     client = client_for(alice)
-    run = services.message_post(session=alice_session, content="Ask me things")
-    worker = in_background(run.pk)
     asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Please provide inputs" in page and 'name="name"' in page and 'name="integer"' in page
@@ -274,40 +348,95 @@ def test_a_server_asking_for_input_gets_the_persons_answer_from_a_form_in_the_ch
     assert asked.content["name"] == "Ada" and asked.content["check"] is True and asked.answered_by == alice
 
 
+def test_a_servers_question_waits_for_the_person_not_for_the_calls_timeout_and_a_url_is_a_link(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    """server-everything's calls may take 1 s here; the person answers its form later than
+    that, within the question's own deadline (shown on the card), and the tool gets the
+    answer. Its URL-mode question shows the page to open as a link, and the server hears
+    that the person went on."""
+    from chat.models import Elicitation
+    from tests.reasoning.helpers import tool
+
+    url = "https://example.com/connect?code=42"
+    agent = [
+        tool("everything__trigger-elicitation-request"),
+        tool("everything__trigger-url-elicitation", url=url, message="Connect your account"),
+        "Asked.",
+    ]
+    run, worker, _ = start_with_everything(
+        alice_session, settings, monkeypatch, everything, agent, "Ask me things", call_timeout=1
+    )
+    client = client_for(alice)
+    asked = wait_until(lambda: Elicitation.objects.filter(run=run, status="pending").first())
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Please provide inputs" in page and "Answer by" in page and "left)" in page
+    time.sleep(2.5)  # longer than the call's own timeout: the person takes their time
+    answer = {"action": "accept", "name": "Ada", "integer": "7", "untitledMultipleSelectEnum": ["Piano"]}
+    assert (
+        "Answered" in client.post(reverse("chat:elicitation-reply", args=[asked.pk]), answer).content.decode()
+    )
+
+    link = wait_until(
+        lambda: Elicitation.objects.filter(run=run, status="pending").exclude(pk=asked.pk).first()
+    )
+    assert link.url == url and link.message == "Connect your account"
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert f'href="{url}" target="_blank" rel="noopener noreferrer nofollow"'.replace("&", "&amp;") in page
+    assert "<strong>example.com</strong>" in page and "I have opened it" in page
+    client.post(reverse("chat:elicitation-reply", args=[link.pk]), {"action": "accept"})
+    worker.join(120)
+    results = dict(ToolExecution.objects.filter(run=run).values_list("tool", "result"))
+    assert "Name: Ada" in results["trigger-elicitation-request"], results
+    assert "User completed the URL elicitation flow" in results["trigger-url-elicitation"], results
+
+
+def test_a_question_nobody_answers_by_its_deadline_is_cancelled(
+    alice, alice_session, client_for, settings, monkeypatch, everything
+):
+    from chat.models import Elicitation
+    from tests.reasoning.helpers import tool
+
+    settings.NEXUS_ELICITATION_WAIT_SECONDS = 1
+    agent = [tool("everything__trigger-elicitation-request"), "Asked."]
+    run, worker, _ = start_with_everything(alice_session, settings, monkeypatch, everything, agent, "Ask me")
+    worker.join(120)
+    assert Elicitation.objects.get(run=run).status == "cancel"
+    result = ToolExecution.objects.get(run=run, tool="trigger-elicitation-request").result
+    assert "cancel" in result.lower()
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Dismissed" in page
+
+
 def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     alice, alice_session, client_for, settings, monkeypatch, everything
 ):
-    """server-everything's sampling tool: the card shows what it asks our model; once approved,
-    the configured model answers it and the call counts in the run's tokens."""
+    """server-everything's sampling tool: the card shows what it asks our model; once approved
+    (later than the call's own 1 s timeout), the configured model answers it and the call
+    counts in the run's tokens."""
     from chat.models import LLMCall
-    from reasoning.llm.scripted import ScriptedClient
-    from tests.reasoning.helpers import analysis, quality, tool
+    from tests.reasoning.helpers import tool
 
-    node = shutil.which("node")
-    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{node} {everything}": (node, everything)}
-    MCPServer.objects.create(
-        name="everything", command=node, args=[everything, "stdio"], default_approval="auto", call_timeout=120
+    agent = [
+        tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
+        "Sampled.",
+    ]
+    run, worker, script = start_with_everything(
+        alice_session,
+        settings,
+        monkeypatch,
+        everything,
+        agent,
+        "Let the server ask the model",
+        call_timeout=1,
+        sampling=["Hello, Ada! (from the configured model)"],
     )
-    script = ScriptedClient(
-        by_component={
-            "analysis": [analysis("simple")],
-            "agent": [
-                tool("everything__trigger-sampling-request", prompt="Say hello to Ada", maxTokens=50),
-                "Sampled.",
-            ],
-            "sampling": ["Hello, Ada! (from the configured model)"],
-            "evaluation": [quality(True, 0.9)],
-        },
-        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
-    )
-    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
     client = client_for(alice)
-    run = services.message_post(session=alice_session, content="Let the server ask the model")
-    worker = in_background(run.pk)
     (asked,) = wait_until(lambda: pending(run))
     assert asked.tool == "sampling" and "Say hello to Ada" in json.dumps(asked.arguments)
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Say hello to Ada" in page and "Approve once" in page
+    time.sleep(2.5)  # the person takes longer than the call may: the call waits for them
     decide(client, asked, "approve")
     worker.join(120)
     run.refresh_from_db()

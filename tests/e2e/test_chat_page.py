@@ -382,3 +382,47 @@ def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, c
     found["login"] = axe_violations(login)
     login.context.close()
     assert found == {"chat": [], "documents": [], "login": []}, json.dumps(found, indent=1)
+
+
+def test_an_approval_card_appears_and_resolves_live_in_every_tab_of_the_chat(
+    browser: Browser, tmp_path: Path
+):
+    """The calculator needs approval here: both tabs of the chat show the card; approving in
+    one resolves it in the other too, and both get the answer."""
+    from tests.e2e.conftest import manage
+
+    site = Site.prepared(tmp_path, NEXUS_APPROVAL_PARK_SECONDS="0")
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        "from chat.models import MCPServer; "
+        "MCPServer.objects.filter(builtin=True).update(approval_policies={'calculator': 'ask'})",
+    )
+    site.start_web()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        first = Tab(context.new_page())
+        sign_in(first.page, site)
+        first.page.goto(site.url + "/")
+        new_chat(first.page)
+        other = Tab(context.new_page())
+        other.page.goto(first.page.url)
+        expect(other.page.locator("#composer-input")).to_be_visible()
+        other.page.wait_for_timeout(500)  # its socket is open
+        ask(first.page, "What is 17*23?")
+        for each in (first.page, other.page):
+            expect(each.locator(".approval-card .approval-actions")).to_have_count(1, timeout=30000)
+        head = other.page.locator(".trace-head").last
+        if head.get_attribute("aria-expanded") != "true":
+            head.click()
+        other.page.locator(".approval-card button[value=approve]").click()
+        for each in (first.page, other.page):
+            expect(each.locator(".approval-card")).to_contain_text("approved", timeout=20000)
+            expect(each.locator(".approval-card .approval-actions")).to_have_count(0)
+            expect(last_answer(each).locator(".markdown")).to_contain_text("391", timeout=30000)
+        first.assert_clean()
+        other.assert_clean()
+    finally:
+        context.close()
+        site.stop()

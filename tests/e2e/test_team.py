@@ -11,6 +11,8 @@ import psycopg
 import pytest
 from websockets.asyncio.client import connect
 
+from tests.conftest import wait_until
+
 pytestmark = [pytest.mark.team, pytest.mark.slow]
 
 EVENT_ID = re.compile(r'id="ev-(\d+)-(\d+)"')
@@ -159,3 +161,35 @@ def test_stop_ends_a_run_on_a_celery_worker(team_site):
     assert kinds()[-1] == "run.stopped" and "run.finished" not in kinds()
     assert run_row(team_site, run_id)["status"] == "cancelled" and answers_for(team_site, run_id) == []
     assert team_site.ask(client, session_id, "What is 2+2?") > run_id, "the chat is free at once"
+
+
+def test_a_run_awaiting_approval_leaves_its_celery_worker_free(team_site):
+    """One run slot: the run that waits for a person's approval is parked, another chat's
+    question is answered meanwhile, and the decision hands the first back to a worker."""
+    team_site.start_worker(NEXUS_WORKER_RUNS="1", NEXUS_APPROVAL_PARK_SECONDS="0")
+    team_site.start_web()
+    with psycopg.connect(team_site.env["DATABASE_URL"]) as db:
+        db.execute("""update chat_mcpserver set approval_policies = '{"calculator": "ask"}' where builtin""")
+    client = team_site.login()
+    first, second = team_site.new_session(client), team_site.new_session(client)
+    waiting = team_site.ask(client, first, "What is 17*23?")
+    assert wait_until(lambda: run_row(team_site, waiting)["status"] == "awaiting"), run_row(
+        team_site, waiting
+    )
+
+    other, _, _ = asyncio.run(collect_events(team_site, client, second, None, "Hello there", timeout=90))
+    assert run_row(team_site, other)["status"] == "succeeded", "the only slot was free for it"
+    assert run_row(team_site, waiting)["status"] == "awaiting"
+
+    with psycopg.connect(team_site.env["DATABASE_URL"]) as db:
+        (approval,) = db.execute("select id from chat_toolapproval where run_id = %s", (waiting,)).fetchone()
+    response = client.post(
+        f"/approvals/{approval}/",
+        data={"decision": "approve"},
+        headers={**team_site.csrf(client), "HX-Request": "true"},
+    )
+    assert response.status_code == 200 and "approved" in response.text
+    assert wait_until(lambda: run_row(team_site, waiting)["status"] == "succeeded", 90), run_row(
+        team_site, waiting
+    )
+    assert "391" in answers_for(team_site, waiting)[0]
