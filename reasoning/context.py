@@ -211,6 +211,17 @@ class RunContext:
         )
         return evaluation
 
+    async def show_answer(
+        self, answer: str, *, kind: str, draft: str | None, evaluation: EvaluationResult | None
+    ) -> None:
+        """Every mode's `answer.final`. `approved` says whether the quality check passed it
+        (False: the last attempt is shown although it fell short; None: nobody checked it),
+        so the panel never calls a weak answer approved."""
+        approved = None if evaluation is None else evaluation.is_complete
+        await self.emit(
+            "answer.final", "Complete", answer=answer, answer_kind=kind, draft=draft, approved=approved
+        )
+
     async def finish_run(
         self,
         answer: str,

@@ -19,8 +19,10 @@ Streaming answers (payloads; see reasoning/drafts.py):
   reasoning-driven loop wrote a better draft), `failed` (the call failed).
 - `quality.completed` carries `draft` (the id of the checked draft, or null when the answer was
   not streamed, e.g. a plan step's finding used as is) and `deeper_would_help`.
-- `answer.final` carries `draft` (the approved draft's id, or null) and the whole `answer`,
-  which may differ from the draft's streamed text (the offline model's notice is added once).
+- `answer.final` carries `draft` (the shown draft's id, or null), the whole `answer`, which
+  may differ from the draft's streamed text (the offline model's notice is added once), and
+  `approved` (the quality check passed it; false when the last attempt is shown although it
+  fell short; null when nothing checked it).
 - `analysis.completed` carries `routed_by` (`router`: decided locally with no model call;
   `analysis`, `cache`, `forced`, `resumed`, `fallback`) and `router` (the local router's
   reading: `level`, `confidence`, `probabilities`, `asks`; null when it was not consulted).

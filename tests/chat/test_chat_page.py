@@ -182,9 +182,13 @@ def test_an_answer_below_its_threshold_says_so_with_what_it_misses(alice, alice_
     attempt = run.attempts.order_by("-number").first()
     attempt.evaluation = {**attempt.evaluation, "missing_aspects": ["the Tokyo time", "the sources"]}
     attempt.save(update_fields=["evaluation"])
+    final = run.events.get(kind="answer.final")
+    final.payload = {**final.payload, "approved": False}
+    final.save(update_fields=["payload"])
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Low confidence" in page and "the answer may miss the Tokyo time; the sources" in page
     assert 'class="q-fair" title="Quality score from the evaluator">quality 0.54' in page
+    assert "did not pass the quality check" in page and "Answer approved and shown" not in page
 
 
 def test_one_colour_scale_for_every_quality_score():

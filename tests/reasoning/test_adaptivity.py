@@ -356,3 +356,22 @@ async def test_an_honest_not_found_teaches_nothing_but_a_missing_part_does():
     vague = script("Call the on-call engineer.")
     result, _ = await run(engine(vague, **ALL_LAYERS), "What's the on-call phone number?")
     assert result.reflection_trigger == "low_quality"
+
+
+# --- what the panel may call approved -------------------------------------------------------------
+
+
+async def test_an_answer_shown_although_it_fell_short_is_not_called_approved():
+    """A reviewer saw "✓ Answer approved and shown" under an answer of quality 0.00: the shown
+    answer must say whether the check passed it."""
+    weak = ScriptedClient(
+        by_component={
+            "agent": ["Maybe Sydney."],
+            "evaluation": [quality(False, 0.3, "the right city", deeper=False)],
+        }
+    )
+    _, sink = await run(engine(weak), "What is the capital of Australia?")
+    assert sink.of("answer.final")[0].payload["approved"] is False
+    good = ScriptedClient(by_component={"agent": ["Canberra."], "evaluation": [quality(True, 0.95)]})
+    _, sink = await run(engine(good), "What is the capital of Australia?")
+    assert sink.of("answer.final")[0].payload["approved"] is True

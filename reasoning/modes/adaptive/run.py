@@ -277,9 +277,7 @@ class AdaptiveRun:
         if stray is not None and stray is not draft:
             await stray.discard("revised")
         answer = with_notice(answer, ctx.models.base.answer_notice)
-        await ctx.emit(
-            "answer.final", PHASE_COMPLETE, answer=answer, answer_kind=kind, draft=draft.id if draft else None
-        )
+        await ctx.show_answer(answer, kind=kind, draft=draft.id if draft else None, evaluation=evaluation)
         result = await ctx.finish_run(
             answer,
             analysis=analysis,

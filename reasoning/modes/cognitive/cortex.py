@@ -383,12 +383,11 @@ class CortexCoordinator:
         self.workspace.update_stage("complete")
         answer = with_notice(answer, ctx.models.base.answer_notice)
         live = ctx.drafts.current_id
-        await ctx.emit(
-            "answer.final",
-            "Complete",
-            answer=answer,
-            answer_kind="answer",
+        await ctx.show_answer(
+            answer,
+            kind="answer",
             draft=draft if draft == live else None,
+            evaluation=evaluation if checked else None,
         )
         result = await ctx.finish_run(
             answer,
