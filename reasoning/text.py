@@ -51,6 +51,18 @@ def as_ask(part: str) -> str:
     return part + ("?" if _ASKS.match(part) else ".")
 
 
+def distinct(parts: list[str]) -> list[str]:
+    """`parts` without repeats (a sentence pasted twice is one ask), ignoring case and spacing."""
+    seen: set[str] = set()
+    kept = []
+    for part in parts:
+        key = " ".join(part.lower().split()).strip(" ?.!")
+        if key not in seen:
+            seen.add(key)
+            kept.append(part)
+    return kept
+
+
 MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 

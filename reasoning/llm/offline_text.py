@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from reasoning.foresight import expression_in, zone_in
-from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, keywords, markdown_inline, paragraphs
+from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, distinct, keywords, markdown_inline, paragraphs
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
@@ -40,7 +40,7 @@ _DOCS = re.compile(
     r"incidents?|colleagues?|manager|who should i ask|where do i find)\b|@\S+",
     re.IGNORECASE,
 )
-_ONLY_MENTIONS = re.compile(r'(?:\s*@(?:"[^"\n]{1,200}"|[\w][\w.\-/]{0,199})(?:#\d+)?[\s,.;:!?]*)+')
+_ONLY_MENTIONS = re.compile(rf"(?:\s*{MENTION.pattern}[\s,.;:!?]*)+")
 _HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
@@ -69,7 +69,7 @@ def question_parts(query: str) -> list[str]:
                 parts.append(cleaned)
     # A greeting before the question, or a mention after it, is not a part to answer.
     asked = [p for p in parts if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
-    return (asked or parts)[:MAX_PARTS]
+    return distinct(asked or parts)[:MAX_PARTS]
 
 
 def part_kind(part: str) -> str:

@@ -38,3 +38,19 @@ def test_a_heading_stays_with_the_paragraph_under_it():
     assert paragraphs("# Only a heading") == ["# Only a heading"]
     long = paragraphs("# H\n\n" + "word " * 100, limit=120)
     assert len(long) > 1 and all(piece.startswith("# H\n") and len(piece) <= 130 for piece in long)
+
+
+async def test_a_sentence_pasted_several_times_is_answered_once():
+    """A reviewer's long message held one sentence six times: the answer had six identical
+    sections."""
+    from reasoning import AdaptiveReasoningLoop, ReasoningConfig
+    from reasoning.llm.offline import OfflineClient
+    from reasoning.tools.local import builtin_provider
+    from reasoning.tools.registry import ToolRegistry
+    from tests.reasoning.helpers import run
+
+    loop = AdaptiveReasoningLoop(
+        OfflineClient(), ToolRegistry([builtin_provider()]), ReasoningConfig.from_env({}, provider="offline")
+    )
+    result, _ = await run(loop, "What is 17*23? " * 4 + "What is 2+2? what is 17*23?")
+    assert result.answer.count("391") == 1 and result.answer.count("**4**") == 1

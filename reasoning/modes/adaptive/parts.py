@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.routing.features import split_asks
-from reasoning.text import as_ask, markdown_inline
+from reasoning.text import as_ask, distinct, markdown_inline
 from reasoning.types import ResearchPlan, SubTask
 
 MAX_LIGHT_PARTS = 3
@@ -18,7 +18,7 @@ def combine(results: list[dict[str, Any]]) -> str:
 
 def question_parts(question: str) -> list[str]:
     """The separate asks a question spells out, when there are two or three of them."""
-    parts = [part for part in split_asks(question) if len(part.split()) >= 2]
+    parts = distinct([part for part in split_asks(question) if len(part.split()) >= 2])
     return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
 
 
