@@ -6,6 +6,7 @@ Reads live in selectors below the services; nothing here imports tasks or views.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -145,12 +146,29 @@ def session_search(user: Any, text: str) -> list[dict[str, Any]]:
     return [{"session": s, "snippet": snippets.get(s.pk, "")} for s in sessions[:50]]
 
 
-def _snippet(content: str, text: str, width: int = 60) -> str:
-    flat = " ".join(content.split())
+# Markdown marks that mean nothing in a one-line excerpt: emphasis, code, quotes, headings,
+# list bullets; a link keeps its text.
+_MARKS = re.compile(r"\*\*|__|`+|^\s*(?:>\s*)+|^\s*#{1,6}\s+|^\s*[-*+]\s+", re.MULTILINE)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def _snippet(content: str, text: str, width: int = 60) -> dict[str, str]:
+    """The words around the first match, as plain text split around it (the page marks it)."""
+    flat = " ".join(_MARKS.sub(" ", _LINK.sub(r"\1", content)).split())
     at = flat.lower().find(text.lower())
+    if at < 0:  # the match was inside Markdown syntax: the start of the message instead
+        return {
+            "before": flat[: 2 * width] + ("…" if len(flat) > 2 * width else ""),
+            "match": "",
+            "after": "",
+        }
     start = max(0, at - width)
     end = at + len(text) + width
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+    return {
+        "before": ("…" if start else "") + flat[start:at],
+        "match": flat[at : at + len(text)],
+        "after": flat[at + len(text) : end] + ("…" if end < len(flat) else ""),
+    }
 
 
 def session_export_markdown(session: ChatSession) -> str:

@@ -209,10 +209,16 @@ def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, cli
     bobs = services.session_create(owner=bob, title="Bob's release notes")
     ask(bobs, "release secrets")
     page = client_for(alice).get(reverse("chat:search"), {"q": "RELEASE"}).content.decode()
-    assert "Release planning" in page and "Misc" in page and "When do we ship the release?" in page
+    assert (
+        "Release planning" in page and "Misc" in page and "When do we ship the <mark>release</mark>?" in page
+    )
     assert "Bob" not in page and "secrets" not in page
-    assert "391" in client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
-    assert "2 chats mention" in page
+    assert "2 chats mention “RELEASE”" in page
+    # One result reads as a sentence, the answer's Markdown does not show as stars, and the
+    # page keeps the ways to a new chat and the other pages (found by a review).
+    one = client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
+    assert "1 chat mentions “391”" in one and "<mark>391</mark>" in one and "**391**" not in one
+    assert "+ New chat" in one and "Team documents" in one and "Memory" in one
 
 
 def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):
