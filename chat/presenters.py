@@ -15,7 +15,10 @@ from django.utils.safestring import SafeString, mark_safe
 from chat import services
 from chat.models import AnswerFeedback, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
+from reasoning.tools.labels import humanize_tool_names, tool_label
 from reasoning.types import ExecutionStrategy
+
+__all__ = ["tool_label"]  # the panel's tool names; kept importable from here
 
 MODE_ICONS = {
     "Analyzing": "⚡",
@@ -28,7 +31,8 @@ MODE_ICONS = {
     "Queued": "…",
     "Stopped": "■",
 }
-STRATEGY_SHORT = {"direct": "DIRECT", "light_planning": "LIGHT", "deep_reasoning": "DEEP"}
+# Strategies as the panel and footer name them ("Direct → Light"), never the engine's enums.
+STRATEGY_SHORT = {"direct": "Direct", "light_planning": "Light", "deep_reasoning": "Deep"}
 # One line per strategy, for people who have never heard of them (shown in the panel).
 STRATEGY_HELP = {
     "direct": "answers in one go, calling a tool when it needs one; for simple questions",
@@ -43,15 +47,8 @@ ACTION_LABELS = {
     "replan": "plan again",
     "escalate": "switch to a deeper strategy",
 }
+CRITIQUE_LABELS = {"approve": "approved", "revise": "needs changes", "reject": "rejected"}
 FINDINGS_CHARS = 400
-
-
-def tool_label(name: str, server: str = "") -> str:
-    """A tool as people read it: "nexus__calculator" → "Calculator (Nexus)"."""
-    if "__" in name:
-        server, name = name.split("__", 1)
-    label = name.replace("_", " ").strip().capitalize() or "Tool"
-    return f"{label} ({server.replace('_', ' ').title()})" if server else label
 
 
 def answer_html(text: str) -> SafeString:
@@ -102,8 +99,11 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
         findings = payload.get("findings") or ""
         if findings:
             short = findings if len(findings) <= FINDINGS_CHARS else findings[:FINDINGS_CHARS].rstrip() + "…"
-            item["findings_html"] = answer_html(short)
+            item["findings_html"] = answer_html(humanize_tool_names(short))
         item["tools"] = [tool_label(t) for t in payload.get("tools_used") or []]
+    if event.kind == "critique.completed":
+        recommendation = (payload.get("critique") or {}).get("recommendation") or ""
+        item["recommendation"] = CRITIQUE_LABELS.get(recommendation, recommendation.replace("_", " "))
     if event.kind == "confidence.assessed":
         item["action_label"] = ACTION_LABELS.get(payload.get("action"), payload.get("action"))
     if event.kind == "escalation":
@@ -189,7 +189,7 @@ def footer(run: ReasoningRun | None) -> dict[str, Any] | None:
 
 
 def summary(run: ReasoningRun | None, events: list[TraceEvent]) -> dict[str, Any] | None:
-    """The panel's one line for a finished run: "DIRECT → LIGHT · 2 tools · quality 0.95 · 0.7 s"."""
+    """The panel's one line for a finished run: "Direct → Light · 2 tools · quality 0.95 · 0.7 s"."""
     if run is None or run.status != ReasoningRun.Status.SUCCEEDED:
         return None
     route = STRATEGY_SHORT.get(run.initial_strategy, "")

@@ -334,7 +334,7 @@ def test_the_panel_speaks_plainly_and_says_each_thing_once(alice, alice_session,
     head = page[page.index(f'id="trace-head-{run.pk}"') :]
     head = head[: head.index("</button>")]
     assert re.search(
-        r"DIRECT → LIGHT · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
+        r"Direct → Light · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
     ), head
 
 
