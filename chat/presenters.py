@@ -235,6 +235,8 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "run": run,
         "answer": answer,
         "answer_html": answer_html(answer.content) if answer else None,
+        # An unapproved draft renders as Markdown too (sanitised the same way), still marked as a draft.
+        "draft_html": answer_html(run.draft_text) if run and run.draft_text and not answer else None,
         "events": events_context(events),
         "last_seq": events[-1].sequence if events else 0,
         "footer": footer(run),

@@ -151,28 +151,71 @@
     return Array.from(text).length;
   }
 
-  // A draft frame: text appended to the run's draft if it continues what the page has.
+  // What each draft box has beyond its last Markdown render: {draft, base, text} (the text
+  // from code point `base` on). Text frames append to it, shown as plain text; a render from
+  // the server replaces the box with sanitised HTML up to `upto` and keeps the rest as text.
+  const drafts = new Map();
+
+  function draftState(box) {
+    let state = drafts.get(box.id);
+    if (!state || state.draft !== box.dataset.draft) {
+      state = { draft: box.dataset.draft, base: Number(box.dataset.length || 0), text: "" };
+      drafts.set(box.id, state);
+    }
+    return state;
+  }
+
+  function appendTail(body, text) {
+    let tail = body.querySelector(":scope > .draft-tail");
+    if (!tail) {
+      tail = document.createElement("span");
+      tail.className = "draft-tail";
+      body.append(tail);
+    }
+    tail.append(document.createTextNode(text));
+  }
+
+  // A draft frame: text appended to the run's draft if it continues what the page has, and
+  // now and then the draft so far as HTML.
   function applyDraft(frame) {
     const box = document.getElementById("draft-" + frame.run);
     if (!box) return;
     const body = box.querySelector(".draft-text");
     if (!body) return;
-    const have = Number(box.dataset.length || 0);
-    if (frame.offset === 0 || box.dataset.draft !== frame.draft) {
-      if (frame.offset !== 0) { sync(); return; } // a new draft began and we missed its start
-      body.textContent = frame.text;
-      box.dataset.draft = frame.draft;
-      box.dataset.length = String(codePoints(frame.text));
-    } else if (frame.offset === have) {
-      body.append(document.createTextNode(frame.text));
-      box.dataset.length = String(have + codePoints(frame.text));
-    } else if (frame.offset < have) {
-      const tail = Array.from(frame.text).slice(have - frame.offset).join("");
-      if (tail) body.append(document.createTextNode(tail));
-      box.dataset.length = String(Math.max(have, frame.offset + codePoints(frame.text)));
-    } else {
-      sync(); // a gap: the sync sends the stored draft whole
-      return;
+    if (typeof frame.text === "string") {
+      const have = Number(box.dataset.length || 0);
+      let added = "";
+      if (frame.offset === 0 || box.dataset.draft !== frame.draft) {
+        if (frame.offset !== 0) { sync(); return; } // a new draft began and we missed its start
+        body.replaceChildren();
+        box.dataset.draft = frame.draft;
+        drafts.set(box.id, { draft: frame.draft, base: 0, text: "" });
+        added = frame.text;
+        box.dataset.length = String(codePoints(frame.text));
+      } else if (frame.offset <= have) {
+        draftState(box); // before the length moves on: a page-loaded draft's text starts there
+        added = Array.from(frame.text).slice(have - frame.offset).join("");
+        box.dataset.length = String(Math.max(have, frame.offset + codePoints(frame.text)));
+      } else {
+        sync(); // a gap: the sync sends the stored draft whole
+        return;
+      }
+      if (added) {
+        draftState(box).text += added;
+        appendTail(body, added);
+      }
+    }
+    if (typeof frame.html === "string" && frame.draft === box.dataset.draft) {
+      const state = draftState(box);
+      if (frame.upto >= state.base) {
+        const tail = Array.from(state.text).slice(frame.upto - state.base).join("");
+        // Rendered from Markdown and sanitised by the server (nh3 allow-list), like the answer.
+        body.innerHTML = frame.html;
+        state.base = frame.upto;
+        state.text = tail;
+        if (tail) appendTail(body, tail);
+        box.dataset.length = String(Math.max(Number(box.dataset.length || 0), frame.upto));
+      }
     }
     box.classList.remove("empty-draft");
     scrollThread(false);
@@ -351,6 +394,15 @@
     const fragment = event.detail.fragment;
     if (!fragment || !fragment.querySelectorAll) return;
     const target = event.detail.target;
+    if (target && target.id === "session-title" && target.querySelector("details[open]")) {
+      // Renamed in another tab while this one's chat menu is open: keep the menu (and what
+      // the person is typing in it), update the title only.
+      event.preventDefault();
+      const title = fragment.querySelector("h1");
+      const h1 = target.querySelector("h1");
+      if (title && h1) { h1.textContent = title.textContent; h1.title = title.title; }
+      return;
+    }
     if (target && target.id === "thread") {
       // A turn from another tab, or this tab's own racing its POST response: keep one.
       fragment.querySelectorAll("article.turn[id]").forEach((turn) => {

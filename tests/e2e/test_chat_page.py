@@ -186,6 +186,25 @@ def test_the_answer_streams_as_a_draft_until_approved_and_survives_a_reload(tab:
     expect(answer.locator(".draft")).to_have_count(0)
 
 
+def test_the_streaming_draft_is_markdown_and_still_marked_as_a_draft(tab: Tab):
+    page = tab.page
+    # Whatever the draft box ever held while it streamed, recorded as it happened.
+    page.evaluate(
+        """() => { window.draftSeen = {tags: [], labelled: true};
+        new MutationObserver(() => document.querySelectorAll('.draft:not(.stopped)').forEach((box) => {
+          box.querySelectorAll('.draft-text *').forEach((el) => window.draftSeen.tags.push(el.tagName));
+          const rendered = box.querySelector('.draft-text *');
+          if (rendered && !box.querySelector('.draft-label')) window.draftSeen.labelled = false;
+        })).observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+    )
+    ask(page, "What is 17*23?")
+    expect(last_answer(page).locator(".markdown strong")).to_have_text("391", timeout=20000)
+    seen = page.evaluate("window.draftSeen")
+    assert {"CODE", "STRONG"} & set(seen["tags"]), f"the draft showed as plain text: {seen}"
+    assert not {"SCRIPT", "IMG", "IFRAME"} & set(seen["tags"])
+    assert seen["labelled"], "a rendered draft still says it is a draft"
+
+
 # --- regenerate, edit, feedback ------------------------------------------------------------------
 
 
@@ -312,6 +331,34 @@ def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
         expect(last_answer(each).locator(".markdown")).to_contain_text("391", timeout=20000)
         expect(each.locator("article.turn")).to_have_count(1)
         expect(each.locator("#empty-state")).to_have_count(0)
+    other.assert_clean()
+
+
+def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context):
+    page = tab.page
+    first = page.url
+    other = Tab(context.new_page())
+    other.page.goto(first)
+    expect(other.page.locator("#composer-input")).to_be_visible()
+    other.page.wait_for_timeout(500)  # its socket is open
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions .menu input[name=title]").fill("Holiday plans")
+    page.locator(".session-actions .menu button[type=submit]").first.click()
+    expect(other.page.locator("#session-title h1")).to_have_text("Holiday plans")
+    expect(other.page.locator("#session-list .current")).to_have_text("Holiday plans")
+    expect(other.page).to_have_title(re.compile("^Holiday plans · Nexus"))
+    # A new chat in the first tab joins the other tab's list; the other keeps its own chat.
+    new_chat(page)
+    expect(other.page.locator("#session-list a").first).to_have_text("New chat")
+    expect(other.page.locator("#session-list .current")).to_have_text("Holiday plans")
+    # Deleting the chat the other tab shows: it leaves the list and the other tab says so.
+    page.goto(first)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions .danger").click()
+    page.wait_for_url(lambda url: url != first)
+    expect(other.page.locator("#composer-error [role=alert]")).to_contain_text("This chat was deleted")
+    expect(other.page.locator("#session-list")).not_to_contain_text("Holiday plans")
     other.assert_clean()
 
 
