@@ -232,7 +232,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if session is None:
             return html + render_to_string(f"{PAGE}#session-gone", context)
         latest = session.runs.order_by("-created_at", "-id").first()
-        html += render_to_string(f"{PAGE}#session-title", context)
+        # The heading only: the chat menu and share dialog around it stay as this page has them.
+        html += render_to_string(f"{PAGE}#session-heading", {**context, "heading_oob": True})
         return html + self._render_status_for(session, latest)
 
     async def _send_events(self, run_id: int, upto: int | None) -> None:

@@ -139,6 +139,9 @@ def events_context(events: list[TraceEvent], previous_phase: str | None = None) 
         if event.kind == "analysis.completed":
             rationale = (event.payload.get("analysis") or {}).get("rationale")
         if event.kind == "strategy.selected":
+            if rationale is None and event.payload.get("rationale"):
+                # Pushed live, the analysis came in an earlier batch: its rationale is stored.
+                rationale = analysis_rationale(event)
             item["show_rationale"] = (
                 bool(event.payload.get("rationale")) and event.payload.get("rationale") != rationale
             )
@@ -149,6 +152,17 @@ def events_context(events: list[TraceEvent], previous_phase: str | None = None) 
         items.append(item)
         previous_phase = event.phase
     return items
+
+
+def analysis_rationale(event: TraceEvent) -> str:
+    """The rationale of the analysis before `event` in its run ("" if there was none)."""
+    analysis = (
+        TraceEvent.objects.filter(run_id=event.run_id, kind="analysis.completed", sequence__lt=event.sequence)
+        .order_by("sequence")
+        .values_list("payload", flat=True)
+        .last()
+    )
+    return ((analysis or {}).get("analysis") or {}).get("rationale") or ""
 
 
 def run_mode(run: ReasoningRun | None) -> str:

@@ -71,7 +71,17 @@
     if (status && status.dataset.title) document.title = status.dataset.title;
   }
 
+  // A wide table scrolls inside the answer: keyboard users reach it too (WCAG 2.1.1).
+  function focusableTables(root) {
+    root.querySelectorAll(".markdown table").forEach((table) => {
+      if (table.hasAttribute("tabindex")) return;
+      table.tabIndex = 0;
+      table.setAttribute("aria-label", "Table (scrolls sideways when wide)");
+    });
+  }
+
   function addCopyButtons(root) {
+    focusableTables(root);
     root.querySelectorAll(".markdown pre").forEach((pre) => {
       if (pre.querySelector(".copy-code")) return;
       const button = document.createElement("button");
@@ -79,6 +89,13 @@
       button.className = "copy-code";
       button.textContent = "Copy";
       pre.appendChild(button);
+      const language = /language-([\w+#-]+)/.exec(pre.querySelector("code")?.className || "");
+      if (language) {
+        const label = document.createElement("span");
+        label.className = "code-lang";
+        label.textContent = language[1];
+        pre.appendChild(label);
+      }
     });
   }
 
@@ -394,15 +411,6 @@
     const fragment = event.detail.fragment;
     if (!fragment || !fragment.querySelectorAll) return;
     const target = event.detail.target;
-    if (target && target.id === "session-title" && target.querySelector("details[open]")) {
-      // Renamed in another tab while this one's chat menu is open: keep the menu (and what
-      // the person is typing in it), update the title only.
-      event.preventDefault();
-      const title = fragment.querySelector("h1");
-      const h1 = target.querySelector("h1");
-      if (title && h1) { h1.textContent = title.textContent; h1.title = title.title; }
-      return;
-    }
     if (target && target.id === "thread") {
       // A turn from another tab, or this tab's own racing its POST response: keep one.
       fragment.querySelectorAll("article.turn[id]").forEach((turn) => {
@@ -438,6 +446,11 @@
       panel.dataset.lastSeq = String(last);
     }
     if (target && target.id === "status-line") updateTitle();
+    if (target && target.id === "session-heading") {
+      // Renamed in another tab: the rename box shows the new title unless it is being edited.
+      const input = document.querySelector("#session-title .session-actions:not([open]) input[name=title]");
+      if (input) input.value = target.textContent;
+    }
     if (target && target.id && target.id.startsWith("trace-head-")) {
       // The server renders the head with the saved preference; keep it true to this panel.
       const head = document.getElementById(target.id);

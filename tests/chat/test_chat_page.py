@@ -277,11 +277,11 @@ def test_renames_new_and_deleted_chats_reach_every_open_tab_of_their_owner(alice
 
     seen = async_to_sync(scenario)()
     on_a = seen["renamed: tab on A"]
-    assert 'id="session-title"' in on_a and '<h1 title="Budget 2027">Budget 2027</h1>' in on_a
+    assert '<h1 id="session-heading" title="Budget 2027" hx-swap-oob="true">Budget 2027</h1>' in on_a
     assert 'data-title="Budget 2027 · Nexus' in on_a, "the tab title follows"
     assert 'id="session-list" class="session-list" hx-swap-oob="true"' in on_a
     on_b = seen["renamed: tab on B"]
-    assert ">Budget 2027</a>" in on_b and 'id="session-title"' not in on_b, "another chat's header stays"
+    assert ">Budget 2027</a>" in on_b and 'id="session-heading"' not in on_b, "another chat's header stays"
     assert on_b.count(">New chat</a>") == 0 and seen["new: tab on B"].count(">New chat</a>") == 1
     assert "This chat was deleted" in seen["deleted: tab on A"]
     assert "Budget 2027" not in seen["deleted: tab on B"] and ">Chat B</a>" in seen["deleted: tab on B"]
@@ -438,6 +438,27 @@ def test_the_panel_speaks_plainly_and_says_each_thing_once(alice, alice_session,
     assert re.search(
         r"Direct → Light · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
     ), head
+
+
+def test_the_rationale_is_said_once_when_the_trace_arrives_live(alice, alice_session):
+    """Pushed live, the analysis and the strategy arrive in different batches."""
+    run = services.message_post(
+        session=alice_session, content="What is the capital of France and what is 2**10?"
+    )
+
+    async def scenario() -> str:
+        communicator = await _connect(alice, alice_session.pk)
+        await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+        assert await execute_run(run.pk) == "succeeded"
+        chunks = []
+        while not await communicator.receive_nothing(timeout=0.5):
+            chunks.append(await communicator.receive_from())
+        await communicator.disconnect()
+        return "".join(chunk for chunk in chunks if not chunk.startswith("{"))
+
+    html = async_to_sync(scenario)()
+    rationale = run.events.get(kind="analysis.completed").payload["analysis"]["rationale"]
+    assert rationale and html.count(rationale) == 1, html.count(rationale)
 
 
 def test_findings_markdown_is_rendered_and_sanitised():

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, ROOT, Site, unavailable
+from tests.e2e.conftest import PASSWORD, ROOT, Site, manage, unavailable
 from tests.e2e.test_browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -296,6 +296,91 @@ def test_layout_fits_the_screen_with_a_collapsible_sidebar(tab: Tab, width: str)
         assert sidebar.bounding_box()["x"] == 0 and page.locator(".sidebar-toggle").is_hidden()
 
 
+def header_fits(page: Page) -> None:
+    """The phone header: every control a 44 px target, none overlapping, the title readable."""
+    controls = page.locator(
+        ".chat-head .sidebar-toggle, .chat-head .session-actions > summary, "
+        ".chat-head .share-dialog > summary, .chat-head .help-button"
+    )
+    boxes = [controls.nth(i).bounding_box() for i in range(controls.count())]
+    assert len(boxes) == 4
+    for box in boxes:
+        assert box["width"] >= 44 and box["height"] >= 44, box
+    title = page.locator("#session-title h1").bounding_box()
+    assert title["width"] >= 80, f"the title gets {title['width']:.0f}px"
+    for box in [*boxes, title]:
+        others = [b for b in [*boxes, title] if b is not box]
+        for other in others:
+            overlap = min(box["x"] + box["width"], other["x"] + other["width"]) - max(box["x"], other["x"])
+            same_row = abs(box["y"] - other["y"]) < 20
+            assert not (same_row and overlap > 1), (box, other)
+    status = page.locator("#status-line").bounding_box()
+    assert status["x"] >= 0 and status["x"] + status["width"] <= page.viewport_size["width"]
+    no_sideways_scroll(page)
+
+
+def test_the_phone_header_has_room_for_the_title_and_44px_targets(tab: Tab, width: str):
+    page = tab.page
+    if width != "mobile":
+        pytest.skip("the desktop header has the whole width")  # the phone widths are 390 and 320
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    for size in ({"width": 390, "height": 844}, {"width": 320, "height": 640}):
+        page.set_viewport_size(size)
+        header_fits(page)
+
+
+LONG_ANSWER = (
+    """## Trade-offs
+
+| Approach | Time to ship | Risk | Rollback | Team size needed | Notes |
+|---|---|---|---|---|---|
+| Incremental | 6–9 months | Low | Per endpoint | 3–4 engineers | the safest way for most teams |
+| Big-bang rewrite | 4–6 months | High | All or nothing | 5–8 engineers | fast on paper |
+
+```python
+def migrate(batch_size: int = 500) -> int:
+    return copied  # a long comment line that goes well past the width of a phone screen, and then some more
+```
+
+> Measure before and after each switch.
+
+A very long unbroken identifier: `averyveryverylongidentifierthatdoesnotbreaknaturally_and_keeps_going`.
+"""
+    + "\n\nAnother paragraph of a long answer, to scroll." * 20
+)
+
+
+def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site: Site, width: str, context):
+    """What a real model writes: a wide table, a long code line, a quote, a long identifier."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    run_id = page.locator("article.turn").last.get_attribute("data-run-id")
+    (site.tmp / "long.md").write_text(LONG_ANSWER)
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        f"from chat.models import Message; Message.objects.filter(run_id={run_id}, role='assistant')"
+        f".update(content=open({str(site.tmp / 'long.md')!r}).read())",
+    )
+    page.reload()
+    answer = last_answer(page)
+    expect(answer.locator(".markdown table")).to_be_visible()
+    no_sideways_scroll(page)
+    viewport = page.viewport_size["width"]
+    for selector in (".msg.assistant", ".markdown table", ".markdown pre", ".answer-foot"):
+        box = answer.locator(selector).first.bounding_box() if selector != ".msg.assistant" else None
+        box = box or page.locator("article.turn:not([hidden]) .msg.assistant").last.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport + 0.5, (selector, box)
+    expect(answer.locator(".markdown pre .copy-code")).to_be_visible()
+    expect(answer.locator(".markdown pre .code-lang")).to_have_text("python")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert axe_violations(page) == [], scheme
+
+
 @pytest.mark.parametrize("context", ["dark"], indirect=True)
 def test_dark_mode_follows_the_device_and_the_toggle_is_remembered(tab: Tab, site: Site):
     page = tab.page
@@ -424,8 +509,16 @@ def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, c
         page.screenshot(path=str(DOCS / f"chat-{width}-{scheme}.png"))
     page.goto(site.url + "/documents/")
     found["documents"] = axe_violations(page)
+    page.goto(site.url + "/memory/")
+    found["memory"] = axe_violations(page)
+    page.goto(site.url + "/usage/mine/")
+    found["usage"] = axe_violations(page)
+    page.goto(site.url + "/usage/")  # the team's, for staff
+    found["usage"] += axe_violations(page)
     login = context.browser.new_context(viewport=page.viewport_size, color_scheme=scheme).new_page()
     login.goto(site.url + "/accounts/login/")
     found["login"] = axe_violations(login)
     login.context.close()
-    assert found == {"chat": [], "documents": [], "login": []}, json.dumps(found, indent=1)
+    assert found == {"chat": [], "documents": [], "memory": [], "usage": [], "login": []}, json.dumps(
+        found, indent=1
+    )
