@@ -7,6 +7,7 @@ shows exactly what was pushed live.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.conf import settings
@@ -49,6 +50,14 @@ ACTION_LABELS = {
 }
 CRITIQUE_LABELS = {"approve": "approved", "revise": "needs changes", "reject": "rejected"}
 FINDINGS_CHARS = 400
+
+
+_STEP_ID = re.compile(r"\bstep_(\d+)\b")
+
+
+def plain_text(text: str) -> str:
+    """Engine text as people read it: tool names as labels, "step_1" as "step 1"."""
+    return _STEP_ID.sub(r"step \1", humanize_tool_names(text))
 
 
 def answer_html(text: str) -> SafeString:
@@ -99,7 +108,7 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
         findings = payload.get("findings") or ""
         if findings:
             short = findings if len(findings) <= FINDINGS_CHARS else findings[:FINDINGS_CHARS].rstrip() + "…"
-            item["findings_html"] = answer_html(humanize_tool_names(short))
+            item["findings_html"] = answer_html(plain_text(short))
         item["tools"] = [tool_label(t) for t in payload.get("tools_used") or []]
     if event.kind == "critique.completed":
         recommendation = (payload.get("critique") or {}).get("recommendation") or ""

@@ -6,7 +6,7 @@ from typing import Any
 from django import template
 
 from chat.models import ReasoningRun
-from chat.presenters import MODE_ICONS, STRATEGY_SHORT, run_mode
+from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode
 from reasoning.tools.labels import humanize_tool_names
 
 register = template.Library()
@@ -47,7 +47,7 @@ def phase_label(phase: str) -> str:
 @register.filter
 def plain(text: Any) -> str:
     """Free text for people (a model's reasoning, a reason, a lesson): tool names as labels."""
-    return humanize_tool_names(str(text if text is not None else ""))
+    return plain_text(str(text if text is not None else ""))
 
 
 @register.filter

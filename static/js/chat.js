@@ -308,7 +308,15 @@
 
   // --- events ---------------------------------------------------------------------------
 
+  // The header's menus (⋯, Share) close on a click elsewhere or Escape, like any app's menus.
+  function closeMenus(except) {
+    document.querySelectorAll(".session-actions[open], .share-dialog[open]").forEach((menu) => {
+      if (menu !== except) menu.open = false;
+    });
+  }
+
   document.addEventListener("click", (event) => {
+    closeMenus(event.target.closest(".session-actions, .share-dialog"));
     const stop = event.target.closest("#stop-button");
     if (stop) { stopRun(stop); return; }
     const prev = event.target.closest(".variant-prev");
@@ -346,6 +354,12 @@
       event.preventDefault();
       if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
       if (input.value.trim()) input.form.requestSubmit();
+      return;
+    }
+    if (event.key === "Escape" && document.querySelector(".session-actions[open], .share-dialog[open]")) {
+      const open = document.querySelector(".session-actions[open], .share-dialog[open]");
+      closeMenus(null);
+      open.querySelector("summary")?.focus();
       return;
     }
     if (event.key === "Escape" && document.getElementById("app")?.classList.contains("nav-open")) setSidebar(false);

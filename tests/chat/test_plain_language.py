@@ -53,6 +53,7 @@ def test_the_page_names_tools_strategies_and_steps_in_plain_language(mode, alice
     Preference.objects.create(user=alice, trace_open=True)
     with override_settings(AGENT_MODE=mode):
         ask(alice_session, "What is 2+2?")  # approved by the local check, which names its tools
+        ask(alice_session, "What is 17*23 and what time is it in Tokyo?")  # a light plan, one reply
         ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")  # escalates
         ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="deep")
         ask(alice_session, "Compare the plans in our documents")  # low confidence, a critique

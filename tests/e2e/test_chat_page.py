@@ -296,21 +296,20 @@ def test_layout_fits_the_screen_with_a_collapsible_sidebar(tab: Tab, width: str)
         assert sidebar.bounding_box()["x"] == 0 and page.locator(".sidebar-toggle").is_hidden()
 
 
-def header_fits(page: Page) -> None:
-    """The phone header: every control a 44 px target, none overlapping, the title readable."""
+def header_fits(page: Page, target: int, title_room: int) -> None:
+    """Every header control at least `target` px both ways, none overlapping, the title readable."""
     controls = page.locator(
-        ".chat-head .sidebar-toggle, .chat-head .session-actions > summary, "
+        ".chat-head .sidebar-toggle:visible, .chat-head .session-actions > summary, "
         ".chat-head .share-dialog > summary, .chat-head .help-button"
     )
     boxes = [controls.nth(i).bounding_box() for i in range(controls.count())]
-    assert len(boxes) == 4
+    assert len(boxes) >= 3
     for box in boxes:
-        assert box["width"] >= 44 and box["height"] >= 44, box
+        assert box["width"] >= target and box["height"] >= target, box
     title = page.locator("#session-title h1").bounding_box()
-    assert title["width"] >= 80, f"the title gets {title['width']:.0f}px"
+    assert title["width"] >= title_room, f"the title gets {title['width']:.0f}px"
     for box in [*boxes, title]:
-        others = [b for b in [*boxes, title] if b is not box]
-        for other in others:
+        for other in [b for b in [*boxes, title] if b is not box]:
             overlap = min(box["x"] + box["width"], other["x"] + other["width"]) - max(box["x"], other["x"])
             same_row = abs(box["y"] - other["y"]) < 20
             assert not (same_row and overlap > 1), (box, other)
@@ -319,15 +318,17 @@ def header_fits(page: Page) -> None:
     no_sideways_scroll(page)
 
 
-def test_the_phone_header_has_room_for_the_title_and_44px_targets(tab: Tab, width: str):
+def test_the_header_has_room_for_the_title_and_targets_big_enough_to_tap(tab: Tab, width: str):
+    """A phone gets 44 px targets (WCAG 2.5.5) at 390 and 320 px; a desktop at least 24 (2.5.8)."""
     page = tab.page
-    if width != "mobile":
-        pytest.skip("the desktop header has the whole width")  # the phone widths are 390 and 320
     ask(page, "What is 17*23 and what time is it in Tokyo?")
     expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    if width == "desktop":
+        header_fits(page, target=24, title_room=400)
+        return
     for size in ({"width": 390, "height": 844}, {"width": 320, "height": 640}):
         page.set_viewport_size(size)
-        header_fits(page)
+        header_fits(page, target=44, title_room=80)
 
 
 LONG_ANSWER = (
@@ -419,6 +420,24 @@ def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
     other.assert_clean()
 
 
+def test_the_chat_menus_close_on_a_click_elsewhere_and_on_escape(tab: Tab):
+    page = tab.page
+    menu = page.locator(".session-actions")
+    page.locator(".session-actions summary").click()
+    expect(menu).to_have_attribute("open", "")
+    page.locator("#thread").click(position={"x": 5, "y": 5})
+    expect(menu).not_to_have_attribute("open", "")
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions input[name=title]").click()  # inside the menu: it stays open
+    expect(menu).to_have_attribute("open", "")
+    page.keyboard.press("Escape")
+    expect(menu).not_to_have_attribute("open", "")
+    expect(page.locator(".session-actions summary")).to_be_focused()
+    page.locator(".share-dialog summary").click()
+    page.locator(".session-actions summary").click()  # one menu at a time
+    expect(page.locator(".share-dialog")).not_to_have_attribute("open", "")
+
+
 def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context):
     page = tab.page
     first = page.url
@@ -505,6 +524,16 @@ def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, c
     found = {"chat": axe_violations(page)}
     scheme = "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
     if os.environ.get("NEXUS_SCREENSHOTS") == "1":
+        # The README's pictures show one tidy chat list, not every earlier test's chats.
+        keep = re.search(r"/sessions/(\d+)/", page.url).group(1)
+        manage(
+            site.env,
+            "shell",
+            "-c",
+            f"from chat.models import ChatSession as S; S.objects.exclude(pk={keep}).delete()",
+        )
+        page.reload()  # the panel stays open: its state is remembered
+        expect(page.locator("ol.trace").last).to_be_visible()
         DOCS.mkdir(exist_ok=True)
         page.screenshot(path=str(DOCS / f"chat-{width}-{scheme}.png"))
     page.goto(site.url + "/documents/")
