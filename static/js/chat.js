@@ -415,6 +415,22 @@
   document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again."));
   document.addEventListener("htmx:timeout", () => showError("Nexus took too long to answer that request. Try again."));
 
+  // The message box grows with what is typed (up to 40% of the screen), then scrolls.
+  function fitComposer(input) {
+    input.style.height = "auto";
+    const limit = Math.round(window.innerHeight * 0.4);
+    input.style.height = Math.min(input.scrollHeight + 2, limit) + "px";
+    input.style.overflowY = input.scrollHeight + 2 > limit ? "auto" : "hidden";
+  }
+  document.addEventListener("input", (event) => {
+    const input = event.target.closest && event.target.closest("#composer-input");
+    if (input) fitComposer(input);
+  });
+  document.addEventListener("reset", (event) => {
+    const input = event.target.querySelector && event.target.querySelector("#composer-input");
+    if (input) setTimeout(() => fitComposer(input), 0);
+  });
+
   document.addEventListener("change", (event) => {
     const select = event.target.closest("#theme-select");
     if (select) setTheme(select.value, select.dataset.url);

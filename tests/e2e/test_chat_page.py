@@ -420,6 +420,24 @@ def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
     other.assert_clean()
 
 
+def test_the_message_box_grows_with_the_text_and_shrinks_after_sending(tab: Tab):
+    page = tab.page
+    box = page.locator("#composer-input")
+    empty = box.bounding_box()["height"]
+    box.fill("\n".join(f"line {i}" for i in range(6)))
+    box.dispatch_event("input")
+    grown = box.bounding_box()["height"]
+    assert grown > empty * 1.8, (empty, grown)
+    box.fill("\n".join(f"line {i}" for i in range(200)))
+    box.dispatch_event("input")
+    assert box.bounding_box()["height"] <= page.viewport_size["height"] * 0.4 + 1, "then it scrolls"
+    box.fill("What is 2+2?")
+    page.keyboard.press("Enter")
+    expect(last_answer(page)).to_be_visible()
+    expect(box).to_have_value("")
+    page.wait_for_function(f"document.getElementById('composer-input').offsetHeight <= {empty + 1}")
+
+
 def test_the_chat_menus_close_on_a_click_elsewhere_and_on_escape(tab: Tab):
     page = tab.page
     menu = page.locator(".session-actions")
