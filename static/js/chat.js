@@ -64,6 +64,14 @@
   function scrollThread(force) {
     const thread = document.getElementById("thread");
     if (thread && (force || nearBottom(thread))) thread.scrollTop = thread.scrollHeight;
+    updateJump();
+  }
+
+  // Scrolled up to read while answers arrive: a ↓ button goes back to the latest.
+  function updateJump() {
+    const thread = document.getElementById("thread");
+    const jump = document.getElementById("jump-latest");
+    if (thread && jump) jump.hidden = nearBottom(thread);
   }
 
   function updateTitle() {
@@ -319,6 +327,12 @@
     closeMenus(event.target.closest(".session-actions, .share-dialog"));
     const stop = event.target.closest("#stop-button");
     if (stop) { stopRun(stop); return; }
+    if (event.target.closest("#jump-latest")) {
+      const thread = document.getElementById("thread");
+      if (thread) thread.scrollTo({ top: thread.scrollHeight, behavior: "smooth" });
+      document.getElementById("composer-input")?.focus({ preventScroll: true });
+      return;
+    }
     const prev = event.target.closest(".variant-prev");
     if (prev) { showVersion(prev, -1); return; }
     const next = event.target.closest(".variant-next");
@@ -524,6 +538,7 @@
   document.addEventListener("htmx:afterSettle", () => updateComposer());
 
   document.addEventListener("DOMContentLoaded", () => {
+    document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
     afterThreadChange(null);
     addCopyButtons(document);
     updateTitle();

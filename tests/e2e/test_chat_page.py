@@ -377,6 +377,13 @@ def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site
         assert box["x"] >= 0 and box["x"] + box["width"] <= viewport + 0.5, (selector, box)
     expect(answer.locator(".markdown pre .copy-code")).to_be_visible()
     expect(answer.locator(".markdown pre .code-lang")).to_have_text("python")
+    jump = page.locator("#jump-latest")
+    expect(jump).to_be_hidden()  # the page opens at the latest message
+    page.locator("#thread").evaluate("thread => thread.scrollTop = 0")
+    expect(jump).to_be_visible()
+    jump.click()
+    expect(jump).to_be_hidden()
+    assert page.locator("#thread").evaluate("t => t.scrollHeight - t.scrollTop - t.clientHeight < 160")
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         assert axe_violations(page) == [], scheme
