@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
@@ -22,7 +24,8 @@ from django.template.loader import render_to_string
 from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
 from chat.presenters import approval_for, elicitation_for, events_context, run_mode, turn_context
-from chat.sink import session_group
+from chat.rendering import render_markdown
+from chat.sink import session_group, user_group
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +39,19 @@ MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
+# A streaming draft's Markdown is rendered at most this often per page (the text between two
+# renders is shown as it arrives), so a long answer costs a few renders a second, not one a batch.
+DRAFT_RENDER_SECONDS = 0.15
+
+
+@dataclass
+class DraftView:
+    """What this page has of one run's draft: its text, and when it was last rendered."""
+
+    draft: str
+    text: str
+    rendered_at: float = 0.0
+    flush: asyncio.Task[None] | None = None
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -56,6 +72,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 await self.close(code=CLOSE_TOO_MANY, reason=TOO_MANY_REASON)
                 return
             await self.channel_layer.group_add(session_group(self.session_id), self.channel_name)
+            # The chat list and this chat's header follow renames, new and deleted chats made
+            # in any of the person's tabs.
+            await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
         except Exception as exc:
             # Live updates travel through Redis: without it say so plainly (the page still
             # works, and a reload shows what happened), rather than fail with a server error.
@@ -73,14 +92,18 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.group = session_group(self.session_id)
         self.sent: dict[int, int] = {}
         self.settled: set[int] = set()
+        self.drafts: dict[int, DraftView] = {}
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        for view in getattr(self, "drafts", {}).values():
+            await sockets.stop(view.flush)
         if getattr(self, "slot", None):
             await sockets.stop(self.keeper)
             await sockets.socket_release(self.slot, self.channel_name)
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Frames come from the browser: anything malformed, oversized or absurdly nested is ignored.
@@ -127,12 +150,60 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self._send_events(run_id, upto=message["seq"])
 
     async def answer_delta(self, message: dict[str, Any]) -> None:
-        """A batch of draft text, as a small JSON frame the page appends to the run's draft
-        (plain text, never HTML). The page checks `offset` against what it has and asks for
-        a sync on a gap; the sync sends the whole stored draft."""
-        if message["run"] not in self.sent:
+        """A batch of draft text, as a small JSON frame the page appends to the run's draft.
+        The page checks `offset` against what it has and asks for a sync on a gap; the sync
+        sends the whole stored draft. At most every DRAFT_RENDER_SECONDS the frame also carries
+        the draft so far as sanitised HTML (`html`, covering `upto` characters): the page shows
+        it as Markdown and the text after it as it arrives; a last render follows a burst."""
+        run_id = message["run"]
+        if run_id not in self.sent:
             return
-        await self.send(text_data=json.dumps({"nexus": "draft", **{k: message[k] for k in DRAFT_KEYS}}))
+        frame = {"nexus": "draft", **{k: message[k] for k in DRAFT_KEYS}}
+        view = await self._draft_view(run_id, message)
+        loop = asyncio.get_running_loop()
+        wait = DRAFT_RENDER_SECONDS - (loop.time() - view.rendered_at)
+        if wait <= 0:
+            frame.update(await self._draft_render(view))
+        elif view.flush is None:
+            view.flush = asyncio.create_task(self._draft_flush(run_id, view, wait))
+        await self.send(text_data=json.dumps(frame))
+
+    async def _draft_view(self, run_id: int, message: dict[str, Any]) -> DraftView:
+        """This page's copy of the draft, with the batch applied (from the database if this page
+        missed the draft's start or a batch: the sink stores a batch before it pushes it)."""
+        view = self.drafts.get(run_id)
+        offset, text = message["offset"], message["text"]
+        if offset == 0:
+            if view is not None and view.draft == message["draft"]:
+                view.text = text
+                return view
+            if view is not None:
+                await sockets.stop(view.flush)
+            view = self.drafts[run_id] = DraftView(message["draft"], text)
+            return view
+        if view is not None and view.draft == message["draft"] and offset <= len(view.text):
+            view.text += text[len(view.text) - offset :]
+            return view
+        stored = await self._draft_of(run_id)
+        if view is not None:
+            await sockets.stop(view.flush)
+        view = self.drafts[run_id] = DraftView(
+            stored["draft"] if stored else message["draft"], stored["text"] if stored else ""
+        )
+        return view
+
+    async def _draft_render(self, view: DraftView) -> dict[str, Any]:
+        view.rendered_at = asyncio.get_running_loop().time()
+        html = await sync_to_async(render_markdown, thread_sensitive=False)(view.text)
+        return {"html": html, "upto": len(view.text)}
+
+    async def _draft_flush(self, run_id: int, view: DraftView, wait: float) -> None:
+        await asyncio.sleep(wait)
+        view.flush = None
+        if self.drafts.get(run_id) is not view:
+            return
+        frame = {"nexus": "draft", "run": run_id, "draft": view.draft, **await self._draft_render(view)}
+        await self.send(text_data=json.dumps(frame))
 
     async def card_changed(self, message: dict[str, Any]) -> None:
         """An approval card or input form was decided, answered or expired (in any tab):
@@ -142,11 +213,38 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=html)
 
     async def run_done(self, message: dict[str, Any]) -> None:
+        view = self.drafts.pop(message["run"], None)
+        if view is not None:
+            await sockets.stop(view.flush)
         html = await database_sync_to_async(self._render_done)(message["run"])
         if html:
             await self.send(text_data=html)
 
+    async def sessions_changed(self, message: dict[str, Any]) -> None:
+        """A chat of this person was created, renamed, moved up or deleted (in any tab)."""
+        html = await database_sync_to_async(self._render_sessions)(message["session"])
+        await self.send(text_data=html)
+
     # --- rendering -------------------------------------------------------------------------
+
+    def _render_sessions(self, changed_id: int) -> str:
+        """The chat list; and if the change is this page's chat, its header and tab title (or,
+        deleted, a note saying so where the person types)."""
+        session = ChatSession.objects.filter(pk=self.session_id, owner_id=self.user_id).first()
+        context = {
+            "sessions": services.session_list_for_user(self.user_id),
+            "session": session,
+            "swap_oob": True,
+        }
+        html = render_to_string(f"{PAGE}#session-list", context)
+        if changed_id != self.session_id:
+            return html
+        if session is None:
+            return html + render_to_string(f"{PAGE}#session-gone", context)
+        latest = session.runs.order_by("-created_at", "-id").first()
+        # The heading only: the chat menu and share dialog around it stay as this page has them.
+        html += render_to_string(f"{PAGE}#session-heading", {**context, "heading_oob": True})
+        return html + self._render_status_for(session, latest)
 
     async def _send_events(self, run_id: int, upto: int | None) -> None:
         after = self.sent.get(run_id, 0)
@@ -211,6 +309,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         parts = ("panel-head",) if run_id in self.settled else ("panel-head", "answer")
         return self._render_status(run, run_mode(run)) + self._render_turn_parts(run, parts)
 
+    def _render_status_for(self, session: ChatSession, run: ReasoningRun | None) -> str:
+        return render_to_string(
+            f"{PAGE}#status-line",
+            {"session": session, "active_run": run, "swap_oob": True},
+        )
+
     def _render_status(self, run: ReasoningRun, mode: str) -> str:
         return render_to_string(
             f"{PAGE}#status-line",
@@ -261,6 +365,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             "draft": run["draft_id"],
             "offset": 0,
             "text": run["draft_text"],
+            "html": render_markdown(run["draft_text"]),
+            "upto": len(run["draft_text"]),
         }
 
     @database_sync_to_async

@@ -7,6 +7,7 @@ shows exactly what was pushed live.
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,7 +18,10 @@ from django.utils.safestring import SafeString, mark_safe
 from chat import services
 from chat.models import AnswerFeedback, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
+from reasoning.tools.labels import humanize_tool_names, tool_label
 from reasoning.types import ExecutionStrategy
+
+__all__ = ["tool_label"]  # the panel's tool names; kept importable from here
 
 MODE_ICONS = {
     "Analyzing": "⚡",
@@ -30,7 +34,8 @@ MODE_ICONS = {
     "Queued": "…",
     "Stopped": "■",
 }
-STRATEGY_SHORT = {"direct": "DIRECT", "light_planning": "LIGHT", "deep_reasoning": "DEEP"}
+# Strategies as the panel and footer name them ("Direct → Light"), never the engine's enums.
+STRATEGY_SHORT = {"direct": "Direct", "light_planning": "Light", "deep_reasoning": "Deep"}
 # One line per strategy, for people who have never heard of them (shown in the panel).
 STRATEGY_HELP = {
     "direct": "answers in one go, calling a tool when it needs one; for simple questions",
@@ -45,15 +50,16 @@ ACTION_LABELS = {
     "replan": "plan again",
     "escalate": "switch to a deeper strategy",
 }
+CRITIQUE_LABELS = {"approve": "approved", "revise": "needs changes", "reject": "rejected"}
 FINDINGS_CHARS = 400
 
 
-def tool_label(name: str, server: str = "") -> str:
-    """A tool as people read it: "nexus__calculator" → "Calculator (Nexus)"."""
-    if "__" in name:
-        server, name = name.split("__", 1)
-    label = name.replace("_", " ").strip().capitalize() or "Tool"
-    return f"{label} ({server.replace('_', ' ').title()})" if server else label
+_STEP_ID = re.compile(r"\bstep_(\d+)\b")
+
+
+def plain_text(text: str) -> str:
+    """Engine text as people read it: tool names as labels, "step_1" as "step 1"."""
+    return _STEP_ID.sub(r"step \1", humanize_tool_names(text))
 
 
 def answer_html(text: str) -> SafeString:
@@ -104,8 +110,11 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
         findings = payload.get("findings") or ""
         if findings:
             short = findings if len(findings) <= FINDINGS_CHARS else findings[:FINDINGS_CHARS].rstrip() + "…"
-            item["findings_html"] = answer_html(short)
+            item["findings_html"] = answer_html(plain_text(short))
         item["tools"] = [tool_label(t) for t in payload.get("tools_used") or []]
+    if event.kind == "critique.completed":
+        recommendation = (payload.get("critique") or {}).get("recommendation") or ""
+        item["recommendation"] = CRITIQUE_LABELS.get(recommendation, recommendation.replace("_", " "))
     if event.kind == "confidence.assessed":
         item["action_label"] = ACTION_LABELS.get(payload.get("action"), payload.get("action"))
     if event.kind == "escalation":
@@ -141,6 +150,9 @@ def events_context(events: list[TraceEvent], previous_phase: str | None = None) 
         if event.kind == "analysis.completed":
             rationale = (event.payload.get("analysis") or {}).get("rationale")
         if event.kind == "strategy.selected":
+            if rationale is None and event.payload.get("rationale"):
+                # Pushed live, the analysis came in an earlier batch: its rationale is stored.
+                rationale = analysis_rationale(event)
             item["show_rationale"] = (
                 bool(event.payload.get("rationale")) and event.payload.get("rationale") != rationale
             )
@@ -151,6 +163,17 @@ def events_context(events: list[TraceEvent], previous_phase: str | None = None) 
         items.append(item)
         previous_phase = event.phase
     return items
+
+
+def analysis_rationale(event: TraceEvent) -> str:
+    """The rationale of the analysis before `event` in its run ("" if there was none)."""
+    analysis = (
+        TraceEvent.objects.filter(run_id=event.run_id, kind="analysis.completed", sequence__lt=event.sequence)
+        .order_by("sequence")
+        .values_list("payload", flat=True)
+        .last()
+    )
+    return ((analysis or {}).get("analysis") or {}).get("rationale") or ""
 
 
 def run_mode(run: ReasoningRun | None) -> str:
@@ -191,7 +214,7 @@ def footer(run: ReasoningRun | None) -> dict[str, Any] | None:
 
 
 def summary(run: ReasoningRun | None, events: list[TraceEvent]) -> dict[str, Any] | None:
-    """The panel's one line for a finished run: "DIRECT → LIGHT · 2 tools · quality 0.95 · 0.7 s"."""
+    """The panel's one line for a finished run: "Direct → Light · 2 tools · quality 0.95 · 0.7 s"."""
     if run is None or run.status != ReasoningRun.Status.SUCCEEDED:
         return None
     route = STRATEGY_SHORT.get(run.initial_strategy, "")
@@ -237,6 +260,8 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "run": run,
         "answer": answer,
         "answer_html": answer_html(answer.content) if answer else None,
+        # An unapproved draft renders as Markdown too (sanitised the same way), still marked as a draft.
+        "draft_html": answer_html(run.draft_text) if run and run.draft_text and not answer else None,
         "events": events_context(events),
         "last_seq": events[-1].sequence if events else 0,
         "footer": footer(run),

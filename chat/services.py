@@ -22,6 +22,7 @@ from django.utils import timezone
 from chat import mentions
 from chat.inputs import clean_title, refuse_nul
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
+from chat.sink import sessions_changed
 from reasoning.modes import MODE_NAMES
 from reasoning.types import Attachment
 
@@ -193,7 +194,9 @@ def session_export_markdown(session: ChatSession) -> str:
 
 def session_create(*, owner: Any, title: str = "") -> ChatSession:
     title = clean_title(title)
-    return ChatSession.objects.create(owner=owner, title=title or "New chat")
+    session = ChatSession.objects.create(owner=owner, title=title or "New chat")
+    sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+    return session
 
 
 def session_rename(*, session: ChatSession, title: str) -> ChatSession:
@@ -202,13 +205,16 @@ def session_rename(*, session: ChatSession, title: str) -> ChatSession:
         raise ValidationError("A chat needs a title.")
     session.title = cleaned
     session.save(update_fields=["title"])
+    sessions_changed(owner_id=session.owner_id, session_id=session.pk)
     return session
 
 
 def session_delete(*, session: ChatSession) -> None:
     if session.runs.filter(status__in=ReasoningRun.ACTIVE).exists():
         raise ValidationError("This chat is still answering; delete it when the answer is in.")
+    owner_id, session_id = session.owner_id, session.pk
     session.delete()
+    sessions_changed(owner_id=owner_id, session_id=session_id, deleted=True)
 
 
 # --- messages and runs -------------------------------------------------------------------
@@ -286,6 +292,8 @@ def message_post(
             if session.title == "New chat":
                 updates["title"] = text.splitlines()[0][:TITLE_CHARS]
             ChatSession.objects.filter(pk=session.pk).update(**updates)
+            # The chat moves to the top of the list (and may get its title) in every tab.
+            sessions_changed(owner_id=session.owner_id, session_id=session.pk)
     except IntegrityError:
         # Two posts raced; the constraint let exactly one through.
         active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
@@ -330,6 +338,7 @@ def message_resend(
                 agent_mode=mode_for(session),
             )
             ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+            sessions_changed(owner_id=session.owner_id, session_id=session.pk)
     except IntegrityError:
         active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
         if active is None:

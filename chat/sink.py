@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -47,6 +48,29 @@ logger = logging.getLogger(__name__)
 
 def session_group(session_id: int) -> str:
     return f"session-{session_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Every open chat page of one person (whichever chat it shows): the chat list lives there."""
+    return f"user-{user_id}"
+
+
+def sessions_changed(*, owner_id: int, session_id: int, deleted: bool = False) -> None:
+    """Tell the owner's open pages that a chat was created, renamed, moved up or deleted, once
+    the change is committed. Live updates are a courtesy: a broken channel layer is logged,
+    never raised (a reload shows the change)."""
+
+    def push() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        message = {"type": "sessions.changed", "session": session_id, "deleted": deleted}
+        try:
+            async_to_sync(layer.group_send)(user_group(owner_id), message)
+        except Exception as exc:
+            logger.warning("could not push the chat list change of user %s: %s", owner_id, exc)
+
+    transaction.on_commit(push)
 
 
 def _when(value: str | None) -> datetime | None:

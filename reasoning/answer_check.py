@@ -33,6 +33,7 @@ from decimal import Decimal, InvalidOperation
 
 from reasoning.agent import ToolRecord
 from reasoning.text import keywords
+from reasoning.tools.labels import tool_label
 
 # The quality score a local approval reports (above every strategy's default threshold).
 LOCAL_SCORE = 0.9
@@ -166,7 +167,7 @@ def check_answer(
     seen = set(keywords(f"{body} {purposes}"))
     if wanted and len(wanted & seen) / len(wanted) < 0.5:
         return LocalVerdict(False, "the answer does not cover the question's words")
-    names = ", ".join(dict.fromkeys(record.name for record in tools))
+    names = ", ".join(dict.fromkeys(tool_label(record.name) for record in tools))
     return LocalVerdict(
         True,
         f"Checked locally, without a model call: the answer states what {names} returned, every "

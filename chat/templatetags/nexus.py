@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import template
 
 from chat.models import ReasoningRun
-from chat.presenters import MODE_ICONS, run_mode
+from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode
+from reasoning.tools.labels import humanize_tool_names
 
 register = template.Library()
 
@@ -31,7 +33,33 @@ def css_kind(kind: str) -> str:
     return kind.replace(".", "-")
 
 
+_ENUMS = {"DEEP_REASONING": "Deep", "LIGHT_PLANNING": "Light", "DIRECT": "Direct"}
+_ENUM = re.compile(r"\b(" + "|".join(_ENUMS) + r")\b")
+_STEP = re.compile(r"^step[_-]?(\d+)$", re.IGNORECASE)
+
+
 @register.filter
 def phase_label(phase: str) -> str:
-    """A trace phase without the engine's identifiers: "Execution (LIGHT_PLANNING)" → "Execution (LIGHT)"."""
-    return (phase or "").replace("LIGHT_PLANNING", "LIGHT").replace("DEEP_REASONING", "DEEP")
+    """A trace phase without the engine's enums: "Execution (LIGHT_PLANNING)" → "Execution (Light)"."""
+    return _ENUM.sub(lambda m: _ENUMS[m.group(1)], phase or "")
+
+
+@register.filter
+def plain(text: Any) -> str:
+    """Free text for people (a model's reasoning, a reason, a lesson): tool names as labels."""
+    return plain_text(str(text if text is not None else ""))
+
+
+@register.filter
+def words(identifier: Any) -> str:
+    """An engine identifier as words: "meta_agent" → "meta agent", "light_planning" → "Light"."""
+    text = str(identifier if identifier is not None else "")
+    return STRATEGY_SHORT.get(text) or humanize_tool_names(text).replace("_", " ")
+
+
+@register.filter
+def step_label(step_id: Any) -> str:
+    """A plan step as people count them: "step_2" → "Step 2" (other ids as words)."""
+    text = str(step_id if step_id is not None else "")
+    match = _STEP.match(text)
+    return f"Step {match.group(1)}" if match else text.replace("_", " ")

@@ -64,6 +64,14 @@
   function scrollThread(force) {
     const thread = document.getElementById("thread");
     if (thread && (force || nearBottom(thread))) thread.scrollTop = thread.scrollHeight;
+    updateJump();
+  }
+
+  // Scrolled up to read while answers arrive: a ↓ button goes back to the latest.
+  function updateJump() {
+    const thread = document.getElementById("thread");
+    const jump = document.getElementById("jump-latest");
+    if (thread && jump) jump.hidden = nearBottom(thread);
   }
 
   function updateTitle() {
@@ -71,7 +79,17 @@
     if (status && status.dataset.title) document.title = status.dataset.title;
   }
 
+  // A wide table scrolls inside the answer: keyboard users reach it too (WCAG 2.1.1).
+  function focusableTables(root) {
+    root.querySelectorAll(".markdown table").forEach((table) => {
+      if (table.hasAttribute("tabindex")) return;
+      table.tabIndex = 0;
+      table.setAttribute("aria-label", "Table (scrolls sideways when wide)");
+    });
+  }
+
   function addCopyButtons(root) {
+    focusableTables(root);
     root.querySelectorAll(".markdown pre").forEach((pre) => {
       if (pre.querySelector(".copy-code")) return;
       const button = document.createElement("button");
@@ -79,6 +97,13 @@
       button.className = "copy-code";
       button.textContent = "Copy";
       pre.appendChild(button);
+      const language = /language-([\w+#-]+)/.exec(pre.querySelector("code")?.className || "");
+      if (language) {
+        const label = document.createElement("span");
+        label.className = "code-lang";
+        label.textContent = language[1];
+        pre.appendChild(label);
+      }
     });
   }
 
@@ -151,28 +176,71 @@
     return Array.from(text).length;
   }
 
-  // A draft frame: text appended to the run's draft if it continues what the page has.
+  // What each draft box has beyond its last Markdown render: {draft, base, text} (the text
+  // from code point `base` on). Text frames append to it, shown as plain text; a render from
+  // the server replaces the box with sanitised HTML up to `upto` and keeps the rest as text.
+  const drafts = new Map();
+
+  function draftState(box) {
+    let state = drafts.get(box.id);
+    if (!state || state.draft !== box.dataset.draft) {
+      state = { draft: box.dataset.draft, base: Number(box.dataset.length || 0), text: "" };
+      drafts.set(box.id, state);
+    }
+    return state;
+  }
+
+  function appendTail(body, text) {
+    let tail = body.querySelector(":scope > .draft-tail");
+    if (!tail) {
+      tail = document.createElement("span");
+      tail.className = "draft-tail";
+      body.append(tail);
+    }
+    tail.append(document.createTextNode(text));
+  }
+
+  // A draft frame: text appended to the run's draft if it continues what the page has, and
+  // now and then the draft so far as HTML.
   function applyDraft(frame) {
     const box = document.getElementById("draft-" + frame.run);
     if (!box) return;
     const body = box.querySelector(".draft-text");
     if (!body) return;
-    const have = Number(box.dataset.length || 0);
-    if (frame.offset === 0 || box.dataset.draft !== frame.draft) {
-      if (frame.offset !== 0) { sync(); return; } // a new draft began and we missed its start
-      body.textContent = frame.text;
-      box.dataset.draft = frame.draft;
-      box.dataset.length = String(codePoints(frame.text));
-    } else if (frame.offset === have) {
-      body.append(document.createTextNode(frame.text));
-      box.dataset.length = String(have + codePoints(frame.text));
-    } else if (frame.offset < have) {
-      const tail = Array.from(frame.text).slice(have - frame.offset).join("");
-      if (tail) body.append(document.createTextNode(tail));
-      box.dataset.length = String(Math.max(have, frame.offset + codePoints(frame.text)));
-    } else {
-      sync(); // a gap: the sync sends the stored draft whole
-      return;
+    if (typeof frame.text === "string") {
+      const have = Number(box.dataset.length || 0);
+      let added = "";
+      if (frame.offset === 0 || box.dataset.draft !== frame.draft) {
+        if (frame.offset !== 0) { sync(); return; } // a new draft began and we missed its start
+        body.replaceChildren();
+        box.dataset.draft = frame.draft;
+        drafts.set(box.id, { draft: frame.draft, base: 0, text: "" });
+        added = frame.text;
+        box.dataset.length = String(codePoints(frame.text));
+      } else if (frame.offset <= have) {
+        draftState(box); // before the length moves on: a page-loaded draft's text starts there
+        added = Array.from(frame.text).slice(have - frame.offset).join("");
+        box.dataset.length = String(Math.max(have, frame.offset + codePoints(frame.text)));
+      } else {
+        sync(); // a gap: the sync sends the stored draft whole
+        return;
+      }
+      if (added) {
+        draftState(box).text += added;
+        appendTail(body, added);
+      }
+    }
+    if (typeof frame.html === "string" && frame.draft === box.dataset.draft) {
+      const state = draftState(box);
+      if (frame.upto >= state.base) {
+        const tail = Array.from(state.text).slice(frame.upto - state.base).join("");
+        // Rendered from Markdown and sanitised by the server (nh3 allow-list), like the answer.
+        body.innerHTML = frame.html;
+        state.base = frame.upto;
+        state.text = tail;
+        if (tail) appendTail(body, tail);
+        box.dataset.length = String(Math.max(Number(box.dataset.length || 0), frame.upto));
+      }
     }
     box.classList.remove("empty-draft");
     scrollThread(false);
@@ -248,9 +316,23 @@
 
   // --- events ---------------------------------------------------------------------------
 
+  // The header's menus (⋯, Share) close on a click elsewhere or Escape, like any app's menus.
+  function closeMenus(except) {
+    document.querySelectorAll(".session-actions[open], .share-dialog[open]").forEach((menu) => {
+      if (menu !== except) menu.open = false;
+    });
+  }
+
   document.addEventListener("click", (event) => {
+    closeMenus(event.target.closest(".session-actions, .share-dialog"));
     const stop = event.target.closest("#stop-button");
     if (stop) { stopRun(stop); return; }
+    if (event.target.closest("#jump-latest")) {
+      const thread = document.getElementById("thread");
+      if (thread) thread.scrollTo({ top: thread.scrollHeight, behavior: "smooth" });
+      document.getElementById("composer-input")?.focus({ preventScroll: true });
+      return;
+    }
     const prev = event.target.closest(".variant-prev");
     if (prev) { showVersion(prev, -1); return; }
     const next = event.target.closest(".variant-next");
@@ -286,6 +368,12 @@
       event.preventDefault();
       if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
       if (input.value.trim()) input.form.requestSubmit();
+      return;
+    }
+    if (event.key === "Escape" && document.querySelector(".session-actions[open], .share-dialog[open]")) {
+      const open = document.querySelector(".session-actions[open], .share-dialog[open]");
+      closeMenus(null);
+      open.querySelector("summary")?.focus();
       return;
     }
     if (event.key === "Escape" && document.getElementById("app")?.classList.contains("nav-open")) setSidebar(false);
@@ -345,6 +433,22 @@
   document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again."));
   document.addEventListener("htmx:timeout", () => showError("Nexus took too long to answer that request. Try again."));
 
+  // The message box grows with what is typed (up to 40% of the screen), then scrolls.
+  function fitComposer(input) {
+    input.style.height = "auto";
+    const limit = Math.round(window.innerHeight * 0.4);
+    input.style.height = Math.min(input.scrollHeight + 2, limit) + "px";
+    input.style.overflowY = input.scrollHeight + 2 > limit ? "auto" : "hidden";
+  }
+  document.addEventListener("input", (event) => {
+    const input = event.target.closest && event.target.closest("#composer-input");
+    if (input) fitComposer(input);
+  });
+  document.addEventListener("reset", (event) => {
+    const input = event.target.querySelector && event.target.querySelector("#composer-input");
+    if (input) setTimeout(() => fitComposer(input), 0);
+  });
+
   document.addEventListener("change", (event) => {
     const select = event.target.closest("#theme-select");
     if (select) setTheme(select.value, select.dataset.url);
@@ -390,6 +494,11 @@
       panel.dataset.lastSeq = String(last);
     }
     if (target && target.id === "status-line") updateTitle();
+    if (target && target.id === "session-heading") {
+      // Renamed in another tab: the rename box shows the new title unless it is being edited.
+      const input = document.querySelector("#session-title .session-actions:not([open]) input[name=title]");
+      if (input) input.value = target.textContent;
+    }
     if (target && target.id && target.id.startsWith("trace-head-")) {
       // The server renders the head with the saved preference; keep it true to this panel.
       const head = document.getElementById(target.id);
@@ -433,6 +542,7 @@
   document.addEventListener("htmx:afterSettle", () => updateComposer());
 
   document.addEventListener("DOMContentLoaded", () => {
+    document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
     afterThreadChange(null);
     addCopyButtons(document);
     updateTitle();

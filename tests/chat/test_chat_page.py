@@ -251,6 +251,53 @@ def test_rename_updates_the_header_the_list_and_the_tab_title(alice, alice_sessi
     assert 'data-title="Budget 2027 · Nexus' in html
 
 
+def test_renames_new_and_deleted_chats_reach_every_open_tab_of_their_owner(alice, bob, client_for):
+    """Alice has one tab on chat A and one on chat B; Bob has a tab of his own."""
+    chat_a = services.session_create(owner=alice, title="Chat A")
+    chat_b = services.session_create(owner=alice, title="Chat B")
+    bobs = services.session_create(owner=bob, title="Bob's")
+    client = client_for(alice)
+
+    async def received(communicator) -> str:
+        chunks = []
+        while not await communicator.receive_nothing(timeout=0.4):
+            chunks.append(await communicator.receive_from())
+        return "".join(chunks)
+
+    async def scenario() -> dict[str, str]:
+        on_a, on_b, bob_tab = (
+            await _connect(alice, chat_a.pk),
+            await _connect(alice, chat_b.pk),
+            await _connect(bob, bobs.pk),
+        )
+        seen = {}
+        rename = reverse("chat:session-rename", args=[chat_a.pk])
+        await database_sync_to_async(client.post)(rename, {"title": "Budget 2027"}, **HTMX)
+        seen["renamed: tab on A"], seen["renamed: tab on B"] = await received(on_a), await received(on_b)
+        await database_sync_to_async(client.post)(reverse("chat:session-new"), **HTMX)
+        seen["new: tab on B"] = await received(on_b)
+        await received(on_a)
+        delete = reverse("chat:session-delete", args=[chat_a.pk])
+        await database_sync_to_async(client.post)(delete, **HTMX)
+        seen["deleted: tab on A"], seen["deleted: tab on B"] = await received(on_a), await received(on_b)
+        seen["bob"] = await received(bob_tab)
+        for communicator in (on_a, on_b, bob_tab):
+            await communicator.disconnect()
+        return seen
+
+    seen = async_to_sync(scenario)()
+    on_a = seen["renamed: tab on A"]
+    assert '<h1 id="session-heading" title="Budget 2027" hx-swap-oob="true">Budget 2027</h1>' in on_a
+    assert 'data-title="Budget 2027 · Nexus' in on_a, "the tab title follows"
+    assert 'id="session-list" class="session-list" hx-swap-oob="true"' in on_a
+    on_b = seen["renamed: tab on B"]
+    assert ">Budget 2027</a>" in on_b and 'id="session-heading"' not in on_b, "another chat's header stays"
+    assert on_b.count(">New chat</a>") == 0 and seen["new: tab on B"].count(">New chat</a>") == 1
+    assert "This chat was deleted" in seen["deleted: tab on A"]
+    assert "Budget 2027" not in seen["deleted: tab on B"] and ">Chat B</a>" in seen["deleted: tab on B"]
+    assert seen["bob"] == "", "nobody else hears about Alice's chats"
+
+
 # --- drafts on the socket ---------------------------------------------------------------------
 
 
@@ -287,22 +334,77 @@ def test_drafts_reach_the_page_as_text_frames_and_a_sync_sends_the_stored_draft(
         frames = []
         while not await communicator.receive_nothing(timeout=0.3):
             frames.append(json.loads(await communicator.receive_from()))
+        frames = [f for f in frames if "text" in f]  # renders of the Markdown aside
         await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 2}}))
         frames.append(json.loads(await communicator.receive_from(timeout=3)))
         await communicator.disconnect()
         return frames
 
     frames = async_to_sync(scenario)()
-    assert [(f["offset"], f["text"]) for f in frames[:2]] == [(0, "Par"), (3, "is <b>is</b>")]
-    assert frames[2] == {
+    text_frames = [f for f in frames[:-1] if "text" in f]
+    assert [(f["offset"], f["text"]) for f in text_frames] == [(0, "Par"), (3, "is <b>is</b>")]
+    assert frames[-1] == {
         "nexus": "draft",
         "run": run.pk,
         "seq": 2,
         "draft": "d1",
         "offset": 0,
         "text": "Paris <b>is</b>",
+        "html": "<p>Paris &lt;b&gt;is&lt;/b&gt;</p>\n",
+        "upto": 15,
     }
     assert not TraceEvent.objects.filter(kind="answer.delta").exists()
+
+
+def test_a_streaming_draft_arrives_as_sanitised_markdown_a_few_times_a_second(alice, alice_session):
+    """LLM output is untrusted and arrives in pieces: half a code fence, half a table, raw HTML."""
+    from reasoning.events import Event
+
+    run = services.message_post(session=alice_session, content="Show me some code")
+    pieces = [
+        "Here is **the",
+        " plan**:\n\n| step | what |\n|---",
+        "|---|\n| 1 | <img src=x onerror=alert(1)> |\n\n",
+    ]
+    pieces += ["```python\n", "def f():\n", "    return '<script>alert(1)</script>'\n"]
+    pieces += [f"    x{i} = {i}\n" for i in range(30)]  # a burst: 30 batches in a few ms
+
+    async def scenario() -> list[dict]:
+        communicator = await _connect(alice, alice_session.pk)
+        await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+        await communicator.receive_nothing(timeout=0.3)
+        sink, offset = RunSink(run), 0
+        for seq, text in enumerate(pieces, start=1):
+            await sink(
+                Event(
+                    seq,
+                    0.0,
+                    "answer.delta",
+                    "Phase 1",
+                    "trace",
+                    {"draft": "d1", "offset": offset, "text": text},
+                )
+            )
+            offset += len(text)
+        frames = []
+        while not await communicator.receive_nothing(timeout=0.5):
+            frames.append(json.loads(await communicator.receive_from()))
+        await communicator.disconnect()
+        return frames
+
+    frames = async_to_sync(scenario)()
+    assert len([f for f in frames if "text" in f]) == len(pieces), "every batch reaches the page at once"
+    renders = [f for f in frames if "html" in f]
+    assert 1 <= len(renders) < len(pieces) / 3, f"{len(renders)} renders for {len(pieces)} batches"
+    last = renders[-1]
+    full = "".join(pieces)
+    assert last["upto"] == len(full), "the last render covers the whole draft"
+    html = last["html"]
+    assert "<strong>the plan</strong>" in html and "<table>" in html and "<td>1</td>" in html
+    assert '<pre><code class="language-python">' in html and ">x29</span>" in html, "an open fence is code"
+    tags = set(re.findall(r"<(\w+)", html))
+    assert tags <= {"p", "strong", "table", "thead", "tbody", "tr", "th", "td", "pre", "code", "span"}, tags
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html, "raw HTML shows as text, never as markup"
 
 
 def test_a_turn_asked_in_another_tab_arrives_whole(alice, alice_session):
@@ -320,7 +422,7 @@ def test_a_turn_asked_in_another_tab_arrives_whole(alice, alice_session):
 
     html = async_to_sync(scenario)()
     run = ReasoningRun.objects.get()
-    assert html.startswith('<div hx-swap-oob="beforeend:#thread">') and f'id="turn-{run.pk}"' in html
+    assert '<div hx-swap-oob="beforeend:#thread">' in html and f'id="turn-{run.pk}"' in html
     assert html.count(f'id="turn-{run.pk}"') == 1
     assert Message.objects.filter(role="assistant").count() == 1
 
@@ -344,8 +446,29 @@ def test_the_panel_speaks_plainly_and_says_each_thing_once(alice, alice_session,
     head = page[page.index(f'id="trace-head-{run.pk}"') :]
     head = head[: head.index("</button>")]
     assert re.search(
-        r"DIRECT → LIGHT · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
+        r"Direct → Light · \d+ tools? · <span class=\"q-\w+\">quality \d\.\d\d</span> · \d+\.\d s", head
     ), head
+
+
+def test_the_rationale_is_said_once_when_the_trace_arrives_live(alice, alice_session):
+    """Pushed live, the analysis and the strategy arrive in different batches."""
+    run = services.message_post(
+        session=alice_session, content="What is the capital of France and what is 2**10?"
+    )
+
+    async def scenario() -> str:
+        communicator = await _connect(alice, alice_session.pk)
+        await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+        assert await execute_run(run.pk) == "succeeded"
+        chunks = []
+        while not await communicator.receive_nothing(timeout=0.5):
+            chunks.append(await communicator.receive_from())
+        await communicator.disconnect()
+        return "".join(chunk for chunk in chunks if not chunk.startswith("{"))
+
+    html = async_to_sync(scenario)()
+    rationale = run.events.get(kind="analysis.completed").payload["analysis"]["rationale"]
+    assert rationale and html.count(rationale) == 1, html.count(rationale)
 
 
 def test_findings_markdown_is_rendered_and_sanitised():

@@ -65,12 +65,12 @@ def test_the_answer_appears_on_the_page_with_its_trace(alice, alice_session, cli
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     for expected in [
         "Phase 0: Complexity Analysis",
-        "Escalating: <strong>DIRECT → LIGHT",
+        "Escalating: <strong>Direct → Light",
         "calculator",
         "cached",
         'Quality: <strong class="q-bad">0.45 – Insufficient',
         "391",
-        "LIGHT",
+        "Light",
         "offline · nexus-offline",
         "1 escalation",
     ]:

@@ -98,7 +98,7 @@ def test_ask_watch_expand_reload(page: Page):
     expect(trace).to_be_visible()
     for phase in [
         "Phase 0: Complexity Analysis",
-        "Phase 1: Execution (DIRECT)",
+        "Phase 1: Execution (Direct)",
         "Phase 2: Quality Evaluation",
         "Complete",
     ]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, ROOT, Site, unavailable
+from tests.e2e.conftest import PASSWORD, ROOT, Site, manage, unavailable
 from tests.e2e.test_browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -186,6 +186,25 @@ def test_the_answer_streams_as_a_draft_until_approved_and_survives_a_reload(tab:
     expect(answer.locator(".draft")).to_have_count(0)
 
 
+def test_the_streaming_draft_is_markdown_and_still_marked_as_a_draft(tab: Tab):
+    page = tab.page
+    # Whatever the draft box ever held while it streamed, recorded as it happened.
+    page.evaluate(
+        """() => { window.draftSeen = {tags: [], labelled: true};
+        new MutationObserver(() => document.querySelectorAll('.draft:not(.stopped)').forEach((box) => {
+          box.querySelectorAll('.draft-text *').forEach((el) => window.draftSeen.tags.push(el.tagName));
+          const rendered = box.querySelector('.draft-text *');
+          if (rendered && !box.querySelector('.draft-label')) window.draftSeen.labelled = false;
+        })).observe(document.body, {subtree: true, childList: true, characterData: true}); }"""
+    )
+    ask(page, "What is 17*23?")
+    expect(last_answer(page).locator(".markdown strong")).to_have_text("391", timeout=20000)
+    seen = page.evaluate("window.draftSeen")
+    assert {"CODE", "STRONG"} & set(seen["tags"]), f"the draft showed as plain text: {seen}"
+    assert not {"SCRIPT", "IMG", "IFRAME"} & set(seen["tags"])
+    assert seen["labelled"], "a rendered draft still says it is a draft"
+
+
 # --- regenerate, edit, feedback ------------------------------------------------------------------
 
 
@@ -277,6 +296,99 @@ def test_layout_fits_the_screen_with_a_collapsible_sidebar(tab: Tab, width: str)
         assert sidebar.bounding_box()["x"] == 0 and page.locator(".sidebar-toggle").is_hidden()
 
 
+def header_fits(page: Page, target: int, title_room: int) -> None:
+    """Every header control at least `target` px both ways, none overlapping, the title readable."""
+    controls = page.locator(
+        ".chat-head .sidebar-toggle:visible, .chat-head .session-actions > summary, "
+        ".chat-head .share-dialog > summary, .chat-head .help-button"
+    )
+    boxes = [controls.nth(i).bounding_box() for i in range(controls.count())]
+    assert len(boxes) >= 3
+    for box in boxes:
+        assert box["width"] >= target and box["height"] >= target, box
+    title = page.locator("#session-title h1").bounding_box()
+    assert title["width"] >= title_room, f"the title gets {title['width']:.0f}px"
+    for box in [*boxes, title]:
+        for other in [b for b in [*boxes, title] if b is not box]:
+            overlap = min(box["x"] + box["width"], other["x"] + other["width"]) - max(box["x"], other["x"])
+            same_row = abs(box["y"] - other["y"]) < 20
+            assert not (same_row and overlap > 1), (box, other)
+    status = page.locator("#status-line").bounding_box()
+    assert status["x"] >= 0 and status["x"] + status["width"] <= page.viewport_size["width"]
+    no_sideways_scroll(page)
+
+
+def test_the_header_has_room_for_the_title_and_targets_big_enough_to_tap(tab: Tab, width: str):
+    """A phone gets 44 px targets (WCAG 2.5.5) at 390 and 320 px; a desktop at least 24 (2.5.8)."""
+    page = tab.page
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    if width == "desktop":
+        header_fits(page, target=24, title_room=400)
+        return
+    for size in ({"width": 390, "height": 844}, {"width": 320, "height": 640}):
+        page.set_viewport_size(size)
+        header_fits(page, target=44, title_room=80)
+
+
+LONG_ANSWER = (
+    """## Trade-offs
+
+| Approach | Time to ship | Risk | Rollback | Team size needed | Notes |
+|---|---|---|---|---|---|
+| Incremental | 6–9 months | Low | Per endpoint | 3–4 engineers | the safest way for most teams |
+| Big-bang rewrite | 4–6 months | High | All or nothing | 5–8 engineers | fast on paper |
+
+```python
+def migrate(batch_size: int = 500) -> int:
+    return copied  # a long comment line that goes well past the width of a phone screen, and then some more
+```
+
+> Measure before and after each switch.
+
+A very long unbroken identifier: `averyveryverylongidentifierthatdoesnotbreaknaturally_and_keeps_going`.
+"""
+    + "\n\nAnother paragraph of a long answer, to scroll." * 20
+)
+
+
+def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site: Site, width: str, context):
+    """What a real model writes: a wide table, a long code line, a quote, a long identifier."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    run_id = page.locator("article.turn").last.get_attribute("data-run-id")
+    (site.tmp / "long.md").write_text(LONG_ANSWER)
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        f"from chat.models import Message; Message.objects.filter(run_id={run_id}, role='assistant')"
+        f".update(content=open({str(site.tmp / 'long.md')!r}).read())",
+    )
+    page.reload()
+    answer = last_answer(page)
+    expect(answer.locator(".markdown table")).to_be_visible()
+    no_sideways_scroll(page)
+    viewport = page.viewport_size["width"]
+    for selector in (".msg.assistant", ".markdown table", ".markdown pre", ".answer-foot"):
+        box = answer.locator(selector).first.bounding_box() if selector != ".msg.assistant" else None
+        box = box or page.locator("article.turn:not([hidden]) .msg.assistant").last.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport + 0.5, (selector, box)
+    expect(answer.locator(".markdown pre .copy-code")).to_be_visible()
+    expect(answer.locator(".markdown pre .code-lang")).to_have_text("python")
+    jump = page.locator("#jump-latest")
+    expect(jump).to_be_hidden()  # the page opens at the latest message
+    page.locator("#thread").evaluate("thread => thread.scrollTop = 0")
+    expect(jump).to_be_visible()
+    jump.click()
+    expect(jump).to_be_hidden()
+    assert page.locator("#thread").evaluate("t => t.scrollHeight - t.scrollTop - t.clientHeight < 160")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        assert axe_violations(page) == [], scheme
+
+
 @pytest.mark.parametrize("context", ["dark"], indirect=True)
 def test_dark_mode_follows_the_device_and_the_toggle_is_remembered(tab: Tab, site: Site):
     page = tab.page
@@ -312,6 +424,70 @@ def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
         expect(last_answer(each).locator(".markdown")).to_contain_text("391", timeout=20000)
         expect(each.locator("article.turn")).to_have_count(1)
         expect(each.locator("#empty-state")).to_have_count(0)
+    other.assert_clean()
+
+
+def test_the_message_box_grows_with_the_text_and_shrinks_after_sending(tab: Tab):
+    page = tab.page
+    box = page.locator("#composer-input")
+    empty = box.bounding_box()["height"]
+    box.fill("\n".join(f"line {i}" for i in range(6)))
+    box.dispatch_event("input")
+    grown = box.bounding_box()["height"]
+    assert grown > empty * 1.8, (empty, grown)
+    box.fill("\n".join(f"line {i}" for i in range(200)))
+    box.dispatch_event("input")
+    assert box.bounding_box()["height"] <= page.viewport_size["height"] * 0.4 + 1, "then it scrolls"
+    box.fill("What is 2+2?")
+    page.keyboard.press("Enter")
+    expect(last_answer(page)).to_be_visible()
+    expect(box).to_have_value("")
+    page.wait_for_function(f"document.getElementById('composer-input').offsetHeight <= {empty + 1}")
+
+
+def test_the_chat_menus_close_on_a_click_elsewhere_and_on_escape(tab: Tab):
+    page = tab.page
+    menu = page.locator(".session-actions")
+    page.locator(".session-actions summary").click()
+    expect(menu).to_have_attribute("open", "")
+    page.locator("#thread").click(position={"x": 5, "y": 5})
+    expect(menu).not_to_have_attribute("open", "")
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions input[name=title]").click()  # inside the menu: it stays open
+    expect(menu).to_have_attribute("open", "")
+    page.keyboard.press("Escape")
+    expect(menu).not_to_have_attribute("open", "")
+    expect(page.locator(".session-actions summary")).to_be_focused()
+    page.locator(".share-dialog summary").click()
+    page.locator(".session-actions summary").click()  # one menu at a time
+    expect(page.locator(".share-dialog")).not_to_have_attribute("open", "")
+
+
+def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context):
+    page = tab.page
+    first = page.url
+    other = Tab(context.new_page())
+    other.page.goto(first)
+    expect(other.page.locator("#composer-input")).to_be_visible()
+    other.page.wait_for_timeout(500)  # its socket is open
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions .menu input[name=title]").fill("Holiday plans")
+    page.locator(".session-actions .menu button[type=submit]").first.click()
+    expect(other.page.locator("#session-title h1")).to_have_text("Holiday plans")
+    expect(other.page.locator("#session-list .current")).to_have_text("Holiday plans")
+    expect(other.page).to_have_title(re.compile("^Holiday plans · Nexus"))
+    # A new chat in the first tab joins the other tab's list; the other keeps its own chat.
+    new_chat(page)
+    expect(other.page.locator("#session-list a").first).to_have_text("New chat")
+    expect(other.page.locator("#session-list .current")).to_have_text("Holiday plans")
+    # Deleting the chat the other tab shows: it leaves the list and the other tab says so.
+    page.goto(first)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".session-actions summary").click()
+    page.locator(".session-actions .danger").click()
+    page.wait_for_url(lambda url: url != first)
+    expect(other.page.locator("#composer-error [role=alert]")).to_contain_text("This chat was deleted")
+    expect(other.page.locator("#session-list")).not_to_contain_text("Holiday plans")
     other.assert_clean()
 
 
@@ -373,15 +549,33 @@ def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, c
     found = {"chat": axe_violations(page)}
     scheme = "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
     if os.environ.get("NEXUS_SCREENSHOTS") == "1":
+        # The README's pictures show one tidy chat list, not every earlier test's chats.
+        keep = re.search(r"/sessions/(\d+)/", page.url).group(1)
+        manage(
+            site.env,
+            "shell",
+            "-c",
+            f"from chat.models import ChatSession as S; S.objects.exclude(pk={keep}).delete()",
+        )
+        page.reload()  # the panel stays open: its state is remembered
+        expect(page.locator("ol.trace").last).to_be_visible()
         DOCS.mkdir(exist_ok=True)
         page.screenshot(path=str(DOCS / f"chat-{width}-{scheme}.png"))
     page.goto(site.url + "/documents/")
     found["documents"] = axe_violations(page)
+    page.goto(site.url + "/memory/")
+    found["memory"] = axe_violations(page)
+    page.goto(site.url + "/usage/mine/")
+    found["usage"] = axe_violations(page)
+    page.goto(site.url + "/usage/")  # the team's, for staff
+    found["usage"] += axe_violations(page)
     login = context.browser.new_context(viewport=page.viewport_size, color_scheme=scheme).new_page()
     login.goto(site.url + "/accounts/login/")
     found["login"] = axe_violations(login)
     login.context.close()
-    assert found == {"chat": [], "documents": [], "login": []}, json.dumps(found, indent=1)
+    assert found == {"chat": [], "documents": [], "memory": [], "usage": [], "login": []}, json.dumps(
+        found, indent=1
+    )
 
 
 def test_an_approval_card_appears_and_resolves_live_in_every_tab_of_the_chat(

@@ -98,7 +98,7 @@ def test_a_message_is_answered_by_a_worker_and_streamed_in_order(team_site):
     assert row["status"] == "succeeded" and row["worker"]
     assert seen == row["sequences"] == sorted(set(seen)), "every stored event, once, in order"
     assert seen[0] == 1 and row["next_sequence"] == seen[-1] + 1
-    assert "Escalating: <strong>DIRECT → LIGHT" in html and "391" in html
+    assert "Escalating: <strong>Direct → Light" in html and "391" in html
     answers = answers_for(team_site, run_id)
     assert len(answers) == 1 and "391" in answers[0]
     page = client.get(f"/sessions/{session_id}/").text

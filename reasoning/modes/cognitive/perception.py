@@ -127,7 +127,8 @@ class PerceptionAgent(Agent):
         )
         workspace.perception = reading
         said = (
-            f"intent {reading['intent']}, {reading['complexity']}; {len(reading['asks'])} ask(s), "
+            f"intent {reading['intent'].replace('_', '-')}, {reading['complexity']}; "
+            f"{len(reading['asks'])} ask(s), "
             f"{len(reading['entities'])} entit(ies), {len(reading['resources'])} resource(s), "
             f"{len(reading['constraints'])} constraint(s)"
         )

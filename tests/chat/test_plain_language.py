@@ -1,0 +1,65 @@
+"""No engine identifier reaches what people read: real runs (offline model, real tools) in
+every agent mode and strategy, rendered as the chat page renders them, panels open."""
+
+import re
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from chat import services
+from chat.models import Preference
+from chat.sink import RunSink
+from tests.conftest import ask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Settings named on purpose (the offline model tells operators which variable to set).
+SETTINGS_NAMES = {"ANTHROPIC_API_KEY", "NEXUS_LLM_PROVIDER", "CLAUDE_MODEL"}
+FILE_NAMES = (".md", ".txt", ".com", ".org")
+RAW = [
+    re.compile(r"\b\w+__\w+\b"),  # a server-qualified tool name: nexus__calculator
+    re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),  # snake_case keys and enums: light_planning
+    re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),  # upper enums: LIGHT_PLANNING
+    re.compile(r"\b(?:DIRECT|LIGHT|DEEP|SIMPLE|MODERATE|COMPLEX)\b"),  # shouted strategy names
+    re.compile(r"\b[a-z]+\.[a-z]+(?:\.[a-z]+)*\b"),  # event kinds: run.stopped
+]
+
+
+def visible_text(html: str) -> str:
+    """What a reader sees: no tags, scripts, templates, or the raw-arguments disclosures
+    (the JSON a tool was called with is shown as it was sent, on request)."""
+    for pattern in (
+        r"<(script|style|template)\b.*?</\1>",
+        r'<details class="args">.*?</details>',
+        r"<(?:pre|code)\b.*?</(?:pre|code)>",
+    ):
+        html = re.sub(pattern, " ", html, flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", html)
+    return re.sub(r"\s+", " ", text)
+
+
+def raw_identifiers(text: str) -> set[str]:
+    found = {m.group(0) for pattern in RAW for m in pattern.finditer(text)}
+    return {word for word in found if word not in SETTINGS_NAMES and not word.endswith(FILE_NAMES)}
+
+
+def page_text(client, session) -> str:
+    return visible_text(client.get(reverse("chat:session", args=[session.pk])).content.decode())
+
+
+@pytest.mark.parametrize("mode", ["adaptive", "reasoning_driven", "cognitive"])
+def test_the_page_names_tools_strategies_and_steps_in_plain_language(mode, alice, alice_session, client_for):
+    Preference.objects.create(user=alice, trace_open=True)
+    with override_settings(AGENT_MODE=mode):
+        ask(alice_session, "What is 2+2?")  # approved by the local check, which names its tools
+        ask(alice_session, "What is 17*23 and what time is it in Tokyo?")  # a light plan, one reply
+        ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="direct")  # escalates
+        ask(alice_session, "What is 17*23 and what time is it in Tokyo?", start="deep")
+        ask(alice_session, "Compare the plans in our documents")  # low confidence, a critique
+    stopped = services.message_post(session=alice_session, content="Tell me about Paris")
+    services.run_stop(stopped)
+    RunSink(stopped).record_stopped()
+    text = page_text(client_for(alice), alice_session)
+    assert "Calculator (Nexus)" in text and "Stopped by you" in text
+    assert raw_identifiers(text) == set(), sorted(raw_identifiers(text))
