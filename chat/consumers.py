@@ -14,12 +14,16 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.template.loader import render_to_string
+from django.utils.crypto import constant_time_compare
 
 from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
@@ -34,6 +38,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 CLOSE_UNAVAILABLE = 4503
+SIGNED_OUT_REASON = "You are signed out in this browser: reload the page to sign in again."
 TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this one for live updates."
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
@@ -219,6 +224,25 @@ class SessionConsumer(AsyncWebsocketConsumer):
         html = await database_sync_to_async(self._render_done)(message["run"])
         if html:
             await self.send(text_data=html)
+
+    async def account_changed(self, message: dict[str, Any]) -> None:
+        """The person signed out, changed their password or was deactivated somewhere: a page
+        no longer signed in stops receiving (a reviewer's socket kept streaming after logout)."""
+        own = self.scope["session"].session_key
+        signed_out = message.get("session_key") == own
+        if signed_out or not await database_sync_to_async(self._still_signed_in)(own):
+            await self.close(code=CLOSE_UNAUTHENTICATED, reason=SIGNED_OUT_REASON)
+
+    def _still_signed_in(self, session_key: str | None) -> bool:
+        """What a fresh request with this page's cookie would get: the same person, active,
+        with the session made under their current password."""
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+        if str(store.get(SESSION_KEY)) != str(self.user_id):
+            return False
+        user = get_user_model()._default_manager.filter(pk=self.user_id, is_active=True).first()
+        return user is not None and constant_time_compare(
+            store.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()
+        )
 
     async def sessions_changed(self, message: dict[str, Any]) -> None:
         """A chat of this person was created, renamed, moved up or deleted (in any tab)."""

@@ -14,10 +14,14 @@ from typing import Any
 
 from axes.models import AccessAttempt
 from django.conf import settings
-from django.contrib.auth.signals import user_logged_in
+from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in, user_logged_out
+from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+
+from chat.sink import account_changed
 
 
 def client_address(request: HttpRequest) -> str:
@@ -45,3 +49,18 @@ def forget_own_typos(sender: Any, request: HttpRequest | None, user: Any, **kwar
         AccessAttempt.objects.filter(
             username=user.get_username(), ip_address=client_address(request)
         ).delete()
+
+
+@receiver(user_logged_out, dispatch_uid="nexus-close-signed-out-pages")
+def close_signed_out_pages(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    """A signed-out browser's open chat pages stop receiving the person's answers."""
+    if user is not None and request is not None:
+        account_changed(user_id=user.pk, session_key=request.session.session_key)
+
+
+@receiver(post_save, sender=get_user_model(), dispatch_uid="nexus-recheck-open-pages")
+def recheck_open_pages(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    """A new password or a deactivated account ends the sessions made before it: their open
+    pages check and close (a sign-in's own save only costs each page one check)."""
+    if not created:
+        account_changed(user_id=instance.pk)

@@ -73,6 +73,26 @@ def sessions_changed(*, owner_id: int, session_id: int, deleted: bool = False) -
     transaction.on_commit(push)
 
 
+def account_changed(*, user_id: int, session_key: str | None = None) -> None:
+    """Ask the person's open pages whether they are still signed in, once the change is
+    committed: `session_key` names a session just signed out (its pages close at once);
+    without it each page checks its own session (a new password or a deactivated account
+    ends the others). Like every live update, a broken channel layer is logged, not raised."""
+
+    def push() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        try:
+            async_to_sync(layer.group_send)(
+                user_group(user_id), {"type": "account.changed", "session_key": session_key}
+            )
+        except Exception as exc:
+            logger.warning("could not tell the open pages of user %s about a sign-out: %s", user_id, exc)
+
+    transaction.on_commit(push)
+
+
 def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 

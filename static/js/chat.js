@@ -393,6 +393,7 @@
   const CLOSE_REASONS = {
     4503: "Live updates are unavailable; reload in a moment.",
     4429: "Too many Nexus tabs are open: close some, then reload this one for live updates.",
+    4401: "You are signed out in this browser: reload the page to sign in again.",
   };
   document.addEventListener("htmx:wsClose", (event) => {
     socket = null;

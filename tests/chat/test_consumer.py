@@ -195,3 +195,41 @@ async def test_every_tab_sees_a_servers_question_answered(alice, alice_session):
     assert f'id="elicitation-{row.pk}" hx-swap-oob="true"' in html and "Answered" in html
     assert (await database_sync_to_async(Elicitation.objects.get)(pk=row.pk)).content == {"name": "Ada"}
     await tab.disconnect()
+
+
+async def test_a_page_stops_receiving_when_its_browser_signs_out_or_the_password_changes(
+    alice, alice_session
+):
+    """Found by a review: after logout the old socket still streamed the person's answers."""
+    browsers = []
+    for _ in range(2):
+        client = Client()
+        await database_sync_to_async(client.force_login)(alice)
+        browsers.append(client)
+    sockets = []
+    for client in browsers:
+        cookie = (
+            f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}".encode()
+        )
+        communicator = WebsocketCommunicator(
+            application,
+            f"/ws/sessions/{alice_session.pk}/",
+            headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie)],
+        )
+        assert (await communicator.connect())[0]
+        sockets.append(communicator)
+    first, second = sockets
+
+    await database_sync_to_async(browsers[0].post)(reverse("logout"))
+    closing = await first.receive_output(timeout=5)
+    assert closing["type"] == "websocket.close" and closing["code"] == 4401
+    assert "signed out" in closing["reason"]
+    assert await second.receive_nothing(timeout=0.5), "the other browser is still signed in"
+
+    def change_password() -> None:
+        alice.set_password("a-new-password-42")
+        alice.save()
+
+    await database_sync_to_async(change_password)()
+    closing = await second.receive_output(timeout=5)
+    assert closing["type"] == "websocket.close" and closing["code"] == 4401
