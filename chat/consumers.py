@@ -302,6 +302,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_status(run, status[-1].payload["mode"])
             html += self._render_turn_parts(run, parts=("panel-head",))
+            if run.status == ReasoningRun.Status.RUNNING and not run.answers.exists():
+                # The line above the draft says the same mode as the status line and the panel.
+                html += self._render_turn_parts(run, parts=("pending-line",))
         if any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events):
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
