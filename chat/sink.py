@@ -18,10 +18,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.models import F, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
@@ -43,6 +50,15 @@ from reasoning.events import Event
 from teamops.budgets import usage_charge
 
 logger = logging.getLogger(__name__)
+
+
+# The statements of RunSink._persist_plain (values travel as parameters).
+TRACE_INSERT = (
+    "INSERT INTO chat_traceevent (run_id, sequence, kind, phase, level, payload, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+RUN_PROGRESS = "UPDATE chat_reasoningrun SET next_sequence = %s, heartbeat_at = %s WHERE id = %s"
+TRACE_WITH_PROGRESS = f"WITH event AS ({TRACE_INSERT}) {RUN_PROGRESS}"  # PostgreSQL: both at once
 
 
 def session_group(session_id: int) -> str:
@@ -119,7 +135,10 @@ class RunSink:
         retried = False
         while True:
             try:
-                await database_sync_to_async(write)(item)
+                # Not database_sync_to_async: its close_old_connections before every call makes
+                # the next statement a health check, one more round trip for every event. A
+                # connection is checked (and replaced) only after it failed, below.
+                await sync_to_async(write)(item)
                 return
             except IntegrityError:
                 if retried:
@@ -130,31 +149,68 @@ class RunSink:
                     raise
                 logger.warning("database lost while recording run %s, retrying: %s", self.run_id, exc)
             await asyncio.sleep(pause)
+            await sync_to_async(close_old_connections)()
             pause = min(pause * 2, 5)
             retried = True
 
-    @transaction.atomic
     def persist(self, event: Event) -> None:
+        """Store the event's row, the domain rows it describes and the run's progress together."""
         created = datetime.fromtimestamp(event.time, tz=UTC)
-        TraceEvent.objects.create(
-            run_id=self.run_id,
-            sequence=event.sequence,
-            kind=event.kind,
-            phase=event.phase[:80],
-            level=event.level,
-            payload=_without_part_data(event.payload),
-            created_at=created,
-        )
-        run_updates: dict[str, Any] = {"next_sequence": event.sequence + 1, "heartbeat_at": timezone.now()}
         handler = getattr(self, "on_" + event.kind.replace(".", "_"), None)
-        if handler is not None:
-            payload = (
-                {**event.payload, "sequence": event.sequence}
-                if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested")
-                else event.payload
+        if handler is None and "parts" not in event.payload:
+            self._persist_plain(event, created)
+            return
+        with transaction.atomic():
+            TraceEvent.objects.create(
+                run_id=self.run_id,
+                sequence=event.sequence,
+                kind=event.kind,
+                phase=event.phase[:80],
+                level=event.level,
+                payload=_without_part_data(event.payload),
+                created_at=created,
             )
-            run_updates.update(handler(payload, created) or {})
-        ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
+            run_updates: dict[str, Any] = {
+                "next_sequence": event.sequence + 1,
+                "heartbeat_at": timezone.now(),
+            }
+            if handler is not None:
+                payload = (
+                    {**event.payload, "sequence": event.sequence}
+                    if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested")
+                    else event.payload
+                )
+                run_updates.update(handler(payload, created) or {})
+            ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
+
+    def _persist_plain(self, event: Event, created: datetime) -> None:
+        """An event with no domain rows (most of them): its row and the run's next sequence in
+        two fixed statements, one round trip on PostgreSQL. Written by hand because building
+        the same two statements with the ORM cost several times their database work in CPU,
+        for every event of every run (measured by `make bench`: CPU ms per event)."""
+        field = TraceEvent._meta.get_field
+        values = [
+            self.run_id,
+            event.sequence,
+            event.kind,
+            event.phase[:80],
+            event.level,
+            field("payload").get_db_prep_value(event.payload, connection),
+            field("created_at").get_db_prep_value(created, connection),
+        ]
+        progress = [
+            event.sequence + 1,
+            ReasoningRun._meta.get_field("heartbeat_at").get_db_prep_value(timezone.now(), connection),
+            self.run_id,
+        ]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # One statement, so one round trip and atomic without BEGIN and COMMIT.
+                cursor.execute(TRACE_WITH_PROGRESS, values + progress)
+                return
+            with transaction.atomic():
+                cursor.execute(TRACE_INSERT, values)
+                cursor.execute(RUN_PROGRESS, progress)
 
     # --- one method per event kind that has domain rows -----------------------------------
 
