@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -22,7 +23,7 @@ from django.template.loader import render_to_string
 from chat import services, sockets
 from chat.models import ChatSession, Preference, ReasoningRun, TraceEvent
 from chat.presenters import events_context, run_mode, turn_context
-from chat.sink import session_group
+from chat.sink import QUEUE_GROUP, session_group
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
+# Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
+QUEUE_REFRESH_SECONDS = 0.2
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -70,6 +73,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.group = session_group(self.session_id)
         self.sent: dict[int, int] = {}
         self.settled: set[int] = set()
+        self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
+        self.queue_refresh: asyncio.Task[None] | None = None
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
@@ -77,7 +82,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await sockets.stop(self.keeper)
             await sockets.socket_release(self.slot, self.channel_name)
         if hasattr(self, "group"):
+            await sockets.stop(self.queue_refresh)
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            if self.queued:
+                await self.channel_layer.group_discard(QUEUE_GROUP, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Frames come from the browser: anything malformed, oversized or absurdly nested is ignored.
@@ -101,7 +109,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if 0 < run_id <= MAX_ID and seq <= MAX_ID:
                 wanted[run_id] = seq
         # Only this session's runs: one query, and nothing remembered for ids that are not.
-        for run_id in await self._runs_of_session(list(wanted)):
+        runs = await self._runs_of_session(list(wanted))
+        await self._keep_places(
+            run_id for run_id, status in runs.items() if status == ReasoningRun.Status.QUEUED
+        )
+        for run_id in runs:
             self.sent[run_id] = wanted[run_id]
             await self._send_events(run_id, upto=None)
             draft = await self._draft_of(run_id)
@@ -130,6 +142,39 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if message["run"] not in self.sent:
             return
         await self.send(text_data=json.dumps({"nexus": "draft", **{k: message[k] for k in DRAFT_KEYS}}))
+
+    async def queue_moved(self, message: dict[str, Any]) -> None:
+        """A run left the queue: show this page's queued runs' new places (once for a burst)."""
+        if self.queued and (self.queue_refresh is None or self.queue_refresh.done()):
+            self.queue_refresh = asyncio.create_task(self._refresh_places())
+
+    async def _keep_places(self, run_ids: Iterable[int]) -> None:
+        """Listen for the queue moving while this page shows a queued run."""
+        listening = bool(self.queued)
+        self.queued.update(run_ids)
+        if self.queued and not listening:
+            await self.channel_layer.group_add(QUEUE_GROUP, self.channel_name)
+
+    async def _refresh_places(self) -> None:
+        await asyncio.sleep(QUEUE_REFRESH_SECONDS)
+        try:
+            html, still = await database_sync_to_async(self._render_places)(sorted(self.queued))
+            self.queued &= still  # a run that started shows its progress through its own events
+            if html:
+                await self.send(text_data=html)
+            if not self.queued:
+                await self.channel_layer.group_discard(QUEUE_GROUP, self.channel_name)
+        except Exception as exc:  # a stale count is no reason to close the socket
+            logger.warning("could not refresh queued runs' places: %s", exc)
+
+    def _render_places(self, run_ids: list[int]) -> tuple[str, set[int]]:
+        runs = list(
+            ReasoningRun.objects.select_related("session", "user_message").filter(
+                pk__in=run_ids, session_id=self.session_id, status=ReasoningRun.Status.QUEUED
+            )
+        )
+        html = "".join(self._render_turn_parts(run, parts=("answer",)) for run in runs)
+        return html, {run.pk for run in runs}
 
     async def run_done(self, message: dict[str, Any]) -> None:
         html = await database_sync_to_async(self._render_done)(message["run"])
@@ -243,11 +288,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         }
 
     @database_sync_to_async
-    def _runs_of_session(self, run_ids: list[int]) -> list[int]:
+    def _runs_of_session(self, run_ids: list[int]) -> dict[int, str]:
+        """{run id: status} of those of the runs that belong to this session, in id order."""
         if not run_ids:
-            return []
-        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids)
-        return sorted(runs.values_list("pk", flat=True))
+            return {}
+        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids).order_by("pk")
+        return dict(runs.values_list("pk", "status"))
 
     @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:

@@ -30,7 +30,7 @@ from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
 from chat.memory import DjangoMemoryStore
 from chat.models import ChatSession, ReasoningRun, SessionMode
-from chat.sink import RunSink
+from chat.sink import RunSink, queue_moved
 from chat.stops import stop_watch
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
@@ -132,6 +132,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
+    await queue_moved()
     refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
     if refusal is not None and run.next_sequence == 1:
         # Queued before the budget ran out (or retried): refused before any model call.

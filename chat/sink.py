@@ -61,6 +61,22 @@ RUN_PROGRESS = "UPDATE chat_reasoningrun SET next_sequence = %s, heartbeat_at = 
 TRACE_WITH_PROGRESS = f"WITH event AS ({TRACE_INSERT}) {RUN_PROGRESS}"  # PostgreSQL: both at once
 
 
+# Pages showing a queued run listen here while they do: a run leaving the queue moves the others.
+QUEUE_GROUP = "run-queue"
+
+
+async def queue_moved() -> None:
+    """Tell pages that show a queued run that a run left the queue, so "Queued (N ahead)"
+    counts down without a reload. A lost message only leaves a count stale until the next."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(QUEUE_GROUP, {"type": "queue.moved"})
+    except Exception as exc:
+        logger.warning("could not tell waiting pages the queue moved: %s", exc)
+
+
 def session_group(session_id: int) -> str:
     return f"session-{session_id}"
 

@@ -1,5 +1,6 @@
 """The session websocket: auth, ownership, origin, event order, catch-up after a reconnect."""
 
+import asyncio
 import json
 import re
 
@@ -123,4 +124,36 @@ async def test_draft_batches_reach_the_socket_without_breaking_the_page(alice, a
     run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
     assert await execute_run(run.pk) == "succeeded"
     assert "<strong>4</strong>" in await receive_all(communicator), "the socket keeps working"
+    await communicator.disconnect()
+
+
+async def test_a_queued_runs_place_counts_down_live_as_the_runs_ahead_start(alice, monkeypatch, settings):
+    """'Queued (2 ahead)' becomes 'Queued (1 ahead)' on the open page when a run ahead of it
+    starts, without a reload."""
+    settings.NEXUS_MAX_RUNS_PER_USER = 1
+    settings.OFFLINE_LATENCY_MS = 200  # the run that starts is still running when the page looks
+    monkeypatch.setattr("chat.dispatch.dispatch_run", lambda run_id: None)  # this test starts runs
+
+    def post_three() -> list[ReasoningRun]:
+        return [
+            services.message_post(session=services.session_create(owner=alice), content=f"What is {n}+1?")
+            for n in range(3)
+        ]
+
+    first, second, third = await database_sync_to_async(post_three)()
+    assert await database_sync_to_async(services.run_claim)(first.pk, worker="w:1")
+    communicator = await socket(third.session_id, alice)
+    assert (await communicator.connect())[0]
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(third.pk): 0}}))
+    await receive_all(communicator, 0.2)
+    position = await database_sync_to_async(services.run_queue_position)(third)
+    assert position == 2, "the first run holds alice's one slot, the second waits before the third"
+
+    await database_sync_to_async(services.run_mark_succeeded)(first)
+    started = asyncio.create_task(execute_run(second.pk))
+    html = ""
+    while "Queued (1 ahead)" not in html and not started.done():
+        html += await receive_all(communicator, 0.3)
+    assert f'id="answer-{third.pk}"' in html and "Queued (1 ahead)" in html
+    assert await started == "succeeded"
     await communicator.disconnect()
