@@ -11,12 +11,14 @@ same way, and the client drops fragments it already has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
@@ -32,6 +34,7 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 CLOSE_UNAVAILABLE = 4503
+UNAVAILABLE_REASON = "Live updates are unavailable; reload in a moment."
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
@@ -41,6 +44,44 @@ QUEUE_REFRESH_SECONDS = 0.2
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
+    # Channels sets this in __call__ to the channel layer's receive for this socket. Wrapped so
+    # that Redis going away ends the socket with 4503 (the page says live updates are
+    # unavailable and reconnects later) instead of an exception and a traceback in daphne's log,
+    # which every socket refused for lack of Redis used to leave behind.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return self._layer_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        async def layer_receive() -> dict[str, Any]:
+            try:
+                return await receive()
+            except Exception as exc:
+                # The handshake first: a socket refused in `connect` has its own close code.
+                for _ in range(200):
+                    if self.handshake_done:
+                        break
+                    await asyncio.sleep(0.05)
+                if self.live:
+                    logger.warning("live updates stopped, Redis unreachable: %s", exc)
+                    with contextlib.suppress(Exception):
+                        await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
+                    with contextlib.suppress(Exception):
+                        await self.disconnect(CLOSE_UNAVAILABLE)
+                raise StopConsumer from None
+
+        self._layer_receive = layer_receive
+
+    handshake_done = False  # `connect` has accepted or refused the socket
+    live = False  # accepted, and subscribed to its session's events
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        try:
+            await super().websocket_connect(message)
+        finally:
+            self.handshake_done = True
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -64,9 +105,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # handshake reaches the page as an anonymous error).
             self.slot = None
             await self.accept()
-            await self.close(
-                code=CLOSE_UNAVAILABLE, reason="Live updates are unavailable; reload in a moment."
-            )
+            await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
             return
         self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
@@ -76,6 +115,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
         self.queue_refresh: asyncio.Task[None] | None = None
         await self.accept()
+        self.live = True
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "slot", None):

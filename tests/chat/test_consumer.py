@@ -14,6 +14,7 @@ from chat import services
 from chat.engine import execute_run
 from chat.models import ReasoningRun
 from nexus.asgi import application
+from tests.e2e.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,3 +158,23 @@ async def test_a_queued_runs_place_counts_down_live_as_the_runs_ahead_start(alic
     assert f'id="answer-{third.pk}"' in html and "Queued (1 ahead)" in html
     assert await started == "succeeded"
     await communicator.disconnect()
+
+
+async def test_a_socket_refused_for_lack_of_redis_closes_cleanly_without_a_server_error(
+    alice, alice_session, settings
+):
+    """Redis down: the socket is closed with 4503 and a reason, and the consumer ends without
+    an exception (daphne used to log a traceback for each such socket, the channel layer's
+    receive failing after the close)."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nothing listens there
+        }
+    }
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected, "accepted first, so the browser gets the code and the reason"
+    closed = await communicator.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close" and closed["code"] == 4503
+    await communicator.wait(timeout=5)  # raised redis' ConnectionError before
