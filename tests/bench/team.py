@@ -49,6 +49,9 @@ for number in range({count}):
     print(session.session_key)
 """
 TICKS = os.sysconf("SC_CLK_TCK")
+# CPU ms per stored event before issue 11's work on it (measured by this benchmark then); the
+# issue asks for half.
+CPU_BEFORE = {"team": 8.3, "embedded": 4.8}
 
 
 def cpu_seconds(process: Process) -> float:
@@ -196,7 +199,8 @@ def load(label: str, sites: list[Site], workers: list[Process], db_url: str | No
         f"{single:.1f} s (median of {', '.join(f'{a:.1f}' for a in alone)}); total/one run = "
         f"{total / single:.2f} (target <= 1.3)" + (f"; {failed} FAILED" if failed else ""),
         f"  {label}: CPU {cpu * 1000 / max(1, events):.1f} ms per stored event ({events} events, "
-        f"{cpu:.1f} CPU s in the server processes)",
+        f"{cpu:.1f} CPU s in the server processes; {CPU_BEFORE[label]} before, target "
+        f"<= {CPU_BEFORE[label] / 2:.2f})",
     ]
     lines += where_time_went(label, timings(sites[0], db_url, ids), posted)
     if latencies:
