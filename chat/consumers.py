@@ -253,8 +253,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
         if status:
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
-            html += self._render_status(run, status[-1].payload["mode"])
-            html += self._render_turn_parts(run, parts=("panel-head",))
+            mode = status[-1].payload["mode"]
+            html += self._render_status(run, mode) + self._render_active_head(run, mode)
         if any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events):
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
@@ -281,15 +281,22 @@ class SessionConsumer(AsyncWebsocketConsumer):
             {"mode": mode, "session": run.session, "active_run": None, "swap_oob": True},
         )
 
-    def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
-        trace_open = (
+    def _render_active_head(self, run: ReasoningRun, mode: str) -> str:
+        """The panel's head while the run works ("Active · mode"), from what it shows alone: the
+        whole turn (every event of the run, its answer, feedback, queue place) was rebuilt for
+        each status event, so a run's later events cost more than its first ones."""
+        if not run.is_active:
+            return self._render_turn_parts(run, parts=("panel-head",))
+        turn = {"run": run, "active": True, "mode": mode, "trace_open": self._trace_open(), "stopped": False}
+        return render_to_string(f"{PAGE}#panel-head", {"turn": turn, "swap_oob": True})
+
+    def _trace_open(self) -> bool:
+        return bool(
             Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
         )
-        turn = turn_context(
-            services.turn_of(run),
-            trace_open=bool(trace_open),
-            user_id=self.user_id,
-        )
+
+    def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
+        turn = turn_context(services.turn_of(run), trace_open=self._trace_open(), user_id=self.user_id)
         return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
 
     def _render_new_turn(self, run_id: int, upto: int) -> tuple[str, int | None]:

@@ -178,3 +178,27 @@ async def test_a_socket_refused_for_lack_of_redis_closes_cleanly_without_a_serve
     closed = await communicator.receive_output(timeout=5)
     assert closed["type"] == "websocket.close" and closed["code"] == 4503
     await communicator.wait(timeout=5)  # raised redis' ConnectionError before
+
+
+def test_a_running_runs_status_event_is_rendered_without_rebuilding_its_whole_turn(
+    alice, alice_session, django_assert_max_num_queries
+):
+    """Each status event of a working run updates the status line and the panel's head; the
+    head needs the mode alone, not every event, the answer and the feedback of the turn again."""
+    from chat.consumers import SessionConsumer
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    services.run_claim(run.pk, worker="w:1")
+    for sequence in range(1, 41):
+        TraceEvent.objects.create(
+            run=run, sequence=sequence, kind="step.started", phase="Research", payload={"mode": "Researching"}
+        )
+    TraceEvent.objects.create(
+        run=run, sequence=41, kind="iteration", level="status", payload={"mode": "Checking"}
+    )
+    consumer = SessionConsumer()
+    consumer.session_id, consumer.user_id, consumer.settled = alice_session.pk, alice.pk, set()
+    with django_assert_max_num_queries(4):
+        html, last = consumer._render_events(run.pk, 40, 41)
+    assert last == 41 and "Active · Checking" in html and 'id="status-line"' in html
