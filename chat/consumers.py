@@ -11,14 +11,17 @@ same way, and the client drops fragments it already has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
@@ -29,7 +32,7 @@ from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
 from chat.presenters import approval_for, elicitation_for, events_context, run_mode, turn_context
 from chat.rendering import render_markdown
-from chat.sink import session_group, user_group
+from chat.sink import QUEUE_GROUP, session_group, user_group
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +43,13 @@ CLOSE_TOO_MANY = 4429
 CLOSE_UNAVAILABLE = 4503
 SIGNED_OUT_REASON = "You are signed out in this browser: reload the page to sign in again."
 TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this one for live updates."
+UNAVAILABLE_REASON = "Live updates are unavailable; reload in a moment."
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
 MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
+# Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
+QUEUE_REFRESH_SECONDS = 0.2
 # A streaming draft's Markdown is rendered at most this often per page (the text between two
 # renders is shown as it arrives), so a long answer costs a few renders a second, not one a batch.
 DRAFT_RENDER_SECONDS = 0.15
@@ -60,6 +66,44 @@ class DraftView:
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
+    # Channels sets this in __call__ to the channel layer's receive for this socket. Wrapped so
+    # that Redis going away ends the socket with 4503 (the page says live updates are
+    # unavailable and reconnects later) instead of an exception and a traceback in daphne's log,
+    # which every socket refused for lack of Redis used to leave behind.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return self._layer_receive
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        async def layer_receive() -> dict[str, Any]:
+            try:
+                return await receive()
+            except Exception as exc:
+                # The handshake first: a socket refused in `connect` has its own close code.
+                for _ in range(200):
+                    if self.handshake_done:
+                        break
+                    await asyncio.sleep(0.05)
+                if self.live:
+                    logger.warning("live updates stopped, Redis unreachable: %s", exc)
+                    with contextlib.suppress(Exception):
+                        await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
+                    with contextlib.suppress(Exception):
+                        await self.disconnect(CLOSE_UNAVAILABLE)
+                raise StopConsumer from None
+
+        self._layer_receive = layer_receive
+
+    handshake_done = False  # `connect` has accepted or refused the socket
+    live = False  # accepted, and subscribed to its session's events
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        try:
+            await super().websocket_connect(message)
+        finally:
+            self.handshake_done = True
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -88,9 +132,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # handshake reaches the page as an anonymous error).
             self.slot = None
             await self.accept()
-            await self.close(
-                code=CLOSE_UNAVAILABLE, reason="Live updates are unavailable; reload in a moment."
-            )
+            await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
             return
         self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
@@ -98,7 +140,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.sent: dict[int, int] = {}
         self.settled: set[int] = set()
         self.drafts: dict[int, DraftView] = {}
+        self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
+        self.queue_refresh: asyncio.Task[None] | None = None
         await self.accept()
+        self.live = True
 
     async def disconnect(self, code: int) -> None:
         for view in getattr(self, "drafts", {}).values():
@@ -107,8 +152,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await sockets.stop(self.keeper)
             await sockets.socket_release(self.slot, self.channel_name)
         if hasattr(self, "group"):
+            await sockets.stop(self.queue_refresh)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(user_group(self.user_id), self.channel_name)
+            if self.queued:
+                await self.channel_layer.group_discard(QUEUE_GROUP, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # Frames come from the browser: anything malformed, oversized or absurdly nested is ignored.
@@ -132,7 +180,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             if 0 < run_id <= MAX_ID and seq <= MAX_ID:
                 wanted[run_id] = seq
         # Only this session's runs: one query, and nothing remembered for ids that are not.
-        for run_id in await self._runs_of_session(list(wanted)):
+        runs = await self._runs_of_session(list(wanted))
+        await self._keep_places(
+            run_id for run_id, status in runs.items() if status == ReasoningRun.Status.QUEUED
+        )
+        for run_id in runs:
             self.sent[run_id] = wanted[run_id]
             await self._send_events(run_id, upto=None)
             draft = await self._draft_of(run_id)
@@ -217,6 +269,39 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if html:
             await self.send(text_data=html)
 
+    async def queue_moved(self, message: dict[str, Any]) -> None:
+        """A run left the queue: show this page's queued runs' new places (once for a burst)."""
+        if self.queued and (self.queue_refresh is None or self.queue_refresh.done()):
+            self.queue_refresh = asyncio.create_task(self._refresh_places())
+
+    async def _keep_places(self, run_ids: Iterable[int]) -> None:
+        """Listen for the queue moving while this page shows a queued run."""
+        listening = bool(self.queued)
+        self.queued.update(run_ids)
+        if self.queued and not listening:
+            await self.channel_layer.group_add(QUEUE_GROUP, self.channel_name)
+
+    async def _refresh_places(self) -> None:
+        await asyncio.sleep(QUEUE_REFRESH_SECONDS)
+        try:
+            html, still = await database_sync_to_async(self._render_places)(sorted(self.queued))
+            self.queued &= still  # a run that started shows its progress through its own events
+            if html:
+                await self.send(text_data=html)
+            if not self.queued:
+                await self.channel_layer.group_discard(QUEUE_GROUP, self.channel_name)
+        except Exception as exc:  # a stale count is no reason to close the socket
+            logger.warning("could not refresh queued runs' places: %s", exc)
+
+    def _render_places(self, run_ids: list[int]) -> tuple[str, set[int]]:
+        runs = list(
+            ReasoningRun.objects.select_related("session", "user_message").filter(
+                pk__in=run_ids, session_id=self.session_id, status=ReasoningRun.Status.QUEUED
+            )
+        )
+        html = "".join(self._render_turn_parts(run, parts=("answer",)) for run in runs)
+        return html, {run.pk for run in runs}
+
     async def run_done(self, message: dict[str, Any]) -> None:
         view = self.drafts.pop(message["run"], None)
         if view is not None:
@@ -300,11 +385,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
         if status:
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
-            html += self._render_status(run, status[-1].payload["mode"])
-            html += self._render_turn_parts(run, parts=("panel-head",))
-            if run.status == ReasoningRun.Status.RUNNING and not run.answers.exists():
-                # The line above the draft says the same mode as the status line and the panel.
-                html += self._render_turn_parts(run, parts=("pending-line",))
+            mode = status[-1].payload["mode"]
+            html += self._render_status(run, mode) + self._render_active_head(run, mode)
         if any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events):
             run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             html += self._render_turn_parts(run, parts=("answer",))
@@ -348,15 +430,26 @@ class SessionConsumer(AsyncWebsocketConsumer):
             {"mode": mode, "session": run.session, "active_run": None, "swap_oob": True},
         )
 
-    def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
-        trace_open = (
+    def _render_active_head(self, run: ReasoningRun, mode: str) -> str:
+        """The panel's head while the run works ("Active · mode"), from what it shows alone: the
+        whole turn (every event of the run, its answer, feedback, queue place) was rebuilt for
+        each status event, so a run's later events cost more than its first ones."""
+        if not run.is_active:
+            return self._render_turn_parts(run, parts=("panel-head",))
+        turn = {"run": run, "active": True, "mode": mode, "trace_open": self._trace_open(), "stopped": False}
+        html = render_to_string(f"{PAGE}#panel-head", {"turn": turn, "swap_oob": True})
+        if run.status == ReasoningRun.Status.RUNNING and not run.answers.exists():
+            # The line above the draft says the same mode as the status line and the panel.
+            html += render_to_string(f"{PAGE}#pending-line", {"turn": turn, "swap_oob": True})
+        return html
+
+    def _trace_open(self) -> bool:
+        return bool(
             Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
         )
-        turn = turn_context(
-            services.turn_of(run),
-            trace_open=bool(trace_open),
-            user_id=self.user_id,
-        )
+
+    def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
+        turn = turn_context(services.turn_of(run), trace_open=self._trace_open(), user_id=self.user_id)
         return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
 
     def _render_new_turn(self, run_id: int, upto: int) -> tuple[str, int | None]:
@@ -397,11 +490,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         }
 
     @database_sync_to_async
-    def _runs_of_session(self, run_ids: list[int]) -> list[int]:
+    def _runs_of_session(self, run_ids: list[int]) -> dict[int, str]:
+        """{run id: status} of those of the runs that belong to this session, in id order."""
         if not run_ids:
-            return []
-        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids)
-        return sorted(runs.values_list("pk", flat=True))
+            return {}
+        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids).order_by("pk")
+        return dict(runs.values_list("pk", "status"))
 
     @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,7 +30,8 @@ from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
-from chat.sink import RunSink
+from chat.sink import RunSink, queue_moved
+from chat.stops import stop_watch
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
@@ -39,13 +41,12 @@ from reasoning.tools.approval import AwaitingApproval
 from reasoning.types import Attachment, RunInput
 from teamops import telemetry
 from teamops.budgets import UserSpendingLimit, refusal_for
-from teamops.rollup import rollup_run_safely
+from teamops.rollup import rollup_runs_safely
 
 logger = logging.getLogger(__name__)
 
 # What the database driver raises when the server restarts or drops the connection.
 DATABASE_LOST = (OperationalError, InterfaceError)
-STOP_POLL_SECONDS = 0.25
 
 
 def worker_name() -> str:
@@ -100,6 +101,27 @@ async def _start_next_runs(user_id: int) -> None:
         logger.warning("could not start the next runs of user %s: %s", user_id, exc)
 
 
+# Finished runs waiting to be counted in the usage rollup, and the lock that lets one batch at a
+# time go per process: building the rollup's statements costs more CPU than running them, so
+# runs that finish together (a worker holds fifty) are counted in one batch, not one each.
+_rollup_pending: set[int] = set()
+_rollup_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _roll_up(run_id: int) -> None:
+    """Count the finished run in the usage rollup, with any others that finished meanwhile."""
+    _rollup_pending.add(run_id)
+    lock = _rollup_locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        if run_id not in _rollup_pending:
+            return  # counted by the batch that went before
+        batch = sorted(_rollup_pending)
+        _rollup_pending.clear()
+        await database_sync_to_async(rollup_runs_safely)(batch)
+
+
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     """Execute a run to the end; returns "succeeded", "failed", "stopped" (by the person),
     "skipped" (not ours to run) or "interrupted" (the database went away; the sweeper resumes
@@ -111,19 +133,21 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
+    await queue_moved()
     refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
     if refusal is not None and run.next_sequence == 1:
         # Queued before the budget ran out (or retried): refused before any model call.
         await database_sync_to_async(services.run_fail)(run.pk, refusal)
         await RunSink(run).push({"type": "run.done", "run": run.pk})
-        await database_sync_to_async(rollup_run_safely)(run.pk)
+        await _roll_up(run.pk)
         await _start_next_runs(run.session.owner_id)
         return "failed"
     sink = RunSink(run)
     _executing[run.pk] = worker
     _ensure_heartbeat()
     engine = asyncio.create_task(_run_engine(run, sink))
-    watcher = asyncio.create_task(_watch_stop(run.pk, engine))
+    stops = stop_watch()
+    stops.watch(run.pk, engine)
     try:
         outcome = await engine
     except (AwaitingApproval, BaseExceptionGroup) as exc:
@@ -131,7 +155,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
             raise
         outcome = "parked"
     except asyncio.CancelledError:
-        if not watcher.done() or not watcher.result():
+        if not stops.was_stopped(run.pk):
             raise  # cancelled from outside (a time limit), not stopped by the person
         outcome = "stopped"
         seq = await database_sync_to_async(sink.record_stopped)()
@@ -139,9 +163,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
             await sink.push({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
     finally:
         _executing.pop(run.pk, None)
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        await stops.release(run.pk)
     if outcome == "interrupted":
         return outcome
     if outcome == "parked":  # its slot is free; the person's decision queues it again
@@ -149,26 +171,10 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         await database_sync_to_async(close_old_connections)()
         return outcome
     await sink.push({"type": "run.done", "run": run.pk})
-    await database_sync_to_async(rollup_run_safely)(run.pk)
+    await _roll_up(run.pk)
     await _start_next_runs(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
-
-
-async def _watch_stop(run_id: int, engine: asyncio.Task[str]) -> bool:
-    """Cancel the engine when the person stops the run (`services.run_stop` marks it in the
-    database, so this works the same in the server process and in a Celery worker). The
-    cancellation is cooperative: it lands at the engine's next await, within a poll."""
-    stopped = ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.CANCELLED).exists
-    while not engine.done():
-        await asyncio.sleep(STOP_POLL_SECONDS)
-        try:
-            if await database_sync_to_async(stopped)():
-                engine.cancel()
-                return True
-        except Exception as exc:  # a missed poll only delays the stop
-            logger.warning("stop check for run %s failed: %s", run_id, exc)
-    return False
 
 
 def _parked(error: BaseException) -> bool:
@@ -196,7 +202,7 @@ def stop_parked(run: ReasoningRun) -> None:
     if seq is not None:
         async_to_sync(sink.push)({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
     async_to_sync(sink.push)({"type": "run.done", "run": run.pk})
-    rollup_run_safely(run.pk)
+    rollup_runs_safely([run.pk])
     start_next_runs(run.session.owner_id)
 
 

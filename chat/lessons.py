@@ -30,12 +30,16 @@ def lessons_for(run: ReasoningRun) -> list[str]:
     if not limit or not settings.NEXUS_REASONING.enable_reflection:
         return []
     question = set(keywords(run.query or run.user_message.content))
-    reflections = Reflection.objects.exclude(run=run).select_related("run").order_by("-created_at")
+    # Only the two columns wanted: whole runs would bring each one's tracker state along.
+    reflections = Reflection.objects.exclude(run=run).order_by("-created_at")
     if settings.NEXUS_LESSONS_SCOPE == "user":
         reflections = reflections.filter(run__session__owner_id=run.session.owner_id)
-    sources = [(reflection.run.query, reflection.lessons or []) for reflection in reflections[:CANDIDATES]]
-    promoted = TeamLesson.objects.select_related("source_run").order_by("-promoted_at")[:CANDIDATES]
-    sources += [(lesson.source_run.query if lesson.source_run else "", [lesson.text]) for lesson in promoted]
+    sources = [
+        (query, lessons or [])
+        for query, lessons in reflections.values_list("run__query", "lessons")[:CANDIDATES]
+    ]
+    promoted = TeamLesson.objects.order_by("-promoted_at").values_list("source_run__query", "text")
+    sources += [(query or "", [text]) for query, text in promoted[:CANDIDATES]]
     scored: dict[str, float] = {}
     for origin_query, lessons in sources:
         origin = set(keywords(origin_query))

@@ -183,6 +183,8 @@ CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = NEXUS_WORKER_RUNS
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": NEXUS_RUN_TIME_LIMIT + 120}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# kombu's Redis transport without the restore-on-disconnect that crashed workers (chat/broker.py).
+CELERY_BROKER_TRANSPORT = "chat.broker:Transport" if REDIS_URL else None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- the model and the engine ---------------------------------------------------------------

@@ -12,8 +12,8 @@ from decimal import Decimal
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import Group
-from django.db import transaction
-from django.db.models import F, Q, Sum
+from django.db import connection
+from django.db.models import Q, Sum
 from django.utils import formats, timezone
 
 from teamops.models import Budget, Period, UsageCounter
@@ -34,16 +34,32 @@ def period_end(period: str, now: datetime | None = None) -> datetime:
     return timezone.make_aware(datetime.combine(following, time.min))
 
 
+# Creates the period's counter or adds to it, in one statement whichever worker comes first.
+COUNTER_UPSERT = (
+    'INSERT INTO teamops_usagecounter (user_id, period, "start", tokens, cost, calls) '
+    "VALUES (%s, %s, %s, %s, %s, 1), (%s, %s, %s, %s, %s, 1) "
+    'ON CONFLICT (user_id, period, "start") DO UPDATE SET '
+    "tokens = teamops_usagecounter.tokens + excluded.tokens, "
+    "cost = teamops_usagecounter.cost + excluded.cost, calls = teamops_usagecounter.calls + 1"
+)
+
+
 def usage_charge(*, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None) -> None:
-    """Add one model call's spending to the person's day and month counters, atomically."""
-    with transaction.atomic():
-        for period in (Period.DAY, Period.MONTH):
-            counter, _ = UsageCounter.objects.get_or_create(
-                user_id=user_id, period=period, start=period_start(period, at)
-            )
-            UsageCounter.objects.filter(pk=counter.pk).update(
-                tokens=F("tokens") + tokens, cost=F("cost") + cost, calls=F("calls") + 1
-            )
+    """Add one model call's spending to the person's day and month counters, atomically: one
+    upsert for both (it runs for every model call; get_or_create and an UPDATE for each counter
+    took four statements and most of the CPU the call's trace event cost)."""
+    field = UsageCounter._meta.get_field
+    values: list[object] = []
+    for period in (Period.DAY, Period.MONTH):
+        values += [
+            user_id,
+            period,
+            field("start").get_db_prep_save(period_start(period, at), connection),
+            tokens,
+            field("cost").get_db_prep_save(cost, connection),
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(COUNTER_UPSERT, values)
 
 
 @dataclass(frozen=True)

@@ -146,13 +146,13 @@ def rollup_run(run_id: int) -> int:
     return rollup(ReasoningRun.objects.filter(pk=run_id))
 
 
-def rollup_run_safely(run_id: int) -> None:
-    """rollup_run for the run executor: a failure to count is logged, never the run's problem
-    (the dashboard's rollup_recent picks the run up later)."""
+def rollup_runs_safely(run_ids: list[int]) -> None:
+    """Count runs that just ended, for the run executor: a failure to count is logged, never
+    the runs' problem (the dashboard's rollup_recent picks them up later)."""
     try:
-        rollup_run(run_id)
+        rollup(ReasoningRun.objects.filter(pk__in=run_ids))
     except Exception:
-        logger.exception("could not roll up run %s", run_id)
+        logger.exception("could not roll up runs %s", run_ids)
 
 
 def rollup_recent(hours: int = 6) -> int:

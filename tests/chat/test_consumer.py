@@ -15,6 +15,7 @@ from chat import services
 from chat.engine import execute_run
 from chat.models import ReasoningRun
 from nexus.asgi import application
+from tests.e2e.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -236,3 +237,79 @@ async def test_a_page_stops_receiving_when_its_browser_signs_out_or_the_password
     await database_sync_to_async(change_password)()
     closing = await second.receive_output(timeout=5)
     assert closing["type"] == "websocket.close" and closing["code"] == 4401
+
+
+async def test_a_queued_runs_place_counts_down_live_as_the_runs_ahead_start(alice, monkeypatch, settings):
+    """'Queued (2 ahead)' becomes 'Queued (1 ahead)' on the open page when a run ahead of it
+    starts, without a reload."""
+    settings.NEXUS_MAX_RUNS_PER_USER = 1
+    settings.OFFLINE_LATENCY_MS = 200  # the run that starts is still running when the page looks
+    monkeypatch.setattr("chat.dispatch.dispatch_run", lambda run_id: None)  # this test starts runs
+
+    def post_three() -> list[ReasoningRun]:
+        return [
+            services.message_post(session=services.session_create(owner=alice), content=f"What is {n}+1?")
+            for n in range(3)
+        ]
+
+    first, second, third = await database_sync_to_async(post_three)()
+    assert await database_sync_to_async(services.run_claim)(first.pk, worker="w:1")
+    communicator = await socket(third.session_id, alice)
+    assert (await communicator.connect())[0]
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(third.pk): 0}}))
+    await receive_all(communicator, 0.2)
+    position = await database_sync_to_async(services.run_queue_position)(third)
+    assert position == 2, "the first run holds alice's one slot, the second waits before the third"
+
+    await database_sync_to_async(services.run_mark_succeeded)(first)
+    started = asyncio.create_task(execute_run(second.pk))
+    html = ""
+    while "Queued (1 ahead)" not in html and not started.done():
+        html += await receive_all(communicator, 0.3)
+    assert f'id="answer-{third.pk}"' in html and "Queued (1 ahead)" in html
+    assert await started == "succeeded"
+    await communicator.disconnect()
+
+
+async def test_a_socket_refused_for_lack_of_redis_closes_cleanly_without_a_server_error(
+    alice, alice_session, settings
+):
+    """Redis down: the socket is closed with 4503 and a reason, and the consumer ends without
+    an exception (daphne used to log a traceback for each such socket, the channel layer's
+    receive failing after the close)."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nothing listens there
+        }
+    }
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected, "accepted first, so the browser gets the code and the reason"
+    closed = await communicator.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close" and closed["code"] == 4503
+    await communicator.wait(timeout=5)  # raised redis' ConnectionError before
+
+
+def test_a_running_runs_status_event_is_rendered_without_rebuilding_its_whole_turn(
+    alice, alice_session, django_assert_max_num_queries
+):
+    """Each status event of a working run updates the status line and the panel's head; the
+    head needs the mode alone, not every event, the answer and the feedback of the turn again."""
+    from chat.consumers import SessionConsumer
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    services.run_claim(run.pk, worker="w:1")
+    for sequence in range(1, 41):
+        TraceEvent.objects.create(
+            run=run, sequence=sequence, kind="step.started", phase="Research", payload={"mode": "Researching"}
+        )
+    TraceEvent.objects.create(
+        run=run, sequence=41, kind="iteration", level="status", payload={"mode": "Checking"}
+    )
+    consumer = SessionConsumer()
+    consumer.session_id, consumer.user_id, consumer.settled = alice_session.pk, alice.pk, set()
+    with django_assert_max_num_queries(5):  # + whether the run has an answer yet (its pending line)
+        html, last = consumer._render_events(run.pk, 40, 41)
+    assert last == 41 and "Active · Checking" in html and 'id="status-line"' in html

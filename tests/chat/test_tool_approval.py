@@ -233,7 +233,9 @@ def test_a_run_waiting_for_approval_frees_its_worker_and_resumes_on_the_decision
     assert ToolExecution.objects.filter(run=run, tool="calculator", success=True).exists()
 
     declined = services.message_post(session=alice_session, content="What is 19*21?")
-    assert run_now(declined.pk) == "parked"
+    # The first run's executor, starting alice's next runs as it ends, may get there first.
+    assert run_now(declined.pk) in ("parked", "skipped")
+    wait_until(lambda: ReasoningRun.objects.filter(pk=declined.pk, status="awaiting").first())
     (asked,) = pending(declined)
     decide(client, asked, "decline")
     declined = wait_until(lambda: finished(declined))

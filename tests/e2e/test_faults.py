@@ -212,3 +212,37 @@ def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_kill
             kinds = db.execute("select kind from chat_traceevent where run_id = %s", (run_id,)).fetchall()
         assert [k for (k,) in kinds].count("answer.final") == 1, run_id
     assert second.popen.poll() is None
+
+
+def test_a_worker_that_loses_redis_mid_run_again_and_again_keeps_consuming_on_its_own(
+    fault_site, private_redis
+):
+    """Redis lost while the worker holds unacknowledged jobs, three times over: each time it
+    restores them on reconnecting (where it used to die of AttributeError "'NoneType' object
+    has no attribute 'hostname'"), stays up, and takes the next messages without anyone
+    starting another worker."""
+    fault_site.env.update(
+        {"OFFLINE_LATENCY_MS": "600", "NEXUS_MAX_RUNS_PER_USER": "10", "NEXUS_RATE_LIMIT_PER_MINUTE": "0"}
+    )
+    worker = fault_site.start_worker()
+    fault_site.start_web()
+    client = fault_site.login()
+    for outage in range(3):
+        run_ids = [
+            fault_site.ask(client, fault_site.new_session(client), f"What is {outage + 2}*{number + 3}?")
+            for number in range(4)
+        ]
+        deadline = time.monotonic() + 30
+        while runs_by_status(fault_site).get("running", 0) < len(run_ids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert runs_by_status(fault_site).get("running") == len(run_ids), "jobs held, unacknowledged"
+        private_redis.stop()
+        time.sleep(1.5)
+        private_redis.start()
+        for number, run_id in enumerate(run_ids):
+            wait_for_status(fault_site, run_id, "succeeded", timeout=90)
+            assert str((outage + 2) * (number + 3)) in answers_for(fault_site, run_id)[0]
+        assert worker.popen.poll() is None, f"the worker outlived outage {outage + 1}"
+    log = worker.log()
+    assert "Unrecoverable error" not in log, log[-3000:]
+    assert log.count("Connection to broker lost") == 3
