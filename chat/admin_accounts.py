@@ -47,6 +47,13 @@ class AccountAdmin(UserAdmin):
             return False
         return super().has_delete_permission(request, obj)
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:  # the add form sets the first password: staff knew it, so it is recorded
+            staff_audit.record(
+                request, "add", "account", obj.pk, f"Created the account {obj.get_username()} with a password"
+            )
+
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
         response = super().user_change_password(request, id, form_url)
         if request.method == "POST" and response.status_code == 302:

@@ -66,19 +66,23 @@ def document_create(
         raise ValidationError(f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes.")
     if "\x00" in content:
         raise ValidationError("That looks like a binary file; upload Markdown or plain text.")
-    document, created = Document.objects.get_or_create(
-        owner=owner, title=title, defaults={"content": content, "shared": shared, "format": format}
-    )
-    if not created:
-        if not replace:
-            raise ValidationError(
-                f"You already have a document called “{title}”. Choose another title, or tick "
-                "“Replace my document of the same title”."
-            )
-        document.content, document.shared, document.format = content, shared, format
-        document.updated_at = timezone.now()
-        document.save(update_fields=["content", "shared", "format", "updated_at"])
-    document.replaced = not created  # for the message the uploader sees
+    # Titles differing only in letter case name one document (a mention matches either).
+    document = Document.objects.filter(owner=owner, title__iexact=title).first()
+    if document is None:
+        document = Document.objects.create(
+            owner=owner, title=title, content=content, shared=shared, format=format
+        )
+        document.replaced = False
+        return document
+    if not replace:
+        raise ValidationError(
+            f"You already have a document called “{document.title}”. Choose another title, or tick "
+            "“Replace my document of the same title”."
+        )
+    document.title, document.content, document.shared, document.format = title, content, shared, format
+    document.updated_at = timezone.now()
+    document.save(update_fields=["title", "content", "shared", "format", "updated_at"])
+    document.replaced = True  # for the message the uploader sees
     return document
 
 

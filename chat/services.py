@@ -149,13 +149,14 @@ def session_search(user: Any, text: str) -> list[dict[str, Any]]:
 
 # Markdown marks that mean nothing in a one-line excerpt: emphasis, code, quotes, headings,
 # list bullets; a link keeps its text.
-_MARKS = re.compile(r"\*\*|__|`+|^\s*(?:>\s*)+|^\s*#{1,6}\s+|^\s*[-*+]\s+", re.MULTILINE)
+_EMPHASIS = re.compile(r"\*\*|__|`+")
+_LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+)?", re.MULTILINE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
 def _snippet(content: str, text: str, width: int = 60) -> dict[str, str]:
     """The words around the first match, as plain text split around it (the page marks it)."""
-    flat = " ".join(_MARKS.sub(" ", _LINK.sub(r"\1", content)).split())
+    flat = " ".join(_LINE_MARKS.sub(" ", _EMPHASIS.sub("", _LINK.sub(r"\1", content))).split())
     at = flat.lower().find(text.lower())
     if at < 0:  # the match was inside Markdown syntax: the start of the message instead
         return {

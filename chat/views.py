@@ -359,13 +359,23 @@ def preference_update(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def document_list(request: HttpRequest) -> HttpResponse:
+    return _documents_page(request)
+
+
+def _documents_page(
+    request: HttpRequest, form: dict[str, object] | None = None, error: str = "", status: int = 200
+) -> HttpResponse:
+    """The documents page; after a refused upload, with what was typed still in the form."""
     return render(
         request,
         "chat/documents.html",
         {
             "documents": documents.documents_visible_to(request.user),
             "sessions": services.session_list_for_user(request.user),
+            "form": form or {},
+            "upload_error": error,
         },
+        status=status,
     )
 
 
@@ -400,8 +410,9 @@ def document_upload(request: HttpRequest) -> HttpResponse:
             replace=request.POST.get("replace") == "on",
         )
     except ValidationError as exc:
-        flash.error(request, exc.messages[0])
-        return redirect("chat:documents")
+        # Shown with the form as it was sent: the pasted text (or the file's) is not lost.
+        form = {"title": title, "content": content, "shared": request.POST.get("shared") == "on"}
+        return _documents_page(request, form=form, error=exc.messages[0], status=400)
     who = "everyone" if document.shared else "only you"
     if document.replaced:
         flash.success(request, f"Replaced “{document.title}” with the new text; {who} can read it.")

@@ -219,6 +219,8 @@ def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, cli
     one = client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
     assert "1 chat mentions “391”" in one and "<mark>391</mark>" in one and "**391**" not in one
     assert "+ New chat" in one and "Team documents" in one and "Memory" in one
+    none = client_for(alice).get(reverse("chat:search"), {"q": "zebra"}).content.decode()
+    assert "No chat mentions “zebra”." in none
 
 
 def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):

@@ -220,8 +220,12 @@ def test_an_upload_never_silently_replaces_a_document_or_its_sharing(alice, bob,
     client = client_for(alice)
     upload = reverse("chat:document-upload")
     client.post(upload, {"title": "Runbook", "content": "Restart the queue first.", "shared": "on"})
-    page = client.post(upload, {"title": "Runbook", "content": "oops"}, follow=True).content.decode()
-    assert "You already have a document called “Runbook”" in page
+    response = client.post(upload, {"title": "runbook", "content": "Step 1: restart the queue."}, follow=True)
+    page = response.content.decode()
+    assert response.status_code == 400 and "You already have a document called “Runbook”" in page
+    assert "Step 1: restart the queue.</textarea>" in page and 'value="runbook"' in page, (
+        "what was typed stays"
+    )
     (runbook,) = Document.objects.filter(owner=alice, title="Runbook")
     assert runbook.content == "Restart the queue first." and runbook.shared
     assert "Runbook" in client_for(bob).get(reverse("chat:documents")).content.decode()

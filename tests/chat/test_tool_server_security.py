@@ -512,3 +512,20 @@ def test_staff_who_manage_accounts_cannot_take_over_accounts_with_rights(make_us
     assert plain.check_password("Reset-for-you-42!")
     entry = StaffAuditEntry.objects.get(object_type="account", object_id=str(plain.pk))
     assert entry.actor == manager and "password of plain" in entry.summary
+
+
+def test_an_account_staff_create_with_a_password_is_in_the_staff_audit_log(make_user, client_for):
+    manager = make_user("manager", is_staff=True)
+    manager.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_user", "add_user", "change_user"])
+    )
+    form = {
+        "username": "carol",
+        "password1": "Carol-first-42!",
+        "password2": "Carol-first-42!",
+        "usable_password": "true",
+    }
+    response = client_for(manager).post(reverse("admin:auth_user_add"), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entry = StaffAuditEntry.objects.get(object_type="account", action="add")
+    assert entry.actor == manager and "carol" in entry.summary
