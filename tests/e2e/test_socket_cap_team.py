@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.e2e.conftest import Site
 
@@ -32,11 +32,23 @@ def capped_site(tmp_path: Path, postgres_database: str, redis_url: str):
 
 
 async def try_open(site: Site, session_id: int, cookie: str):
+    """An open socket, or None when refused: a socket over the cap is accepted and closed at
+    once with 4429 (so the page can say why), anything else refused in the handshake."""
     uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
     try:
-        return await connect(uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10)
+        socket = await connect(uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10)
     except InvalidStatus:
         return None
+    try:
+        await asyncio.wait_for(socket.recv(), timeout=0.5)
+    except TimeoutError:
+        return socket  # open, and quiet until the page asks for something
+    except ConnectionClosed:
+        closed = socket.close_code
+    else:
+        return socket
+    assert closed == 4429, f"closed with {closed}, not the cap's 4429"
+    return None
 
 
 def test_the_cap_holds_across_daphne_processes_and_a_killed_one_leaks_nothing(capped_site):
