@@ -79,10 +79,14 @@ def test_the_approval_card_the_mode_picker_and_the_documents_page_use_words(
     assert run_now(run.pk) == "parked"
     client = client_for(alice)
     document_create(owner=alice, title="Travel plans", content="Fly in May.")
-    text = page_text(client, alice_session)
-    assert "Approve once" in text and "Calculator (Nexus)" in text
+    html = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    text = visible_text(html)
+    card = visible_text(re.search(r'<div class="approval-card.*?</form>', html, re.S).group(0))
+    assert "Approve once" in card and "Calculator (Nexus)" in card and "on nexus" not in card
     assert "Reasoning-driven" in text and "Cognitive (multi-agent)" in text
-    documents = visible_text(client.get(reverse("chat:documents")).content.decode())
+    documents_html = client.get(reverse("chat:documents")).content.decode()
+    assert "search_documents" not in documents_html, "the intro names the tool as people see it"
+    documents = visible_text(documents_html)
     assert "Travel plans" in documents
     assert raw_identifiers(text) | raw_identifiers(documents) == set()
 
