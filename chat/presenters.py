@@ -55,10 +55,15 @@ FINDINGS_CHARS = 400
 
 
 _STEP_ID = re.compile(r"\bstep_(\d+)\b")
+# A search hit's address for the model ("(private, nexus://documents/6)"): people have the
+# title beside it, so they read "(private)"; a bare address elsewhere reads "a team document".
+_DOCUMENT_URI = re.compile(r"(\((?:private|shared)), nexus://documents/\d+\)|nexus://documents/\d+")
 
 
 def plain_text(text: str) -> str:
-    """Engine text as people read it: tool names as labels, "step_1" as "step 1"."""
+    """Engine text as people read it: tool names as labels, "step_1" as "step 1", no
+    internal document addresses."""
+    text = _DOCUMENT_URI.sub(lambda m: m.group(1) + ")" if m.group(1) else "a team document", text)
     return _STEP_ID.sub(r"step \1", humanize_tool_names(text))
 
 
@@ -296,6 +301,9 @@ def approval_for(run_id: int, argument_hash: str) -> Any:
     approval = ToolApproval.objects.filter(run_id=run_id, argument_hash=argument_hash).first()
     if approval is not None:
         approval.arguments_json = pretty_json(approval.arguments)
+        # What ran: the person's edited arguments once approved with them, else the model's.
+        edited = approval.edited_arguments is not None and approval.status == "approved"
+        approval.ran_json = pretty_json(approval.edited_arguments) if edited else approval.arguments_json
     return approval
 
 

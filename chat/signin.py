@@ -15,6 +15,7 @@ from typing import Any
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.db.models.signals import post_save
 from django.dispatch import receiver
@@ -64,3 +65,17 @@ def recheck_open_pages(sender: Any, instance: Any, created: bool, **kwargs: Any)
     pages check and close (a sign-in's own save only costs each page one check)."""
     if not created:
         account_changed(user_id=instance.pk)
+
+
+SIGNED_OUT = "You are signed out: sign in again (in another tab), then send again. What you typed is kept."
+
+
+class SignedOutAware(LoginRequiredMiddleware):
+    """Sign-in required everywhere, as Django's middleware does; but a page's own request
+    (htmx) from a browser that signed out in another tab gets a 401 in words, which the page
+    shows beside what the person typed, instead of the login page swapped into the chat."""
+
+    def handle_no_permission(self, request: HttpRequest, view_func: Any) -> HttpResponse:
+        if request.headers.get("HX-Request") == "true":
+            return HttpResponse(SIGNED_OUT, status=401, content_type="text/plain; charset=utf-8")
+        return super().handle_no_permission(request, view_func)

@@ -12,6 +12,13 @@ from reasoning.modes import MODE_NAMES
 
 register = template.Library()
 
+# The agent modes as people read them in the picker (the value sent stays the mode's name).
+MODE_LABELS = {
+    "adaptive": "Adaptive",
+    "reasoning_driven": "Reasoning-driven",
+    "cognitive": "Cognitive (multi-agent)",
+}
+
 
 @register.inclusion_tag("chat/_mode_choice.html", takes_context=True)
 def mode_choice(context: template.Context, session: ChatSession | None) -> dict[str, Any]:
@@ -25,7 +32,9 @@ def mode_choice(context: template.Context, session: ChatSession | None) -> dict[
     return {
         "allowed": allowed,
         "session": session,
-        "choices": MODE_NAMES,
+        "choices": [
+            (name, MODE_LABELS.get(name, name.replace("_", " ").capitalize())) for name in MODE_NAMES
+        ],
         "current": current,
         "default": settings.AGENT_MODE,
         "csrf_token": context.get("csrf_token"),

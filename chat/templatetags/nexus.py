@@ -7,7 +7,7 @@ from django import template
 
 from chat.models import ReasoningRun
 from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode
-from reasoning.tools.labels import humanize_tool_names
+from reasoning.tools.labels import humanize_tool_names, tool_label
 
 register = template.Library()
 
@@ -48,6 +48,12 @@ def phase_label(phase: str) -> str:
 def plain(text: Any) -> str:
     """Free text for people (a model's reasoning, a reason, a lesson): tool names as labels."""
     return plain_text(str(text if text is not None else ""))
+
+
+@register.filter
+def tool_name(tool: Any, server: Any = "") -> str:
+    """A tool and its server as people read them: ("calculator", "nexus") → "Calculator (Nexus)"."""
+    return tool_label(str(tool or ""), str(server or ""))
 
 
 @register.filter

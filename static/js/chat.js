@@ -30,6 +30,16 @@
     panel.classList.toggle("open", open);
   }
 
+  // A card waiting for the person (a tool approval, a server's question) lives in the trace;
+  // a collapsed panel would hide its buttons, so the panel opens while one is pending (the
+  // saved preference is left alone).
+  function revealPending() {
+    panels().forEach((panel) => {
+      const list = panel.querySelector("ol.trace");
+      if (list && list.hidden && list.querySelector(".approval-card.approval-pending")) setPanelOpen(panel, true);
+    });
+  }
+
   function rememberOpen(open) {
     const app = document.getElementById("app");
     if (!app) return;
@@ -508,6 +518,7 @@
     }
     if (target && target.classList && target.classList.contains("answer")) addCopyButtons(target);
     if (target && target.id === "thread") sync();
+    revealPending();
     afterThreadChange(null);
     scrollThread(false);
   });
@@ -545,6 +556,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
     afterThreadChange(null);
+    revealPending();
     addCopyButtons(document);
     updateTitle();
     scrollThread(true);

@@ -1,6 +1,7 @@
 """No engine identifier reaches what people read: real runs (offline model, real tools) in
 every agent mode and strategy, rendered as the chat page renders them, panels open."""
 
+import json
 import re
 
 import pytest
@@ -8,9 +9,10 @@ from django.test import override_settings
 from django.urls import reverse
 
 from chat import services
-from chat.models import Preference
+from chat.documents import document_create
+from chat.models import MCPServer, Preference, ToolApproval
 from chat.sink import RunSink
-from tests.conftest import ask
+from tests.conftest import ask, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,6 +53,7 @@ def page_text(client, session) -> str:
 @pytest.mark.parametrize("mode", ["adaptive", "reasoning_driven", "cognitive"])
 def test_the_page_names_tools_strategies_and_steps_in_plain_language(mode, alice, alice_session, client_for):
     Preference.objects.create(user=alice, trace_open=True)
+    document_create(owner=alice, title="Travel plans", content="The plans for Paris and Tokyo: fly in May.")
     with override_settings(AGENT_MODE=mode):
         ask(alice_session, "What is 2+2?")  # approved by the local check, which names its tools
         ask(alice_session, "What is 17*23 and what time is it in Tokyo?")  # a light plan, one reply
@@ -62,4 +65,44 @@ def test_the_page_names_tools_strategies_and_steps_in_plain_language(mode, alice
     RunSink(stopped).record_stopped()
     text = page_text(client_for(alice), alice_session)
     assert "Calculator (Nexus)" in text and "Stopped by you" in text
+    assert "Travel plans" in text and "nexus://" not in text, "a search hit reads as its title"
     assert raw_identifiers(text) == set(), sorted(raw_identifiers(text))
+
+
+def test_the_approval_card_the_mode_picker_and_the_documents_page_use_words(
+    alice, alice_session, client_for, settings
+):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    settings.NEXUS_CHAT_MODE_CHOICE = True
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    client = client_for(alice)
+    document_create(owner=alice, title="Travel plans", content="Fly in May.")
+    html = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    text = visible_text(html)
+    card = visible_text(re.search(r'<div class="approval-card.*?</form>', html, re.S).group(0))
+    assert "Approve once" in card and "Calculator (Nexus)" in card and "on nexus" not in card
+    assert "Reasoning-driven" in text and "Cognitive (multi-agent)" in text
+    documents_html = client.get(reverse("chat:documents")).content.decode()
+    assert "search_documents" not in documents_html, "the intro names the tool as people see it"
+    documents = visible_text(documents_html)
+    assert "Travel plans" in documents
+    assert raw_identifiers(text) | raw_identifiers(documents) == set()
+
+
+def test_an_approval_with_edited_arguments_shows_what_ran(alice, alice_session, client_for, settings):
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    assert run_now(run.pk) == "parked"
+    asked = ToolApproval.objects.get(run=run, status="pending")
+    edited = {key: "17*24" for key in asked.arguments}
+    response = client_for(alice).post(
+        reverse("chat:approval-decide", args=[asked.pk]),
+        {"decision": "edit", "arguments": json.dumps(edited)},
+        HTTP_HX_REQUEST="true",
+    )
+    card = response.content.decode()
+    shown = re.search(r'<pre class="approval-args">(.*?)</pre>', card, re.S).group(1)
+    assert "with edited arguments" in card and "17*24" in shown and "17*23" not in shown

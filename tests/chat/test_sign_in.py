@@ -100,3 +100,20 @@ def test_forwarded_addresses_count_only_behind_the_proxy(alice, bob, settings):
     assert (
         sign_in(guesser, "bob", "bob-password-1", HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 429
     ), "the guessing client is paused, whatever it put in front of the proxy's entry"
+
+
+def test_a_page_request_after_signing_out_elsewhere_is_told_so_not_sent_the_login_page(
+    alice, alice_session, client_for
+):
+    """The chat page's send from a tab whose browser signed out in another tab: a 401 in words
+    (shown under the message box) instead of a redirect htmx would follow to the login page."""
+    client = client_for(alice)
+    client.post(reverse("logout"))
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    response = client.post(url, {"content": "typed before"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 401
+    assert response["Content-Type"].startswith("text/plain")
+    assert "signed out" in response.content.decode() and "<form" not in response.content.decode()
+    assert client.post(url, {"content": "typed before"}).status_code == 302, (
+        "a plain request still goes to sign-in"
+    )

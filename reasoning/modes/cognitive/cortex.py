@@ -415,7 +415,7 @@ class CortexCoordinator:
                         "evaluation": evaluation.to_dict() if checked else None,
                         "answer": answer,
                     },
-                    summary=f"What should we learn from this run ({trigger})?",
+                    summary=f"What should we learn from this run ({trigger.replace('_', ' ')})?",
                 )
             except MessageError as error:
                 await ctx.degrade("reflection", error.error, "no lessons recorded for this run")
