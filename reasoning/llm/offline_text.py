@@ -12,6 +12,7 @@ from typing import Any
 
 from reasoning.foresight import expression_in, zone_in
 from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, distinct, keywords, markdown_inline, paragraphs
+from reasoning.tools.approval import declined_tool
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
@@ -116,7 +117,8 @@ def covers(part: str, answer: str) -> bool:
 
 
 def is_refusal(text: str) -> bool:
-    return "can't answer that offline" in text or "didn't find a question" in text
+    """An honest "I can't": no deeper strategy changes it (nor a declined tool call)."""
+    return "can't answer that offline" in text or "didn't find a question" in text or DECLINED in text
 
 
 # --- writing answers ----------------------------------------------------------------------
@@ -205,7 +207,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
     lines = []
     for name, arguments, text, is_error in results:
         base = name.split("__")[-1]
-        if is_error or text.startswith("Error:"):
+        if declined_tool(text) is not None:
+            lines.append(_declined(base, arguments))
+        elif is_error or text.startswith("Error:"):
             lines.append(f"The {base} tool could not help: {text.removeprefix('Error:').strip()}")
         elif base == "calculator":
             value = text.split("=")[-1].strip()
@@ -219,6 +223,24 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
         else:
             lines.append(f"{base} returned: {text[:1500]}")
     return "\n\n".join(lines)
+
+
+DECLINED = "You declined the "
+
+
+def _declined(tool: str, arguments: dict[str, Any]) -> str:
+    """What the person reads after declining a call: what was not done, in plain words."""
+    if tool == "calculator":
+        skipped = f"compute {_code(arguments.get('expression', ''))}"
+    elif tool == "clock":
+        skipped = "check the time"
+    elif tool == "search_documents":
+        skipped = (
+            f'search the team\'s documents for "{markdown_inline(shorten(str(arguments.get("query", ""))))}"'
+        )
+    else:
+        skipped = "run it"
+    return f"{DECLINED}{tool}, so I didn't {skipped}."
 
 
 def found_nothing(text: str) -> bool:

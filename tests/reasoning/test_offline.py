@@ -112,3 +112,41 @@ async def test_a_jittered_offline_call_takes_between_the_bounds_and_varies(monke
         totals.append(sum(waited))
     assert all(0.7 - 1e-9 <= total <= 1.3 + 1e-9 for total in totals) and len(set(totals)) > 1
     assert OfflineClient(latency=1.0, jitter=0.3).with_model("other").jitter == 0.3
+
+
+class _Declines:
+    """A person who declines every call they are asked about."""
+
+    async def known(self, request):
+        from reasoning.tools.approval import ApprovalDecision
+
+        return ApprovalDecision(False, note="declined by the user")
+
+    async def wait(self, request):  # pragma: no cover - `known` always decides
+        raise AssertionError("not asked")
+
+    async def answer(self, request):  # pragma: no cover
+        return "decline", None
+
+
+async def test_a_declined_calculator_is_said_plainly_and_not_scored_as_a_miss():
+    """A reviewer read "The calculator tool could not help: the user declined this call of
+    calculator ...; do not call it again" (words meant for the model), scored 0.00."""
+    import dataclasses
+
+    class AskFirst(type(builtin_provider())):
+        async def list_tools(self):
+            return [dataclasses.replace(spec, approval="ask") for spec in await super().list_tools()]
+
+    provider = builtin_provider()
+    provider.__class__ = AskFirst
+    registry = ToolRegistry([provider], approver=_Declines())
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(), registry, ReasoningConfig.from_env({}, provider="offline")
+    )
+    sink = ListSink()
+    result = await engine.run("What is 19*21?", sink=sink)
+    assert "You declined the calculator, so I didn't compute `19*21`." in result.answer
+    assert "do not call it again" not in result.answer and "could not help" not in result.answer
+    quality = sink.of("quality.completed")[-1].payload
+    assert quality["approved"] and quality["evaluation"]["confidence"] > 0.5 and not result.escalated, quality
