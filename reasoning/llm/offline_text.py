@@ -165,15 +165,29 @@ def _best_passages(question: str, pieces: list[tuple[str, str]], titles: set[str
 
 
 def _quote(passages: list[tuple[str, str]]) -> str:
-    """Passages as quotes under their document's name, each document named once."""
-    by_title: dict[str, list[str]] = {}
+    """Passages as quotes under their document's name, each document named once, and within
+    it each section heading shown once (passages carry their heading: `paragraphs`)."""
+    by_title: dict[str, dict[str, list[str]]] = {}
     for title, passage in passages:
-        by_title.setdefault(title, []).append(passage)
+        heading, body = _heading_of(passage)
+        by_title.setdefault(title, {}).setdefault(heading, []).append(body)
     return "\n\n".join(
         f"From **{markdown_inline(title)}**:\n\n"
-        + "\n>\n".join("> " + "\n> ".join(_unheaded(p)[:800].splitlines()) for p in quoted)
-        for title, quoted in by_title.items()
+        + "\n>\n".join(
+            "> " + "\n> ".join(_unheaded("\n".join(filter(None, [heading, body])))[:800].splitlines())
+            for heading, bodies in sections.items()
+            for body, heading in ((b, heading if i == 0 else "") for i, b in enumerate(bodies))
+        )
+        for title, sections in by_title.items()
     )
+
+
+def _heading_of(passage: str) -> tuple[str, str]:
+    """A passage's leading Markdown heading ("" when none) and the text under it."""
+    first, _, rest = passage.partition("\n")
+    if rest.strip() and MARKDOWN_HEADING.match(first):
+        return first.strip(), rest.strip()
+    return "", passage
 
 
 def _unheaded(passage: str) -> str:

@@ -150,3 +150,17 @@ async def test_a_declined_calculator_is_said_plainly_and_not_scored_as_a_miss():
     assert "do not call it again" not in result.answer and "could not help" not in result.answer
     quality = sink.of("quality.completed")[-1].payload
     assert quality["approved"] and quality["evaluation"]["confidence"] > 0.5 and not result.escalated, quality
+
+
+def test_a_documents_section_heading_is_quoted_once_for_its_passages():
+    """Two paragraphs under "## Release process" were quoted with "**Release process**" each."""
+    from reasoning.llm.offline_text import answer_from_context
+
+    handbook = (
+        "# Handbook\n\n## Release process\n\nReleases are cut on Tuesday from main.\n\n"
+        "Release notes are written by the release captain before the release.\n\n"
+        "## Security\n\nRotate keys every release.\n"
+    )
+    answer = answer_from_context("How does the release process work?", [("Handbook", handbook)])
+    assert answer.count("**Release process**") == 1, answer
+    assert "cut on Tuesday" in answer and "release captain" in answer
