@@ -107,9 +107,9 @@ class OfflineClient(LLMClient):
     def agent_turn(self, request: LLMRequest) -> LLMResponse:
         context = _attached(request.hints)
         question = _current_question(request.messages)
-        if context:
-            return self._response(answer_from_context(question, context), [], request)
         parts = [str(part) for part in request.hints.get("parts") or []]
+        if context:
+            return self.context_turn(parts or question_parts(question) or [question], context, request)
         if parts:
             return self.parts_turn(parts, request)
         results = _tool_results(request.messages)
@@ -122,6 +122,38 @@ class OfflineClient(LLMClient):
                 tool_call = ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
                 return self._response("", [tool_call], request, "tool_use")
         return self._response(answer_without_tools(question), [], request)
+
+    def context_turn(
+        self, parts: list[str], context: list[tuple[str, str]], request: LLMRequest
+    ) -> LLMResponse:
+        """With documents attached, each part still gets what answers it: a calculation or the
+        time from its tool (all called in one turn), anything else from the attachments."""
+        results = _tool_results(request.messages)
+        tools = [t.name for t in request.tools]
+        wanted = [
+            plan_tool_call(part, tools) if part_kind(part) in ("arithmetic", "time") else None
+            for part in parts
+        ]
+        if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
+            calls = [
+                ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
+                for name, arguments in (call for call in wanted if call is not None)
+            ]
+            return self._response("", calls, request, "tool_use")
+        sections = []
+        for part, call in zip(parts, wanted, strict=True):
+            mine = [r for r in results if call is not None and (r[0], r[1]) == call]
+            if mine:
+                text = answer_from_results(part, mine)
+            elif part_kind(part) in ("arithmetic", "time"):
+                text = answer_without_tools(part)
+            else:
+                text = answer_from_context(part, context)
+            sections.append((part, text))
+        if len(sections) == 1:
+            return self._response(sections[0][1], [], request)
+        text = "\n\n".join(f"**{markdown_inline(part)}**\n\n{answer}" for part, answer in sections)
+        return self._response(text, [], request)
 
     def parts_turn(self, parts: list[str], request: LLMRequest) -> LLMResponse:
         """Every listed part: its tool calls first (all in one turn), then each part answered
