@@ -37,9 +37,11 @@ from reasoning.llm.offline_text import (
     part_kind,
     plan_tool_call,
     question_parts,
+    recalls,
+    remembered_lines,
     zone_in,
 )
-from reasoning.text import markdown_inline
+from reasoning.text import EARLIER_CHAT, markdown_inline
 
 STREAM_WORDS = 4
 
@@ -90,9 +92,9 @@ class OfflineClient(LLMClient):
         if request.hints.get("respond"):
             results = [tuple(r) for r in request.hints.get("tool_results", [])]
             question = request.hints.get("query", "")
-            documents = _attached(request.hints)
-            if documents:
-                text = answer_from_context(question, documents)
+            documents, remembered = _attached(request.hints), _remembered(request.hints, question)
+            if documents or remembered:
+                text = answer_from_context(question, documents, remembered)
             else:
                 text = answer_from_results(question, results) if results else answer_without_tools(question)
             return self._response(text, [], request)
@@ -108,8 +110,11 @@ class OfflineClient(LLMClient):
         context = _attached(request.hints)
         question = _current_question(request.messages)
         parts = [str(part) for part in request.hints.get("parts") or []]
-        if context:
-            return self.context_turn(parts or question_parts(question) or [question], context, request)
+        remembered = _remembered(request.hints, question)
+        if context or remembered:
+            return self.context_turn(
+                parts or question_parts(question) or [question], context, remembered, request
+            )
         if parts:
             return self.parts_turn(parts, request)
         results = _tool_results(request.messages)
@@ -124,7 +129,7 @@ class OfflineClient(LLMClient):
         return self._response(answer_without_tools(question), [], request)
 
     def context_turn(
-        self, parts: list[str], context: list[tuple[str, str]], request: LLMRequest
+        self, parts: list[str], context: list[tuple[str, str]], remembered: list[str], request: LLMRequest
     ) -> LLMResponse:
         """With documents attached, each part still gets what answers it: a calculation or the
         time from its tool (all called in one turn), anything else from the attachments."""
@@ -148,7 +153,7 @@ class OfflineClient(LLMClient):
             elif part_kind(part) in ("arithmetic", "time"):
                 text = answer_without_tools(part)
             else:
-                text = answer_from_context(part, context)
+                text = answer_from_context(part, context, remembered)
             sections.append((part, text))
         if len(sections) == 1:
             return self._response(sections[0][1], [], request)
@@ -221,8 +226,25 @@ def _attached(hints: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (str(item.get("title", "")), str(item.get("content", "")))
         for item in hints.get("attachments") or []
-        if isinstance(item, dict) and item.get("kind") in ("document", "resource")
+        if isinstance(item, dict)
+        and item.get("kind") in ("document", "resource")
+        and item.get("source") != "memory"
     ]
+
+
+def _remembered(hints: dict[str, Any], question: str) -> list[str]:
+    """The recalled memories the run attached, when any bears on the question (an unrelated
+    one must not keep a calculation from its calculator)."""
+
+    lines = [
+        line
+        for item in hints.get("attachments") or []
+        if isinstance(item, dict) and item.get("source") == "memory"
+        for line in remembered_lines(str(item.get("content", "")))
+    ]
+    # What the person told Nexus answers better than an earlier exchange that used it.
+    facts = [line for line in lines if not line.startswith(EARLIER_CHAT)]
+    return facts if recalls(question, facts) else lines if recalls(question, lines) else []
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str, bool]]:

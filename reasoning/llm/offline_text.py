@@ -124,11 +124,32 @@ def is_refusal(text: str) -> bool:
 # --- writing answers ----------------------------------------------------------------------
 
 
-def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
-    """The passages of the mentioned documents that best match the question, by document."""
+# Recalled memories (the cognitive mode attaches them): quoted as what the person said
+# before, never as a document.
+REMEMBERED = "\x00remembered"
+_MEMORY_LINE = re.compile(r"^\s*-\s*(.+?)(?:\s+\([^()]*\))?\s*$")
+
+
+def remembered_lines(content: str) -> list[str]:
+    """The recalled items of a memory attachment (one per line), without where each came from."""
+    return [m.group(1) for line in (content or "").splitlines() if (m := _MEMORY_LINE.match(line))]
+
+
+def recalls(question: str, remembered: list[str]) -> bool:
+    """Does anything recalled bear on the question?"""
+    return bool(_best_passages(question, [(REMEMBERED, line) for line in remembered], set()))
+
+
+def answer_from_context(
+    question: str, documents: list[tuple[str, str]], remembered: list[str] | None = None
+) -> str:
+    """The passages of the mentioned documents (and the recalled memories) that best match the
+    question, by document; a document's first passage when none matches."""
     pieces = [(title, passage) for title, content in documents for passage in paragraphs(content)]
+    memory = [(REMEMBERED, line) for line in remembered or []]
     titles = {title for title, _ in documents}
-    return _quote(_best_passages(question, pieces, titles) or pieces[:1])
+    best = _best_passages(question, pieces + memory, titles) or pieces[:1]
+    return _quote(best) if best else answer_without_tools(question)
 
 
 # One hit of the document search tool: "## Title  (shared, nexus://documents/7)" then its text.
@@ -171,14 +192,22 @@ def _quote(passages: list[tuple[str, str]]) -> str:
     for title, passage in passages:
         heading, body = _heading_of(passage)
         by_title.setdefault(title, {}).setdefault(heading, []).append(body)
+    told = by_title.pop(REMEMBERED, {})
+    earlier = [
+        "From what you told me earlier:\n\n"
+        + "\n".join(f"- {markdown_inline(line)}" for lines in told.values() for line in lines)
+    ]
     return "\n\n".join(
-        f"From **{markdown_inline(title)}**:\n\n"
-        + "\n>\n".join(
-            "> " + "\n> ".join(_unheaded("\n".join(filter(None, [heading, body])))[:800].splitlines())
-            for heading, bodies in sections.items()
-            for body, heading in ((b, heading if i == 0 else "") for i, b in enumerate(bodies))
-        )
-        for title, sections in by_title.items()
+        [*(earlier if told else [])]
+        + [
+            f"From **{markdown_inline(title)}**:\n\n"
+            + "\n>\n".join(
+                "> " + "\n> ".join(_unheaded("\n".join(filter(None, [heading, body])))[:800].splitlines())
+                for heading, bodies in sections.items()
+                for body, heading in ((b, heading if i == 0 else "") for i, b in enumerate(bodies))
+            )
+            for title, sections in by_title.items()
+        ]
     )
 
 
