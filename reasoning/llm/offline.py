@@ -112,8 +112,8 @@ class OfflineClient(LLMClient):
         parts = [str(part) for part in request.hints.get("parts") or []]
         remembered = _remembered(request.hints, question)
         if context or remembered:
-            return self.context_turn(
-                parts or question_parts(question) or [question], context, remembered, request
+            return self.parts_turn(
+                parts or question_parts(question) or [question], request, context, remembered
             )
         if parts:
             return self.parts_turn(parts, request)
@@ -128,44 +128,24 @@ class OfflineClient(LLMClient):
                 return self._response("", [tool_call], request, "tool_use")
         return self._response(answer_without_tools(question), [], request)
 
-    def context_turn(
-        self, parts: list[str], context: list[tuple[str, str]], remembered: list[str], request: LLMRequest
+    def parts_turn(
+        self,
+        parts: list[str],
+        request: LLMRequest,
+        context: list[tuple[str, str]] | None = None,
+        remembered: list[str] | None = None,
     ) -> LLMResponse:
-        """With documents attached, each part still gets what answers it: a calculation or the
-        time from its tool (all called in one turn), anything else from the attachments."""
+        """Every part: its tool calls first (all in one turn), then each part answered under
+        its heading from its own results. With attachments (`context`), only a calculation or
+        the time goes to a tool; anything else is answered from the attachments."""
         results = _tool_results(request.messages)
         tools = [t.name for t in request.tools]
         wanted = [
-            plan_tool_call(part, tools) if part_kind(part) in ("arithmetic", "time") else None
+            plan_tool_call(part, tools)
+            if context is None or part_kind(part) in ("arithmetic", "time")
+            else None
             for part in parts
         ]
-        if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
-            calls = [
-                ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
-                for name, arguments in (call for call in wanted if call is not None)
-            ]
-            return self._response("", calls, request, "tool_use")
-        sections = []
-        for part, call in zip(parts, wanted, strict=True):
-            mine = [r for r in results if call is not None and (r[0], r[1]) == call]
-            if mine:
-                text = answer_from_results(part, mine)
-            elif part_kind(part) in ("arithmetic", "time"):
-                text = answer_without_tools(part)
-            else:
-                text = answer_from_context(part, context, remembered)
-            sections.append((part, text))
-        if len(sections) == 1:
-            return self._response(sections[0][1], [], request)
-        text = "\n\n".join(f"**{markdown_inline(part)}**\n\n{answer}" for part, answer in sections)
-        return self._response(text, [], request)
-
-    def parts_turn(self, parts: list[str], request: LLMRequest) -> LLMResponse:
-        """Every listed part: its tool calls first (all in one turn), then each part answered
-        under its heading from its own results."""
-        results = _tool_results(request.messages)
-        tools = [t.name for t in request.tools]
-        wanted = [plan_tool_call(part, tools) for part in parts]
         if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
             calls = [
                 ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
@@ -178,9 +158,17 @@ class OfflineClient(LLMClient):
             if not mine and part_kind(part) == "documents":
                 # Found by a search made for the whole question or another part: read it too.
                 mine = [r for r in results if r[0].split("__")[-1] == "search_documents"]
-            text = answer_from_results(part, mine) if mine else answer_without_tools(part)
-            sections.append(f"**{markdown_inline(part)}**\n\n{text}")
-        return self._response("\n\n".join(sections), [], request)
+            if mine:
+                text = answer_from_results(part, mine)
+            elif context is not None and part_kind(part) not in ("arithmetic", "time"):
+                text = answer_from_context(part, context, remembered)
+            else:
+                text = answer_without_tools(part)
+            sections.append((part, text))
+        if context is not None and len(sections) == 1:
+            return self._response(sections[0][1], [], request)
+        text = "\n\n".join(f"**{markdown_inline(part)}**\n\n{answer}" for part, answer in sections)
+        return self._response(text, [], request)
 
     def _response(
         self, text: str, calls: list[ToolCall], request: LLMRequest, stop: str = "end_turn"
