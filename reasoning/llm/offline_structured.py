@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.llm.offline_text import (
-    DECLINED,
     answer_without_tools,
     covers,
+    declined_for,
     found_nothing,
     is_refusal,
     keywords,
@@ -92,12 +92,12 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
     # An honest "I can't answer that" about general knowledge, or about the team's documents
     # when their search found nothing, is all the offline model can give at any depth: the
     # same tools give the same results however the question is planned.
-    # So is "you declined the tool, so I didn't ...": the person said no to the only way.
+    # So is "you declined the calculator, so I didn't compute …": the person said no to it.
     unanswerable = [
         p
         for p in missing
         if (part_kind(p) in ("general", "documents") and is_refusal(strip_label(response)))
-        or DECLINED in strip_label(response)
+        or declined_for(p, strip_label(response))
     ]
     if missing and len(unanswerable) == len(missing):
         return {

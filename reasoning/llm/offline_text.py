@@ -117,8 +117,22 @@ def covers(part: str, answer: str) -> bool:
 
 
 def is_refusal(text: str) -> bool:
-    """An honest "I can't": no deeper strategy changes it (nor a declined tool call)."""
-    return "can't answer that offline" in text or "didn't find a question" in text or DECLINED in text
+    return "can't answer that offline" in text or "didn't find a question" in text
+
+
+def declined_for(part: str, answer: str) -> bool:
+    """Does the answer say the person declined the tool this part needed? As honest as a
+    refusal: asking again, or planning deeper, would only ask them again."""
+    kind = part_kind(part)
+    if kind == "arithmetic":
+        done = f"compute {_code(expression_in(part) or '')}"
+    elif kind == "time":
+        done = "check the time"
+    elif kind == "documents":
+        done = "search the team's documents"
+    else:
+        return False
+    return bool(re.search(rf"{re.escape(DECLINED)}\S+, so I didn't {re.escape(done)}", answer))
 
 
 # --- writing answers ----------------------------------------------------------------------

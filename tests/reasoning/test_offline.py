@@ -164,3 +164,13 @@ def test_a_documents_section_heading_is_quoted_once_for_its_passages():
     answer = answer_from_context("How does the release process work?", [("Handbook", handbook)])
     assert answer.count("**Release process**") == 1, answer
     assert "cut on Tuesday" in answer and "release captain" in answer
+
+
+def test_a_decline_excuses_only_the_part_whose_tool_was_declined():
+    from reasoning.llm.offline_structured import structured_answer
+
+    answer = "**What is 19\\*21?**\n\nYou declined the calculator, so I didn't compute `19*21`."
+    honest = structured_answer("record_quality_assessment", {"query": "What is 19*21?", "response": answer})
+    assert honest["is_sufficient"] and honest["deeper_would_help"] is False
+    other = structured_answer("record_quality_assessment", {"query": "What is 19*21 and what is 3*4?", "response": answer})
+    assert not other["is_sufficient"] and other["missing_aspects"], "3*4 was never declined"
