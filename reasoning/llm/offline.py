@@ -95,6 +95,10 @@ class OfflineClient(LLMClient):
             documents, remembered = _attached(request.hints), _remembered(request.hints, question)
             if documents or remembered:
                 text = answer_from_context(question, documents, remembered)
+                # A calculation or the time the thinker asked a tool for answers its part too.
+                tooled = [r for r in results if r[0].split("__")[-1] != "search_documents"]
+                if tooled:
+                    text = f"{answer_from_results(question, tooled)}\n\n{text}"
             else:
                 text = answer_from_results(question, results) if results else answer_without_tools(question)
             return self._response(text, [], request)

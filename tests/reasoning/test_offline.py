@@ -172,5 +172,25 @@ def test_a_decline_excuses_only_the_part_whose_tool_was_declined():
     answer = "**What is 19\\*21?**\n\nYou declined the calculator, so I didn't compute `19*21`."
     honest = structured_answer("record_quality_assessment", {"query": "What is 19*21?", "response": answer})
     assert honest["is_sufficient"] and honest["deeper_would_help"] is False
-    other = structured_answer("record_quality_assessment", {"query": "What is 19*21 and what is 3*4?", "response": answer})
+    other = structured_answer(
+        "record_quality_assessment", {"query": "What is 19*21 and what is 3*4?", "response": answer}
+    )
     assert not other["is_sufficient"] and other["missing_aspects"], "3*4 was never declined"
+
+
+def test_a_thought_driven_answer_with_a_document_keeps_the_calculators_result():
+    from reasoning.llm.base import LLMRequest
+
+    question = 'Summarize the security section of @"Team Handbook" and what is 12*12?'
+    handbook = "## Security\n\nLock your laptop when you leave your desk.\n"
+    request = LLMRequest(
+        messages=[{"role": "user", "content": question}],
+        hints={
+            "respond": True,
+            "query": question,
+            "attachments": [{"kind": "document", "title": "Team Handbook", "content": handbook}],
+            "tool_results": [("calculator", {"expression": "12*12"}, "12*12 = 144", False)],
+        },
+    )
+    text = OfflineClient().respond(request).text
+    assert "**144**" in text and "Lock your laptop" in text, text
