@@ -103,8 +103,13 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
         return {
             "is_sufficient": True,
             "confidence": 0.65,
-            "reasoning": "The offline model cannot answer this part; a deeper strategy would not help, "
-            "and the answer says so honestly.",
+            "reasoning": (
+                "You declined the tool this part needed; planning deeper would only ask again, "
+                "and the answer says so."
+                if any(declined_for(p, strip_label(response)) for p in missing)
+                else "The offline model cannot answer this part; a deeper strategy would not help, "
+                "and the answer says so honestly."
+            ),
             "missing_aspects": [],
             "deeper_would_help": False,
         }

@@ -172,6 +172,7 @@ def test_a_decline_excuses_only_the_part_whose_tool_was_declined():
     answer = "**What is 19\\*21?**\n\nYou declined the calculator, so I didn't compute `19*21`."
     honest = structured_answer("record_quality_assessment", {"query": "What is 19*21?", "response": answer})
     assert honest["is_sufficient"] and honest["deeper_would_help"] is False
+    assert honest["reasoning"].startswith("You declined"), "not 'the offline model cannot answer'"
     other = structured_answer(
         "record_quality_assessment", {"query": "What is 19*21 and what is 3*4?", "response": answer}
     )
