@@ -18,7 +18,7 @@ from reasoning.calls import ComponentLLM
 from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
-from reasoning.tools.approval import ApprovalRequest, InputRequest
+from reasoning.tools.approval import ApprovalRequest, InputRequest, declined_message
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
@@ -147,9 +147,7 @@ class ToolExecutor:
             **({"edited_arguments": decision.arguments} if edited else {}),
         )
         if not decision.approved:
-            why = f" ({decision.note})" if decision.note else ""
-            refusal = f"the user declined this call of {tool}{why}; do not call it again, answer without it"
-            return call, ToolOutcome(False, "", refusal), base
+            return call, ToolOutcome(False, "", declined_message(tool, decision.note)), base
         if edited:
             arguments = dict(decision.arguments or {})
             call = ToolCall(call.id, call.name, arguments)

@@ -98,3 +98,18 @@ def markdown_inline(text: str) -> str:
     """`text` (a question, a step) made safe to embed in Markdown, e.g. as a bold heading:
     one line, with every character that could open or close formatting escaped."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join((text or "").split()))
+
+
+_MARKS = re.compile(r"\*\*|__|`|\\(?=[\\`*_\[\]<>|~#])")
+_LINE_MARKS = re.compile(r"^\s*(?:>\s*)+|^\s{0,3}#{1,6}\s+")
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown as one line of plain text (for summaries shown where Markdown is not rendered):
+    no bold or code marks, quote markers or heading hashes."""
+    lines = (_LINE_MARKS.sub("", line) for line in (markdown or "").splitlines())
+    return " ".join(_MARKS.sub("", " ".join(lines)).split())
+
+
+# How a recalled earlier exchange is introduced among recalled memories (a fact is not).
+EARLIER_CHAT = "Earlier chat: "

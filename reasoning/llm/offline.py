@@ -37,9 +37,11 @@ from reasoning.llm.offline_text import (
     part_kind,
     plan_tool_call,
     question_parts,
+    recalls,
+    remembered_lines,
     zone_in,
 )
-from reasoning.text import markdown_inline
+from reasoning.text import EARLIER_CHAT, markdown_inline
 
 STREAM_WORDS = 4
 
@@ -90,9 +92,13 @@ class OfflineClient(LLMClient):
         if request.hints.get("respond"):
             results = [tuple(r) for r in request.hints.get("tool_results", [])]
             question = request.hints.get("query", "")
-            documents = _attached(request.hints)
-            if documents:
-                text = answer_from_context(question, documents)
+            documents, remembered = _attached(request.hints), _remembered(request.hints, question)
+            if documents or remembered:
+                text = answer_from_context(question, documents, remembered)
+                # A calculation or the time the thinker asked a tool for answers its part too.
+                tooled = [r for r in results if r[0].split("__")[-1] != "search_documents"]
+                if tooled:
+                    text = f"{answer_from_results(question, tooled)}\n\n{text}"
             else:
                 text = answer_from_results(question, results) if results else answer_without_tools(question)
             return self._response(text, [], request)
@@ -107,9 +113,12 @@ class OfflineClient(LLMClient):
     def agent_turn(self, request: LLMRequest) -> LLMResponse:
         context = _attached(request.hints)
         question = _current_question(request.messages)
-        if context:
-            return self._response(answer_from_context(question, context), [], request)
         parts = [str(part) for part in request.hints.get("parts") or []]
+        remembered = _remembered(request.hints, question)
+        if context or remembered:
+            return self.parts_turn(
+                parts or question_parts(question) or [question], request, context, remembered
+            )
         if parts:
             return self.parts_turn(parts, request)
         results = _tool_results(request.messages)
@@ -123,12 +132,24 @@ class OfflineClient(LLMClient):
                 return self._response("", [tool_call], request, "tool_use")
         return self._response(answer_without_tools(question), [], request)
 
-    def parts_turn(self, parts: list[str], request: LLMRequest) -> LLMResponse:
-        """Every listed part: its tool calls first (all in one turn), then each part answered
-        under its heading from its own results."""
+    def parts_turn(
+        self,
+        parts: list[str],
+        request: LLMRequest,
+        context: list[tuple[str, str]] | None = None,
+        remembered: list[str] | None = None,
+    ) -> LLMResponse:
+        """Every part: its tool calls first (all in one turn), then each part answered under
+        its heading from its own results. With attachments (`context`), only a calculation or
+        the time goes to a tool; anything else is answered from the attachments."""
         results = _tool_results(request.messages)
         tools = [t.name for t in request.tools]
-        wanted = [plan_tool_call(part, tools) for part in parts]
+        wanted = [
+            plan_tool_call(part, tools)
+            if context is None or part_kind(part) in ("arithmetic", "time")
+            else None
+            for part in parts
+        ]
         if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
             calls = [
                 ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
@@ -141,9 +162,17 @@ class OfflineClient(LLMClient):
             if not mine and part_kind(part) == "documents":
                 # Found by a search made for the whole question or another part: read it too.
                 mine = [r for r in results if r[0].split("__")[-1] == "search_documents"]
-            text = answer_from_results(part, mine) if mine else answer_without_tools(part)
-            sections.append(f"**{markdown_inline(part)}**\n\n{text}")
-        return self._response("\n\n".join(sections), [], request)
+            if mine:
+                text = answer_from_results(part, mine)
+            elif context is not None and part_kind(part) not in ("arithmetic", "time"):
+                text = answer_from_context(part, context, remembered)
+            else:
+                text = answer_without_tools(part)
+            sections.append((part, text))
+        if context is not None and len(sections) == 1:
+            return self._response(sections[0][1], [], request)
+        text = "\n\n".join(f"**{markdown_inline(part)}**\n\n{answer}" for part, answer in sections)
+        return self._response(text, [], request)
 
     def _response(
         self, text: str, calls: list[ToolCall], request: LLMRequest, stop: str = "end_turn"
@@ -189,8 +218,25 @@ def _attached(hints: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (str(item.get("title", "")), str(item.get("content", "")))
         for item in hints.get("attachments") or []
-        if isinstance(item, dict) and item.get("kind") in ("document", "resource")
+        if isinstance(item, dict)
+        and item.get("kind") in ("document", "resource")
+        and item.get("source") != "memory"
     ]
+
+
+def _remembered(hints: dict[str, Any], question: str) -> list[str]:
+    """The recalled memories the run attached, when any bears on the question (an unrelated
+    one must not keep a calculation from its calculator)."""
+
+    lines = [
+        line
+        for item in hints.get("attachments") or []
+        if isinstance(item, dict) and item.get("source") == "memory"
+        for line in remembered_lines(str(item.get("content", "")))
+    ]
+    # What the person told Nexus answers better than an earlier exchange that used it.
+    facts = [line for line in lines if not line.startswith(EARLIER_CHAT)]
+    return facts if recalls(question, facts) else lines if recalls(question, lines) else []
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str, bool]]:

@@ -11,6 +11,7 @@ from typing import Any
 from reasoning.llm.offline_text import (
     answer_without_tools,
     covers,
+    declined_for,
     found_nothing,
     is_refusal,
     keywords,
@@ -91,15 +92,24 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
     # An honest "I can't answer that" about general knowledge, or about the team's documents
     # when their search found nothing, is all the offline model can give at any depth: the
     # same tools give the same results however the question is planned.
+    # So is "you declined the calculator, so I didn't compute …": the person said no to it.
     unanswerable = [
-        p for p in missing if part_kind(p) in ("general", "documents") and is_refusal(strip_label(response))
+        p
+        for p in missing
+        if (part_kind(p) in ("general", "documents") and is_refusal(strip_label(response)))
+        or declined_for(p, strip_label(response))
     ]
     if missing and len(unanswerable) == len(missing):
         return {
             "is_sufficient": True,
             "confidence": 0.65,
-            "reasoning": "The offline model cannot answer this part; a deeper strategy would not help, "
-            "and the answer says so honestly.",
+            "reasoning": (
+                "You declined the tool this part needed; planning deeper would only ask again, "
+                "and the answer says so."
+                if any(declined_for(p, strip_label(response)) for p in missing)
+                else "The offline model cannot answer this part; a deeper strategy would not help, "
+                "and the answer says so honestly."
+            ),
             "missing_aspects": [],
             "deeper_would_help": False,
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 from reasoning.foresight import expression_in, zone_in
 from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, distinct, keywords, markdown_inline, paragraphs
+from reasoning.tools.approval import declined_tool
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
 LABEL = "*Answered by Nexus's offline model: no API key is set (set ANTHROPIC_API_KEY to use Claude).*"
@@ -119,14 +120,50 @@ def is_refusal(text: str) -> bool:
     return "can't answer that offline" in text or "didn't find a question" in text
 
 
+def declined_for(part: str, answer: str) -> bool:
+    """Does the answer say the person declined the tool this part needed? As honest as a
+    refusal: asking again, or planning deeper, would only ask them again."""
+    kind = part_kind(part)
+    if kind == "arithmetic":
+        done = f"compute {_code(expression_in(part) or '')}"
+    elif kind == "time":
+        done = "check the time"
+    elif kind == "documents":
+        done = "search the team's documents"
+    else:
+        return False
+    return bool(re.search(rf"{re.escape(DECLINED)}\S+, so I didn't {re.escape(done)}", answer))
+
+
 # --- writing answers ----------------------------------------------------------------------
 
 
-def answer_from_context(question: str, documents: list[tuple[str, str]]) -> str:
-    """The passages of the mentioned documents that best match the question, by document."""
+# Recalled memories (the cognitive mode attaches them): quoted as what the person said
+# before, never as a document.
+REMEMBERED = "\x00remembered"
+_MEMORY_LINE = re.compile(r"^\s*-\s*(.+?)(?:\s+\([^()]*\))?\s*$")
+
+
+def remembered_lines(content: str) -> list[str]:
+    """The recalled items of a memory attachment (one per line), without where each came from."""
+    return [m.group(1) for line in (content or "").splitlines() if (m := _MEMORY_LINE.match(line))]
+
+
+def recalls(question: str, remembered: list[str]) -> bool:
+    """Does anything recalled bear on the question?"""
+    return bool(_best_passages(question, [(REMEMBERED, line) for line in remembered], set()))
+
+
+def answer_from_context(
+    question: str, documents: list[tuple[str, str]], remembered: list[str] | None = None
+) -> str:
+    """The passages of the mentioned documents (and the recalled memories) that best match the
+    question, by document; a document's first passage when none matches."""
     pieces = [(title, passage) for title, content in documents for passage in paragraphs(content)]
+    memory = [(REMEMBERED, line) for line in remembered or []]
     titles = {title for title, _ in documents}
-    return _quote(_best_passages(question, pieces, titles) or pieces[:1])
+    best = _best_passages(question, pieces + memory, titles) or pieces[:1]
+    return _quote(best) if best else answer_without_tools(question)
 
 
 # One hit of the document search tool: "## Title  (shared, nexus://documents/7)" then its text.
@@ -163,15 +200,37 @@ def _best_passages(question: str, pieces: list[tuple[str, str]], titles: set[str
 
 
 def _quote(passages: list[tuple[str, str]]) -> str:
-    """Passages as quotes under their document's name, each document named once."""
-    by_title: dict[str, list[str]] = {}
+    """Passages as quotes under their document's name, each document named once, and within
+    it each section heading shown once (passages carry their heading: `paragraphs`)."""
+    by_title: dict[str, dict[str, list[str]]] = {}
     for title, passage in passages:
-        by_title.setdefault(title, []).append(passage)
+        heading, body = _heading_of(passage)
+        by_title.setdefault(title, {}).setdefault(heading, []).append(body)
+    told = by_title.pop(REMEMBERED, {})
+    earlier = [
+        "From what you told me earlier:\n\n"
+        + "\n".join(f"- {markdown_inline(line)}" for lines in told.values() for line in lines)
+    ]
     return "\n\n".join(
-        f"From **{markdown_inline(title)}**:\n\n"
-        + "\n>\n".join("> " + "\n> ".join(_unheaded(p)[:800].splitlines()) for p in quoted)
-        for title, quoted in by_title.items()
+        [*(earlier if told else [])]
+        + [
+            f"From **{markdown_inline(title)}**:\n\n"
+            + "\n>\n".join(
+                "> " + "\n> ".join(_unheaded("\n".join(filter(None, [heading, body])))[:800].splitlines())
+                for heading, bodies in sections.items()
+                for body, heading in ((b, heading if i == 0 else "") for i, b in enumerate(bodies))
+            )
+            for title, sections in by_title.items()
+        ]
     )
+
+
+def _heading_of(passage: str) -> tuple[str, str]:
+    """A passage's leading Markdown heading ("" when none) and the text under it."""
+    first, _, rest = passage.partition("\n")
+    if rest.strip() and MARKDOWN_HEADING.match(first):
+        return first.strip(), rest.strip()
+    return "", passage
 
 
 def _unheaded(passage: str) -> str:
@@ -205,7 +264,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
     lines = []
     for name, arguments, text, is_error in results:
         base = name.split("__")[-1]
-        if is_error or text.startswith("Error:"):
+        if declined_tool(text) is not None:
+            lines.append(_declined(base, arguments))
+        elif is_error or text.startswith("Error:"):
             lines.append(f"The {base} tool could not help: {text.removeprefix('Error:').strip()}")
         elif base == "calculator":
             value = text.split("=")[-1].strip()
@@ -219,6 +280,24 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
         else:
             lines.append(f"{base} returned: {text[:1500]}")
     return "\n\n".join(lines)
+
+
+DECLINED = "You declined the "
+
+
+def _declined(tool: str, arguments: dict[str, Any]) -> str:
+    """What the person reads after declining a call: what was not done, in plain words."""
+    if tool == "calculator":
+        skipped = f"compute {_code(arguments.get('expression', ''))}"
+    elif tool == "clock":
+        skipped = "check the time"
+    elif tool == "search_documents":
+        skipped = (
+            f'search the team\'s documents for "{markdown_inline(shorten(str(arguments.get("query", ""))))}"'
+        )
+    else:
+        skipped = "run it"
+    return f"{DECLINED}{tool}, so I didn't {skipped}."
 
 
 def found_nothing(text: str) -> bool:

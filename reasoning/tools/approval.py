@@ -69,6 +69,25 @@ class InputRequest:
     url: str = ""
 
 
+# What the model hears when the person declined a call: it is told, not the person; the
+# offline model recognises it (`declined_tool`) to write its own plain sentence instead.
+_DECLINED = "the user declined this call of "
+
+
+def declined_message(tool: str, note: str = "") -> str:
+    """The tool result a model gets for a declined call, so it answers without the tool."""
+    why = f" ({note})" if note else ""
+    return f"{_DECLINED}{tool}{why}; do not call it again, answer without it"
+
+
+def declined_tool(text: str) -> str | None:
+    """The tool a `declined_message` is about, or None for any other result."""
+    text = (text or "").removeprefix("Error:").strip()
+    if not text.startswith(_DECLINED):
+        return None
+    return text[len(_DECLINED) :].split(";")[0].split(" (")[0].strip() or None
+
+
 class Approver(Protocol):
     """The host's way of asking a person."""
 

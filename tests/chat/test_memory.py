@@ -73,11 +73,15 @@ def test_a_deleted_memory_is_never_recalled_again(alice, client_for, dispatched)
     # Asked in another chat, the fact is recalled and repeated: that exchange is an episode too.
     later = post(client, services.session_create(owner=alice, title="Later"), QUESTION, dispatched)
     assert "db-2 in Frankfurt" in later.answers.get().content
-    assert Memory.objects.filter(owner=alice, text__contains="Frankfurt").count() >= 3
+    # The fact, the exchange that told it, and the one that used it (derived from it; its
+    # summary no longer quotes what was recalled).
+    assert Memory.objects.filter(owner=alice, text__contains="Frankfurt").count() >= 2
+    assert Memory.objects.filter(owner=alice, kind=EPISODIC, text__contains=QUESTION).exists()
     response = client.post(reverse("chat:memory-delete", args=[fact.pk]), follow=True)
     page = response.content.decode()
     assert "will not recall it again" in page and "conversation summaries" in page
     assert "Frankfurt" not in page, "nor does any episode that told or repeated it stay"
+    assert not Memory.objects.filter(owner=alice, text__contains=QUESTION).exists()
     assert not any("Frankfurt" in m.text for m in memory_recall(user=alice, query=QUESTION))
     again = post(client, services.session_create(owner=alice, title="Again"), QUESTION, dispatched)
     assert recalled(again) == [] and "Frankfurt" not in again.answers.get().content
@@ -346,3 +350,22 @@ def test_a_shared_fact_deleted_by_its_owner_leaves_no_copy_in_teammates_episodes
         {"action": "delete_selected", "_selected_action": [told.pk], "post": "yes"},
     )
     assert not Memory.objects.filter(pk__in=[told.pk, derived.id]).exists()
+
+
+@COGNITIVE
+def test_a_newcomer_reads_an_acknowledgement_and_a_plain_memory_page(alice, client_for, dispatched):
+    """Found by a review: "Remember that…" got "I found nothing in the team's documents", the
+    answers quoted "What Nexus remembers" with "- [semantic]" lines, each episode quoted the
+    one before (growing), and the Memory page's What column showed `**` and `> -`."""
+    client = client_for(alice)
+    chat = services.session_create(owner=alice, title="Ops")
+    told = post(client, chat, FACT, dispatched).answers.get().content
+    assert told.startswith("Noted: our staging database is db-2 in Frankfurt. I'll recall it"), told
+    answers = [post(client, chat, QUESTION, dispatched).answers.get().content for _ in range(3)]
+    for answer in answers:
+        assert "From what you told me earlier:" in answer and "db-2 in Frankfurt" in answer, answer
+        assert "[semantic]" not in answer and "What Nexus remembers" not in answer
+    episodes = list(Memory.objects.filter(owner=alice, kind=EPISODIC, text__contains=QUESTION))
+    assert len(episodes) == 3 and len({len(e.text) for e in episodes}) == 1, [e.text for e in episodes]
+    page = client.get(reverse("chat:memory")).content.decode()
+    assert "**" not in page and "&gt; -" not in page and "> -" not in page

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from chat import documents
-from chat.models import MCPServer, Message, ReasoningRun
+from chat.models import MCPServer, Message, ReasoningRun, TraceEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -312,3 +312,22 @@ def test_the_offline_model_answers_each_part_from_the_team_search_without_intern
     answer = _offline_answer(alice, alice_session, question)
     assert "Dana Scott" in answer and "deploy rollback" in answer
     assert "can't answer" not in answer and "nexus://" not in answer and "(private" not in answer
+
+
+HANDBOOK = (
+    "# Team Handbook\n\n## Vacation\n\nVacation requests go to Dana.\n\n"
+    "## Security\n\nLock your laptop when you leave your desk.\n\n"
+    "Report phishing mails to security@example.com.\n"
+)
+
+
+def test_a_question_with_a_mention_and_arithmetic_answers_both_parts(alice, alice_session):
+    """Found by a review: 'Summarize the security section of @"Team Handbook" and what is
+    12*12?' quoted the Security section and never said 144."""
+    documents.document_create(owner=alice, title="Team Handbook", content=HANDBOOK)
+    question = 'Summarize the security section of @"Team Handbook" and what is 12*12?'
+    answer = _offline_answer(alice, alice_session, question)
+    assert "Lock your laptop" in answer and "**144**" in answer, answer
+    run = ReasoningRun.objects.filter(session=alice_session).last()
+    tools = [e.payload["tool"] for e in TraceEvent.objects.filter(run=run, kind="tool.called")]
+    assert [t.split("__")[-1] for t in tools] == ["calculator"], "the arithmetic is the calculator's"

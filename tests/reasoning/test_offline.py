@@ -112,3 +112,86 @@ async def test_a_jittered_offline_call_takes_between_the_bounds_and_varies(monke
         totals.append(sum(waited))
     assert all(0.7 - 1e-9 <= total <= 1.3 + 1e-9 for total in totals) and len(set(totals)) > 1
     assert OfflineClient(latency=1.0, jitter=0.3).with_model("other").jitter == 0.3
+
+
+class _Declines:
+    """A person who declines every call they are asked about."""
+
+    async def known(self, request):
+        from reasoning.tools.approval import ApprovalDecision
+
+        return ApprovalDecision(False, note="declined by the user")
+
+    async def wait(self, request):  # pragma: no cover - `known` always decides
+        raise AssertionError("not asked")
+
+    async def answer(self, request):  # pragma: no cover
+        return "decline", None
+
+
+async def test_a_declined_calculator_is_said_plainly_and_not_scored_as_a_miss():
+    """A reviewer read "The calculator tool could not help: the user declined this call of
+    calculator ...; do not call it again" (words meant for the model), scored 0.00."""
+    import dataclasses
+
+    class AskFirst(type(builtin_provider())):
+        async def list_tools(self):
+            return [dataclasses.replace(spec, approval="ask") for spec in await super().list_tools()]
+
+    provider = builtin_provider()
+    provider.__class__ = AskFirst
+    registry = ToolRegistry([provider], approver=_Declines())
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(), registry, ReasoningConfig.from_env({}, provider="offline")
+    )
+    sink = ListSink()
+    result = await engine.run("What is 19*21?", sink=sink)
+    assert "You declined the calculator, so I didn't compute `19*21`." in result.answer
+    assert "do not call it again" not in result.answer and "could not help" not in result.answer
+    quality = sink.of("quality.completed")[-1].payload
+    assert quality["approved"] and quality["evaluation"]["confidence"] > 0.5 and not result.escalated, quality
+
+
+def test_a_documents_section_heading_is_quoted_once_for_its_passages():
+    """Two paragraphs under "## Release process" were quoted with "**Release process**" each."""
+    from reasoning.llm.offline_text import answer_from_context
+
+    handbook = (
+        "# Handbook\n\n## Release process\n\nReleases are cut on Tuesday from main.\n\n"
+        "Release notes are written by the release captain before the release.\n\n"
+        "## Security\n\nRotate keys every release.\n"
+    )
+    answer = answer_from_context("How does the release process work?", [("Handbook", handbook)])
+    assert answer.count("**Release process**") == 1, answer
+    assert "cut on Tuesday" in answer and "release captain" in answer
+
+
+def test_a_decline_excuses_only_the_part_whose_tool_was_declined():
+    from reasoning.llm.offline_structured import structured_answer
+
+    answer = "**What is 19\\*21?**\n\nYou declined the calculator, so I didn't compute `19*21`."
+    honest = structured_answer("record_quality_assessment", {"query": "What is 19*21?", "response": answer})
+    assert honest["is_sufficient"] and honest["deeper_would_help"] is False
+    assert honest["reasoning"].startswith("You declined"), "not 'the offline model cannot answer'"
+    other = structured_answer(
+        "record_quality_assessment", {"query": "What is 19*21 and what is 3*4?", "response": answer}
+    )
+    assert not other["is_sufficient"] and other["missing_aspects"], "3*4 was never declined"
+
+
+def test_a_thought_driven_answer_with_a_document_keeps_the_calculators_result():
+    from reasoning.llm.base import LLMRequest
+
+    question = 'Summarize the security section of @"Team Handbook" and what is 12*12?'
+    handbook = "## Security\n\nLock your laptop when you leave your desk.\n"
+    request = LLMRequest(
+        messages=[{"role": "user", "content": question}],
+        hints={
+            "respond": True,
+            "query": question,
+            "attachments": [{"kind": "document", "title": "Team Handbook", "content": handbook}],
+            "tool_results": [("calculator", {"expression": "12*12"}, "12*12 = 144", False)],
+        },
+    )
+    text = OfflineClient().respond(request).text
+    assert "**144**" in text and "Lock your laptop" in text, text

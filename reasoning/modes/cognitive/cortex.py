@@ -22,12 +22,13 @@ from reasoning.modes.adaptive.answering import Answerer
 from reasoning.modes.adaptive.run import with_notice
 from reasoning.modes.base import ReasoningFailed, ReasoningResult
 from reasoning.modes.cognitive.executive import ExecutiveAgent
-from reasoning.modes.cognitive.memory import MemoryAgent, memory_attachment_text
+from reasoning.modes.cognitive.memory import MemoryAgent, memory_attachment_text, stated_fact
 from reasoning.modes.cognitive.messaging import PHASE, CognitiveBus, CognitiveContext, MessageError
 from reasoning.modes.cognitive.motor import MotorAgent
 from reasoning.modes.cognitive.perception import PerceptionAgent
 from reasoning.planner import direct_plan
 from reasoning.progress import PlanStep
+from reasoning.text import markdown_inline
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import (
     Attachment,
@@ -52,6 +53,7 @@ class CortexCoordinator:
     ) -> None:
         self.ctx = ctx
         self.tracker_state = tracker_state
+        self.memory = memory
         self.keep_plan = False
         self.finishing = False
         self.workspace = CognitiveContext(
@@ -142,6 +144,9 @@ class CortexCoordinator:
         ws.update_stage("memory_retrieval")
         await self.recall()
         strategy = self.start(analysis)
+        fact = stated_fact(ctx.question) if self.memory is not None else None
+        if fact and "?" not in fact and self.tracker_state is None:
+            return await self.acknowledge(fact, analysis)
         escalations = sum(1 for a in require(ctx.tracker, "tracker").attempts if a.status == "escalated")
         initial = (
             require(ctx.tracker, "tracker").attempts[0].strategy
@@ -199,6 +204,23 @@ class CortexCoordinator:
             router=self.workspace.perception.get("router"),
         )
         return analysis
+
+    async def acknowledge(self, fact: str, analysis: ComplexityAnalysis) -> ReasoningResult:
+        """A request to remember something is answered by remembering it, and saying so (there
+        is nothing to search or compute: "I found nothing about 'Remember that…'" misread it)."""
+        tracker = require(self.ctx.tracker, "tracker")
+        strategy = ExecutionStrategy.DIRECT
+        tracker.start_attempt(strategy)
+        said = fact.rstrip(" .!")
+        answer = (
+            f"Noted: {markdown_inline(said)}. I'll recall it in later chats; "
+            "you can delete it on the Memory page."
+        )
+        evaluation = EvaluationResult(True, 0.9, "A fact to remember: kept and acknowledged.")
+        tracker.end_attempt(
+            "Acknowledged a fact to remember", status="completed", response=answer, evaluation=evaluation
+        )
+        return await self.finish(answer, None, analysis, strategy, strategy, evaluation, 0)
 
     async def recall(self) -> None:
         ctx = self.ctx

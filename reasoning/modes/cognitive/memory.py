@@ -18,9 +18,10 @@ from reasoning.context import RunContext
 from reasoning.memory import EPISODIC, PROCEDURAL, RECALL_LIMIT, SEMANTIC, MemoryItem, MemoryStore
 from reasoning.modes.cognitive.messaging import PHASE, Agent, CognitiveContext, CognitiveMessage
 from reasoning.quality.reflection import ReflectionAgent, run_summary
+from reasoning.text import EARLIER_CHAT, plain_text
 from reasoning.types import EvaluationResult, ExecutionStrategy, require
 
-EPISODE_CHARS = 600
+EPISODE_CHARS = 300
 # "Remember that our staging database is db-2", "note: deploys happen on Tuesdays".
 _FACT = re.compile(
     r"^\s*(?:please\s+)?(?:remember|note|keep in mind|for the record)(?:\s+that)?"
@@ -82,10 +83,11 @@ class MemoryAgent(Agent):
         question, answer = workspace.original_query, payload.get("answer", "")
         # What this run recalled may be repeated in its answer: the episode is derived from it.
         recalled = [i.id for i in workspace.memories if i.kind != PROCEDURAL and i.id is not None]
+        told = compact_answer(answer, [i.text for i in workspace.memories if i.kind != PROCEDURAL])
         items = [
             MemoryItem(
                 EPISODIC,
-                f"Asked: {summarize(question, 300)}\nAnswered: {summarize(answer, EPISODE_CHARS)}",
+                f"Asked: {summarize(plain_text(question), 300)}\nAnswered: {summarize(told, EPISODE_CHARS)}",
                 source="chat",
                 confidence=float(payload.get("quality") or 0.7),
                 sources=recalled,
@@ -118,11 +120,39 @@ class MemoryAgent(Agent):
         return {"lessons": lessons}, f"learned {len(lessons)} lesson(s)"
 
 
+def compact_answer(answer: str, recalled: list[str]) -> str:
+    """An answer as an episode keeps it: plain text, without the blocks that quote what was
+    recalled (an episode quoting episodes grew with every exchange) nor italic notices."""
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", answer or "") if b.strip()]
+    quoted = [any(_repeats(block, text) for text in recalled) for block in blocks]
+    kept = [
+        block
+        for index, block in enumerate(blocks)
+        if not quoted[index]
+        and not _NOTICE.match(block)
+        # an introduction ("From what you told me earlier:") to a dropped block goes with it
+        and not (block.endswith(":") and (index + 1 >= len(blocks) or quoted[index + 1]))
+    ]
+    text = plain_text("\n".join(kept))
+    return text or ("Answered from what Nexus remembered." if any(quoted) else "")
+
+
+_NOTICE = re.compile(r"^(?:-{3,}\s*)?[*_][^*_].*[*_]$|^-{3,}$", re.S)
+
+
+def _repeats(block: str, recalled: str) -> bool:
+    """Does the block quote a recalled item (its first 60 plain characters)?"""
+    head = plain_text(recalled)[:60]
+    return bool(head) and head in plain_text(block)
+
+
 def memory_attachment_text(items: list[MemoryItem]) -> str:
-    """Recalled memories as material for answering (never as instructions)."""
+    """Recalled memories as material for answering (never as instructions): one per line,
+    each with where it came from; an earlier exchange says so."""
     lines = []
     for item in items:
         when = f", {item.created[:10]}" if item.created else ""
         source = f" ({item.source}{when})" if item.source else ""
-        lines.append(f"- [{item.kind}] {item.text}{source}")
+        said = " ".join(item.text.split())
+        lines.append(f"- {EARLIER_CHAT if item.kind == EPISODIC else ''}{said}{source}")
     return "\n".join(lines)
