@@ -19,7 +19,9 @@ from tests.e2e.test_browser import CHROMIUM_ARGS, DOCS
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ESCALATING = "What is 17*23 and what time is it in Tokyo?"
-PLAIN = "What is 6*7?"
+# Its answer, 4277, cannot appear in a clock reading (the other run tells the time in Tokyo;
+# a plain "42" matched it whenever the minute was 42).
+PLAIN = "What is 611*7?"
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +136,7 @@ def test_search_at_390_px_finds_runs_by_a_tool_argument(audit_site: Site, browse
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("What is 17*23")
     no_page_scroll(page, 390)
-    page.fill("#searchbar", "42")
+    page.fill("#searchbar", "4277")
     page.keyboard.press("Enter")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text(PLAIN)
