@@ -27,6 +27,7 @@ async def open_socket(session_id, user):
         closing = await communicator.receive_output()
         assert closing["type"] == "websocket.close"
         assert closing["code"] != 4429 or "Too many Nexus tabs" in closing["reason"]
+        await communicator.wait()  # the consumer has finished (and let go of its database connection)
         return communicator, False, closing["code"]
     return communicator, connected, code
 
@@ -75,5 +76,6 @@ async def test_a_refused_tab_is_told_why(cap_of_three, alice, alice_session):
     closing = await extra.receive_output()
     assert closing["type"] == "websocket.close" and closing["code"] == 4429
     assert "Too many Nexus tabs are open" in closing["reason"]
+    await extra.wait()
     for communicator, _, _ in opened:
         await communicator.disconnect()
