@@ -20,13 +20,12 @@ from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.template.loader import render_to_string
-from django.utils.crypto import constant_time_compare
 
 from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
@@ -315,19 +314,15 @@ class SessionConsumer(AsyncWebsocketConsumer):
         no longer signed in stops receiving (a reviewer's socket kept streaming after logout)."""
         own = self.scope["session"].session_key
         signed_out = message.get("session_key") == own
-        if signed_out or not await database_sync_to_async(self._still_signed_in)(own):
+        if signed_out or not await self._still_signed_in(own):
             await self.close(code=CLOSE_UNAUTHENTICATED, reason=SIGNED_OUT_REASON)
 
-    def _still_signed_in(self, session_key: str | None) -> bool:
-        """What a fresh request with this page's cookie would get: the same person, active,
-        with the session made under their current password."""
+    async def _still_signed_in(self, session_key: str | None) -> bool:
+        """What a fresh request with this page's cookie would get: Channels' own sign-in check
+        (the one this socket passed when it opened) on the session as it is stored now."""
         store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-        if str(store.get(SESSION_KEY)) != str(self.user_id):
-            return False
-        user = get_user_model()._default_manager.filter(pk=self.user_id, is_active=True).first()
-        return user is not None and constant_time_compare(
-            store.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()
-        )
+        user = await get_user({"session": store})
+        return user.is_authenticated and user.pk == self.user_id
 
     async def sessions_changed(self, message: dict[str, Any]) -> None:
         """A chat of this person was created, renamed, moved up or deleted (in any tab)."""
