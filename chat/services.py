@@ -6,7 +6,6 @@ Reads live in selectors below the services; nothing here imports tasks or views.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -24,6 +23,7 @@ from chat.inputs import clean_title, refuse_nul
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from chat.sink import sessions_changed
 from reasoning.modes import MODE_NAMES
+from reasoning.text import plain_text
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
@@ -147,16 +147,9 @@ def session_search(user: Any, text: str) -> list[dict[str, Any]]:
     return [{"session": s, "snippet": snippets.get(s.pk, "")} for s in sessions[:50]]
 
 
-# Markdown marks that mean nothing in a one-line excerpt: emphasis, code, quotes, headings,
-# list bullets; a link keeps its text.
-_EMPHASIS = re.compile(r"\*\*|__|`+")
-_LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+)?", re.MULTILINE)
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-
-
 def _snippet(content: str, text: str, width: int = 60) -> dict[str, str]:
     """The words around the first match, as plain text split around it (the page marks it)."""
-    flat = " ".join(_LINE_MARKS.sub(" ", _EMPHASIS.sub("", _LINK.sub(r"\1", content))).split())
+    flat = plain_text(content)
     at = flat.lower().find(text.lower())
     if at < 0:  # the match was inside Markdown syntax: the start of the message instead
         return {

@@ -101,13 +101,16 @@ def markdown_inline(text: str) -> str:
 
 
 _MARKS = re.compile(r"\*\*|__|`|\\(?=[\\`*_\[\]<>|~#])")
-_LINE_MARKS = re.compile(r"^\s*(?:>\s*)+|^\s{0,3}#{1,6}\s+")
+# What opens a line: quote markers, then a heading's hashes or a list bullet.
+_LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+)?")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
 def plain_text(markdown: str) -> str:
-    """Markdown as one line of plain text (for summaries shown where Markdown is not rendered):
-    no bold or code marks, quote markers or heading hashes."""
-    lines = (_LINE_MARKS.sub("", line) for line in (markdown or "").splitlines())
+    """Markdown as one line of plain text (for summaries and excerpts shown where Markdown is
+    not rendered): no bold or code marks, quote markers, heading hashes or bullets; a link
+    keeps its text."""
+    lines = (_LINE_MARKS.sub("", line, count=1) for line in _LINK.sub(r"\1", markdown or "").splitlines())
     return " ".join(_MARKS.sub("", " ".join(lines)).split())
 
 
