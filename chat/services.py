@@ -6,6 +6,8 @@ Reads live in selectors below the services; nothing here imports tasks or views.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -270,30 +272,23 @@ def message_post(
     active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
     if active is not None:
         raise RunActive(active)
-    try:
-        with transaction.atomic():
-            message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
-            run = ReasoningRun.objects.create(
-                session=session,
-                user_message=message,
-                query=question or text,
-                attachments=[a.to_dict() for a in attachments or []],
-                provider=settings.NEXUS_LLM_PROVIDER,
-                model=settings.NEXUS_REASONING.model,
-                agent_mode=mode_for(session),
-            )
-            updates = {"updated_at": timezone.now()}
-            if session.title == "New chat":
-                updates["title"] = text.splitlines()[0][:TITLE_CHARS]
-            ChatSession.objects.filter(pk=session.pk).update(**updates)
-            # The chat moves to the top of the list (and may get its title) in every tab.
-            sessions_changed(owner_id=session.owner_id, session_id=session.pk)
-    except IntegrityError:
-        # Two posts raced; the constraint let exactly one through.
-        active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
-        if active is None:
-            raise
-        raise RunActive(active) from None
+    with _next_run_of(session):
+        message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
+        run = ReasoningRun.objects.create(
+            session=session,
+            user_message=message,
+            query=question or text,
+            attachments=[a.to_dict() for a in attachments or []],
+            provider=settings.NEXUS_LLM_PROVIDER,
+            model=settings.NEXUS_REASONING.model,
+            agent_mode=mode_for(session),
+        )
+        updates = {"updated_at": timezone.now()}
+        if session.title == "New chat":
+            updates["title"] = text.splitlines()[0][:TITLE_CHARS]
+        ChatSession.objects.filter(pk=session.pk).update(**updates)
+        # The chat moves to the top of the list (and may get its title) in every tab.
+        sessions_changed(owner_id=session.owner_id, session_id=session.pk)
     return run
 
 
@@ -317,28 +312,37 @@ def message_resend(
     original = run.user_message
     text = message_validate(original.content if content is None else content)
     root = original.variant_of_id or original.pk
+    with _next_run_of(session):
+        message = Message.objects.create(
+            session=session, role=Message.Role.USER, content=text, variant_of_id=root
+        )
+        new_run = ReasoningRun.objects.create(
+            session=session,
+            user_message=message,
+            query=(run.query if content is None else question) or text,
+            attachments=run.attachments if content is None else [a.to_dict() for a in attachments or []],
+            provider=settings.NEXUS_LLM_PROVIDER,
+            model=settings.NEXUS_REASONING.model,
+            agent_mode=mode_for(session),
+        )
+        ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+        sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+    return new_run
+
+
+@contextmanager
+def _next_run_of(session: ChatSession) -> Iterator[None]:
+    """The block that stores a session's next question and run, in one transaction. Two posts
+    can race past the callers' check for an active run; the database constraint lets exactly
+    one through, and the other learns which run is answering."""
     try:
         with transaction.atomic():
-            message = Message.objects.create(
-                session=session, role=Message.Role.USER, content=text, variant_of_id=root
-            )
-            new_run = ReasoningRun.objects.create(
-                session=session,
-                user_message=message,
-                query=(run.query if content is None else question) or text,
-                attachments=run.attachments if content is None else [a.to_dict() for a in attachments or []],
-                provider=settings.NEXUS_LLM_PROVIDER,
-                model=settings.NEXUS_REASONING.model,
-                agent_mode=mode_for(session),
-            )
-            ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
-            sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+            yield
     except IntegrityError:
         active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
         if active is None:
             raise
         raise RunActive(active) from None
-    return new_run
 
 
 def run_stop(run: ReasoningRun) -> bool:
