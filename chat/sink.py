@@ -94,39 +94,34 @@ def user_group(user_id: int) -> str:
 
 
 def sessions_changed(*, owner_id: int, session_id: int, deleted: bool = False) -> None:
-    """Tell the owner's open pages that a chat was created, renamed, moved up or deleted, once
-    the change is committed. Live updates are a courtesy: a broken channel layer is logged,
-    never raised (a reload shows the change)."""
-
-    def push() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        message = {"type": "sessions.changed", "session": session_id, "deleted": deleted}
-        try:
-            async_to_sync(layer.group_send)(user_group(owner_id), message)
-        except Exception as exc:
-            logger.warning("could not push the chat list change of user %s: %s", owner_id, exc)
-
-    transaction.on_commit(push)
+    """Tell the owner's open pages that a chat was created, renamed, moved up or deleted."""
+    _tell_person(
+        owner_id,
+        {"type": "sessions.changed", "session": session_id, "deleted": deleted},
+        "the chat list change",
+    )
 
 
 def account_changed(*, user_id: int, session_key: str | None = None) -> None:
-    """Ask the person's open pages whether they are still signed in, once the change is
-    committed: `session_key` names a session just signed out (its pages close at once);
-    without it each page checks its own session (a new password or a deactivated account
-    ends the others). Like every live update, a broken channel layer is logged, not raised."""
+    """Ask the person's open pages whether they are still signed in: `session_key` names a
+    session just signed out (its pages close at once); without it each page checks its own
+    session (a new password or a deactivated account ends the others)."""
+    _tell_person(user_id, {"type": "account.changed", "session_key": session_key}, "a sign-out")
+
+
+def _tell_person(user_id: int, message: dict[str, Any], what: str) -> None:
+    """Send `message` to every open page of the person once the change is committed. Live
+    updates are a courtesy: a broken channel layer is logged, never raised (a reload shows
+    the change)."""
 
     def push() -> None:
         layer = get_channel_layer()
         if layer is None:
             return
         try:
-            async_to_sync(layer.group_send)(
-                user_group(user_id), {"type": "account.changed", "session_key": session_key}
-            )
+            async_to_sync(layer.group_send)(user_group(user_id), message)
         except Exception as exc:
-            logger.warning("could not tell the open pages of user %s about a sign-out: %s", user_id, exc)
+            logger.warning("could not tell the open pages of user %s about %s: %s", user_id, what, exc)
 
     transaction.on_commit(push)
 
