@@ -15,6 +15,7 @@ from chat import services
 from chat.engine import execute_run
 from chat.models import AnswerFeedback, Message, Preference, ReasoningRun, TraceEvent
 from chat.sink import RunSink
+from reasoning.events import Event
 from tests.conftest import ask, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,6 +25,13 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 def url(name: str, run: ReasoningRun) -> str:
     return reverse(name, args=[run.session_id, run.pk])
+
+
+def draft_delta(seq: int, offset: int, text: str) -> Event:
+    """A batch of draft d1's text, as the engine emits it while the answer streams."""
+    return Event(
+        seq, 0.0, "answer.delta", "Phase 1", "trace", {"draft": "d1", "offset": offset, "text": text}
+    )
 
 
 # --- stop ------------------------------------------------------------------------------------
@@ -313,8 +321,6 @@ async def _connect(user, session_id):
 
 
 def test_drafts_reach_the_page_as_text_frames_and_a_sync_sends_the_stored_draft(alice, alice_session):
-    from reasoning.events import Event
-
     run = services.message_post(session=alice_session, content="What is the capital of France?")
 
     async def scenario() -> list[dict]:
@@ -323,16 +329,7 @@ def test_drafts_reach_the_page_as_text_frames_and_a_sync_sends_the_stored_draft(
         assert await communicator.receive_nothing(timeout=0.5), "nothing to catch up on yet"
         sink = RunSink(run)
         for seq, (offset, text) in enumerate([(0, "Par"), (3, "is <b>is</b>")], start=1):
-            await sink(
-                Event(
-                    seq,
-                    0.0,
-                    "answer.delta",
-                    "Phase 1",
-                    "trace",
-                    {"draft": "d1", "offset": offset, "text": text},
-                )
-            )
+            await sink(draft_delta(seq, offset, text))
         frames = []
         while not await communicator.receive_nothing(timeout=0.3):
             frames.append(json.loads(await communicator.receive_from()))
@@ -360,8 +357,6 @@ def test_drafts_reach_the_page_as_text_frames_and_a_sync_sends_the_stored_draft(
 
 def test_a_streaming_draft_arrives_as_sanitised_markdown_a_few_times_a_second(alice, alice_session):
     """LLM output is untrusted and arrives in pieces: half a code fence, half a table, raw HTML."""
-    from reasoning.events import Event
-
     run = services.message_post(session=alice_session, content="Show me some code")
     pieces = [
         "Here is **the",
@@ -377,16 +372,7 @@ def test_a_streaming_draft_arrives_as_sanitised_markdown_a_few_times_a_second(al
         await communicator.receive_nothing(timeout=0.3)
         sink, offset = RunSink(run), 0
         for seq, text in enumerate(pieces, start=1):
-            await sink(
-                Event(
-                    seq,
-                    0.0,
-                    "answer.delta",
-                    "Phase 1",
-                    "trace",
-                    {"draft": "d1", "offset": offset, "text": text},
-                )
-            )
+            await sink(draft_delta(seq, offset, text))
             offset += len(text)
         frames = []
         while not await communicator.receive_nothing(timeout=0.5):
