@@ -13,11 +13,14 @@ import re
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx2
 import psycopg
 import redis
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from tests.e2e.conftest import POSTGRES, REDIS, Site
 
@@ -31,18 +34,25 @@ TARGET = {"embedded": 20, "team": 30}
 BEFORE_CONCURRENT = {"embedded": 23.0}  # 50 runs at 20 ms per call, total / one run
 
 
+@asynccontextmanager
+async def live_chat(site: Site, client: httpx2.Client) -> AsyncIterator[tuple[int, ClientConnection]]:
+    """A new chat and its page's websocket, synced, as a browser opens them."""
+    session_id = site.new_session(client)
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    async with connect(
+        f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/",
+        origin=site.url,
+        additional_headers={"Cookie": cookie},
+    ) as ws:
+        await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+        yield session_id, ws
+
+
 async def event_latencies(site: Site, runs: int = 3) -> list[float]:
     client = site.login()
     latencies: list[float] = []
     for _ in range(runs):
-        session_id = site.new_session(client)
-        cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
-        async with connect(
-            f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/",
-            origin=site.url,
-            additional_headers={"Cookie": cookie},
-        ) as ws:
-            await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+        async with live_chat(site, client) as (session_id, ws):
             await asyncio.to_thread(site.ask, client, session_id, QUESTION)
             while True:
                 frame = await asyncio.wait_for(ws.recv(), timeout=60)
@@ -176,14 +186,7 @@ async def first_token_and_stop(site: Site, runs: int = 3) -> tuple[list[float], 
     firsts: list[float] = []
     stops: list[float] = []
     for _ in range(runs):
-        session_id = site.new_session(client)
-        cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
-        async with connect(
-            f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/",
-            origin=site.url,
-            additional_headers={"Cookie": cookie},
-        ) as ws:
-            await ws.send(json.dumps({"type": "sync", "cursor": {}}))
+        async with live_chat(site, client) as (session_id, ws):
             started = time.perf_counter()
             run_id = await asyncio.to_thread(site.ask, client, session_id, STREAM_QUESTION)
             while True:
