@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from chat.inputs import clean_title
 from chat.models import Document
-from reasoning.text import keywords, paragraphs
+from reasoning.text import keywords, paragraphs, search_hit
 
 PASSAGE_CHARS = 700
 
@@ -31,8 +31,7 @@ class Passage:
     score: float
 
     def as_text(self) -> str:
-        shared = "shared" if self.document.shared else "private"
-        return f"## {self.document.title}  ({shared}, {self.document.uri})\n{self.text}"
+        return search_hit(self.document.title, self.document.shared, self.document.uri, self.text)
 
 
 def documents_visible_to(user: Any) -> QuerySet[Document]:

@@ -91,6 +91,25 @@ def paragraphs(content: str, limit: int = 0) -> list[str]:
     return out
 
 
+# One passage of the team's document search as the search tool writes it for the model:
+# "## Title  (shared, nexus://documents/7)" then the passage. Written and read here, so the
+# web side that writes it and the offline model that reads it cannot drift apart.
+_SEARCH_HIT = re.compile(r"^## (.+?)  \((?:shared|private), nexus://documents/\d+\)\n", re.MULTILINE)
+
+
+def search_hit(title: str, shared: bool, uri: str, passage: str) -> str:
+    return f"## {title}  ({'shared' if shared else 'private'}, {uri})\n{passage}"
+
+
+def search_hits(text: str) -> list[tuple[str, str]]:
+    """(title, passage) pairs from a search result made of `search_hit`s, in its order."""
+    marks = list(_SEARCH_HIT.finditer(text or ""))
+    return [
+        (mark.group(1), text[mark.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip())
+        for i, mark in enumerate(marks)
+    ]
+
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
 
 

@@ -11,7 +11,16 @@ import re
 from typing import Any
 
 from reasoning.foresight import expression_in, zone_in
-from reasoning.text import MARKDOWN_HEADING, MENTION, WORD, distinct, keywords, markdown_inline, paragraphs
+from reasoning.text import (
+    MARKDOWN_HEADING,
+    MENTION,
+    WORD,
+    distinct,
+    keywords,
+    markdown_inline,
+    paragraphs,
+    search_hits,
+)
 from reasoning.tools.approval import declined_tool
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
 
@@ -166,19 +175,6 @@ def answer_from_context(
     return _quote(best) if best else answer_without_tools(question)
 
 
-# One hit of the document search tool: "## Title  (shared, nexus://documents/7)" then its text.
-_HIT = re.compile(r"^## (.+?)  \((?:shared|private), nexus://documents/\d+\)\n", re.MULTILINE)
-
-
-def _search_hits(text: str) -> list[tuple[str, str]]:
-    """(title, passage) pairs from the search tool's result, in its order."""
-    marks = list(_HIT.finditer(text or ""))
-    return [
-        (mark.group(1), text[mark.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)].strip())
-        for i, mark in enumerate(marks)
-    ]
-
-
 def _best_passages(question: str, pieces: list[tuple[str, str]], titles: set[str]) -> list[tuple[str, str]]:
     """The pieces that answer the question: scored by the question's words, each weighed by
     how few pieces hold it (a word every piece has, like the document's name, tells none
@@ -312,7 +308,7 @@ def _document_answer(question: str, text: str) -> str:
             f"I found nothing in the team's documents about \"{asked}\", and I can't answer "
             "that offline; set ANTHROPIC_API_KEY to ask Claude."
         )
-    hits = _search_hits(text)
+    hits = search_hits(text)
     if not hits:  # another search tool's format: its text as it came
         return f"From the team's documents:\n\n{text.strip()[:3000]}"
     best = _best_passages(question, hits, set())
