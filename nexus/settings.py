@@ -93,9 +93,18 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     try:
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
     except Exception as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI every request runs in a thread of its own, so a persistent connection per
+        # thread meant a new connection (a PostgreSQL process) per request. One pool per process
+        # instead; a connection it hands out has been checked (a restarted server is survived).
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 2,
+            "max_size": env_int("NEXUS_DB_POOL_SIZE", 20, minimum=2),
+            "timeout": 20,
+        }
 else:
     # WAL lets requests read while a background run writes; IMMEDIATE transactions and a
     # busy timeout make concurrent writers wait instead of failing with "database is locked".
