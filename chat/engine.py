@@ -142,7 +142,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         await _roll_up(run.pk)
         await _start_next_runs(run.session.owner_id)
         return "failed"
-    sink = RunSink(run)
+    sink = RunSink(run, behind=True)
     _executing[run.pk] = worker
     _ensure_heartbeat()
     engine = asyncio.create_task(_run_engine(run, sink))
@@ -158,6 +158,8 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         if not stops.was_stopped(run.pk):
             raise  # cancelled from outside (a time limit), not stopped by the person
         outcome = "stopped"
+        with contextlib.suppress(Exception):
+            await sink.drain()  # what the run emitted before the stop comes first
         seq = await database_sync_to_async(sink.record_stopped)()
         if seq is not None:
             await sink.push({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
@@ -234,15 +236,20 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
             )
         finally:
             await context["tools"].close()
+        await sink.drain()  # the answer and the run's end are stored before the run counts as done
         return "succeeded"
     except Exception as exc:
-        if not _database_lost(exc):
+        with contextlib.suppress(Exception):
+            await sink.drain()  # the events before the failure come first
+        if not _database_lost(exc) and not _database_lost(sink.error):
             return await _record_failure(run, exc)
         # Nothing can be recorded now. The run stops beating, so once the database is back the
         # sweeper hands it to a worker that resumes from the last checkpoint.
         logger.warning("run %s interrupted, the database was lost: %s", run.pk, exc)
         return "interrupted"
     except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await sink.drain()
         await database_sync_to_async(services.run_fail)(
             run.pk, "The answer took longer than the time limit and was stopped."
         )
@@ -271,7 +278,7 @@ async def _record_failure(run: ReasoningRun, error: Exception) -> str:
 
 
 def _run_context(run: ReasoningRun) -> dict[str, Any]:
-    run.refresh_from_db()
+    """What the engine needs besides the run itself (which run_claim has just read)."""
     return {
         "input": RunInput.of(
             run.query or run.user_message.content,

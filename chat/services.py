@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.http import Http404
 from django.utils import timezone
@@ -399,8 +399,8 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     )
     if not updated:
         return None
-    run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
-    if run.answers.exists():
+    run = ReasoningRun.objects.select_related("session__owner", "user_message").get(pk=run_id)
+    if run.delivery_count > 1 and run.answers.exists():
         # The answer was stored before the previous worker died: nothing left to do.
         run_mark_succeeded(run)
         return None
@@ -488,13 +488,15 @@ def _run_has_turn(run_id: int) -> bool:
     )
     if row is None:  # running (a redelivery), finished or gone: run_claim decides
         return True
-    mine = ReasoningRun.objects.filter(session__owner_id=row["session__owner_id"])
-    running = mine.filter(status=ReasoningRun.Status.RUNNING).count()
-    earlier = mine.filter(
-        Q(created_at__lt=row["created_at"]) | Q(created_at=row["created_at"], pk__lt=run_id),
-        status=ReasoningRun.Status.QUEUED,
-    ).count()
-    if running + earlier < settings.NEXUS_MAX_RUNS_PER_USER:
+    ahead = ReasoningRun.objects.filter(session__owner_id=row["session__owner_id"]).aggregate(
+        running=Count("pk", filter=Q(status=ReasoningRun.Status.RUNNING)),
+        earlier=Count(
+            "pk",
+            filter=Q(status=ReasoningRun.Status.QUEUED)
+            & (Q(created_at__lt=row["created_at"]) | Q(created_at=row["created_at"], pk__lt=run_id)),
+        ),
+    )
+    if ahead["running"] + ahead["earlier"] < settings.NEXUS_MAX_RUNS_PER_USER:
         return True
     ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(dispatched_at=None)
     return False

@@ -1,11 +1,12 @@
 """The engine's event sink in the web app: persist, then push.
 
 Each event becomes a TraceEvent row plus the domain rows it describes (attempts, plans,
-tool executions, model calls, the answer), written in one transaction; then a small
-message naming the event goes to the session's channel group, and consumers render it.
+tool executions, model calls, the answer), written by the loop's EventWriter together with
+whatever other events are waiting (chat/writer.py); then a small message naming the run's
+last stored event goes to the session's channel group, and consumers render what they lack.
 
 Draft text (`answer.delta`) is the exception: batches are folded into the run's draft
-columns with one UPDATE each, never stored as rows, and pushed as
+columns, never stored as rows, and pushed as
 `{"type": "answer.delta", "run", "seq", "draft", "offset", "text"}` for live pages.
 """
 
@@ -13,23 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
-from django.db import (
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    close_old_connections,
-    connection,
-    transaction,
-)
-from django.db.models import F
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from chat.models import (
@@ -45,28 +36,14 @@ from chat.models import (
     ToolExecution,
     TraceEvent,
 )
+from chat.writer import Batch, RunChange, event_writer, update_rows
 from reasoning.events import Event
 from teamops.budgets import usage_charge
 
 logger = logging.getLogger(__name__)
 
 
-# The statements of RunSink._persist_plain (values travel as parameters).
-TRACE_INSERT = (
-    "INSERT INTO chat_traceevent (run_id, sequence, kind, phase, level, payload, created_at) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
-)
-RUN_PROGRESS = "UPDATE chat_reasoningrun SET next_sequence = %s, heartbeat_at = %s WHERE id = %s"
-DRAFT_START = (
-    "UPDATE chat_reasoningrun SET draft_id = %s, draft_text = %s, next_sequence = %s, heartbeat_at = %s "
-    "WHERE id = %s"
-)
-DRAFT_APPEND = (
-    "UPDATE chat_reasoningrun SET draft_id = %s, draft_text = draft_text || %s, next_sequence = %s, "
-    "heartbeat_at = %s WHERE id = %s"
-)
-TRACE_WITH_PROGRESS = f"WITH event AS ({TRACE_INSERT}) {RUN_PROGRESS}"  # PostgreSQL: both at once
-
+INTERRUPTED = "Interrupted (the worker stopped)"
 
 # Pages showing a queued run listen here while they do: a run leaving the queue moves the others.
 QUEUE_GROUP = "run-queue"
@@ -130,43 +107,61 @@ def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+# Events whose rows someone reads before the run goes on: the run's own approver waits for its
+# request's decision in that row, and a parked run must never be found without its request.
+WRITE_THROUGH = frozenset({"tool.approval.requested", "elicitation.requested"})
+
+
 class RunSink:
-    def __init__(self, run: ReasoningRun) -> None:
+    """The event sink of one run: events go to the loop's EventWriter (chat/writer.py), which
+    stores them with the domain rows they describe and then pushes them to the pages.
+
+    Written through (the default), each call returns once its event is stored and pushed.
+    Written behind (`behind=True`, how runs execute), a call returns at once and the run goes
+    on with its model call while the writer catches up; `drain()` waits for everything sent
+    so far, and a failure to store raises at the run's next event or drain.
+    """
+
+    def __init__(self, run: ReasoningRun, *, behind: bool = False) -> None:
         self.run_id = run.pk
         self.session_id = run.session_id
-        self.owner_id: int | None = None
+        # The owner, when the run came with its session (it does from run_claim).
+        session = run._state.fields_cache.get("session")
+        self.owner_id: int | None = session.owner_id if session is not None else None
         self.layer = get_channel_layer()
+        self.behind = behind
+        self.error: BaseException | None = None
+        self._last: asyncio.Future[None] | None = None
+        # Rows this run created, so later events update them without looking them up.
+        self._attempt_id: int | None = None
+        self._steps: dict[str, int] = {}
 
     async def __call__(self, event: Event) -> None:
-        if event.kind == "answer.delta":
-            p = event.payload
-            await self._write(self.fold_delta, event)
-            await self.push(
-                {
-                    "type": "answer.delta",
-                    "run": self.run_id,
-                    "seq": event.sequence,
-                    "draft": p["draft"],
-                    "offset": p["offset"],
-                    "text": p["text"],
-                }
-            )
-            return
-        await self._write(self.persist, event)
-        await self.push(
-            {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
-        )
+        await self._submit("event", event, wait=not self.behind or event.kind in WRITE_THROUGH)
 
-    def fold_delta(self, event: Event) -> None:
-        """Append a draft batch to the run's draft (a new draft starts it over): one UPDATE,
-        written by hand like _persist_plain (several batches a second for every run)."""
-        p = event.payload
-        now = ReasoningRun._meta.get_field("heartbeat_at").get_db_prep_value(timezone.now(), connection)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                DRAFT_START if p["offset"] == 0 else DRAFT_APPEND,
-                [p["draft"], p["text"], event.sequence + 1, now, self.run_id],
-            )
+    async def checkpoint(self, tracker_state: dict[str, Any]) -> None:
+        await self._submit("checkpoint", tracker_state, wait=not self.behind)
+
+    async def _submit(self, kind: str, value: Any, *, wait: bool) -> None:
+        if self.error is not None:
+            raise self.error
+        self._last = event_writer().submit(self, kind, value)
+        if wait:
+            await self.drain()
+
+    async def drain(self) -> None:
+        """Wait until every event sent so far is stored and pushed; raise if one could not be."""
+        if self._last is not None and not self._last.done():
+            await asyncio.shield(self._last)
+        if self.error is not None:
+            raise self.error
+
+    def failed(self, error: BaseException) -> None:
+        """The writer could not store one of this run's events: the run stops at its next one."""
+        if self.error is None:
+            if not isinstance(error, OperationalError | InterfaceError):
+                logger.error("could not record an event of run %s", self.run_id, exc_info=error)
+            self.error = error
 
     async def push(self, message: dict[str, Any]) -> None:
         """Tell the session's sockets; a broken channel layer must not stop the run (clients
@@ -178,141 +173,128 @@ class RunSink:
         except Exception as exc:
             logger.warning("could not push event of run %s: %s", self.run_id, exc)
 
-    async def checkpoint(self, tracker_state: dict[str, Any]) -> None:
-        await self._write(self._store_checkpoint, tracker_state)
+    async def send_all(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            await self.push(message)
 
-    def _store_checkpoint(self, tracker_state: dict[str, Any]) -> None:
-        ReasoningRun.objects.filter(pk=self.run_id).update(
-            tracker_state=tracker_state, heartbeat_at=timezone.now()
-        )
+    def messages(self, events: list[Event]) -> list[dict[str, Any]]:
+        """What the pages are told about stored `events`, in order: a run of trace events is one
+        message naming the last (pages render every stored event up to it), and consecutive
+        draft batches are one batch."""
+        out: list[dict[str, Any]] = []
+        for event in events:
+            last = out[-1] if out else None
+            if event.kind != "answer.delta":
+                if last is not None and last["type"] == "trace.event":
+                    last.update(seq=event.sequence, kind=event.kind)
+                else:
+                    out.append(
+                        {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
+                    )
+                continue
+            p = event.payload
+            if (
+                last is not None
+                and last["type"] == "answer.delta"
+                and last["draft"] == p["draft"]
+                and last["offset"] + len(last["text"]) == p["offset"]
+            ):
+                last.update(seq=event.sequence, text=last["text"] + p["text"])
+                continue
+            out.append(
+                {
+                    "type": "answer.delta",
+                    "run": self.run_id,
+                    "seq": event.sequence,
+                    "draft": p["draft"],
+                    "offset": p["offset"],
+                    "text": p["text"],
+                }
+            )
+        return out
 
-    async def _write(self, write: Callable[[Any], None], item: Any) -> None:
-        """Write through a database restart: retry a lost connection for up to half the stale
-        time (never long enough for a sweeper to hand the run to another worker meanwhile),
-        then give up, so the run stops and is resumed from its checkpoint later. A retried
-        write that turns out to have been committed already counts as written."""
-        give_up = asyncio.get_running_loop().time() + settings.NEXUS_RUN_STALE_SECONDS / 2
-        pause = 0.2
-        retried = False
-        while True:
-            try:
-                # Not database_sync_to_async: its close_old_connections before every call makes
-                # the next statement a health check, one more round trip for every event. A
-                # connection is checked (and replaced) only after it failed, below.
-                await sync_to_async(write)(item)
-                return
-            except IntegrityError:
-                if retried:
-                    return
-                raise
-            except (OperationalError, InterfaceError) as exc:
-                if asyncio.get_running_loop().time() + pause > give_up:
-                    raise
-                logger.warning("database lost while recording run %s, retrying: %s", self.run_id, exc)
-            await asyncio.sleep(pause)
-            await sync_to_async(close_old_connections)()
-            pause = min(pause * 2, 5)
-            retried = True
-
-    def persist(self, event: Event) -> None:
-        """Store the event's row, the domain rows it describes and the run's progress together."""
+    def apply(self, event: Event, batch: Batch, change: RunChange) -> None:
+        """Store one event inside the writer's transaction: its domain rows now (in event order),
+        its trace row and its change to the run's row with the rest of the batch. Draft text is
+        folded into the run's draft columns, never stored as rows."""
+        change.set(next_sequence=event.sequence + 1)
+        p = event.payload
+        if event.kind == "answer.delta":
+            if p["offset"] == 0:
+                change.set(draft_id=p["draft"], draft_text=p["text"])
+            else:
+                change.set(draft_id=p["draft"])
+                change.append("draft_text", p["text"])
+            return
         created = datetime.fromtimestamp(event.time, tz=UTC)
         handler = getattr(self, "on_" + event.kind.replace(".", "_"), None)
-        if handler is None and "parts" not in event.payload:
-            self._persist_plain(event, created)
-            return
-        with transaction.atomic():
-            TraceEvent.objects.create(
-                run_id=self.run_id,
-                sequence=event.sequence,
-                kind=event.kind,
-                phase=event.phase[:80],
-                level=event.level,
-                payload=_without_part_data(event.payload),
-                created_at=created,
+        if handler is not None:
+            if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested"):
+                p = {**p, "sequence": event.sequence}
+            handler(p, created, batch, change)
+        batch.trace_rows.append(
+            [
+                self.run_id,
+                event.sequence,
+                event.kind,
+                event.phase[:80],
+                event.level,
+                _without_part_data(event.payload),
+                created,
+            ]
+        )
+
+    # --- one method per event kind that has domain rows ----------------------------------
+    # Each runs inside the writer's transaction: rows are written at once (later events of the
+    # same batch may update them), the run's own columns go to `change`.
+
+    def _attempt(self) -> int | None:
+        if self._attempt_id is None:
+            self._attempt_id = (
+                Attempt.objects.filter(run_id=self.run_id)
+                .order_by("-number")
+                .values_list("pk", flat=True)
+                .first()
             )
-            run_updates: dict[str, Any] = {
-                "next_sequence": event.sequence + 1,
-                "heartbeat_at": timezone.now(),
-            }
-            if handler is not None:
-                payload = (
-                    {**event.payload, "sequence": event.sequence}
-                    if event.kind in ("tool.result", "tool.approval.requested", "elicitation.requested")
-                    else event.payload
-                )
-                run_updates.update(handler(payload, created) or {})
-            ReasoningRun.objects.filter(pk=self.run_id).update(**run_updates)
+        return self._attempt_id
 
-    def _persist_plain(self, event: Event, created: datetime) -> None:
-        """An event with no domain rows (most of them): its row and the run's next sequence in
-        two fixed statements, one round trip on PostgreSQL. Written by hand because building
-        the same two statements with the ORM cost several times their database work in CPU,
-        for every event of every run (measured by `make bench`: CPU ms per event)."""
-        field = TraceEvent._meta.get_field
-        values = [
-            self.run_id,
-            event.sequence,
-            event.kind,
-            event.phase[:80],
-            event.level,
-            field("payload").get_db_prep_value(event.payload, connection),
-            field("created_at").get_db_prep_value(created, connection),
-        ]
-        progress = [
-            event.sequence + 1,
-            ReasoningRun._meta.get_field("heartbeat_at").get_db_prep_value(timezone.now(), connection),
-            self.run_id,
-        ]
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # One statement, so one round trip and atomic without BEGIN and COMMIT.
-                cursor.execute(TRACE_WITH_PROGRESS, values + progress)
-                return
-            with transaction.atomic():
-                cursor.execute(TRACE_INSERT, values)
-                cursor.execute(RUN_PROGRESS, progress)
-
-    # --- one method per event kind that has domain rows -----------------------------------
-
-    def _attempt(self) -> Attempt | None:
-        return Attempt.objects.filter(run_id=self.run_id).order_by("-number").first()
-
-    def on_analysis_completed(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+    def on_analysis_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         a = p["analysis"]
-        return {
-            "complexity_level": a["complexity_level"],
-            "rationale": a["rationale"],
-            "confidence": a["confidence"],
-            "estimated_iterations": a["estimated_iterations"],
-            "requires_research": a["requires_research"],
-            "requires_synthesis": a["requires_synthesis"],
-            "multi_part_query": a["multi_part_query"],
-            "tool_count_estimate": min(a["tool_count_estimate"], 32767),
-        }
+        change.set(
+            complexity_level=a["complexity_level"],
+            rationale=a["rationale"],
+            confidence=a["confidence"],
+            estimated_iterations=a["estimated_iterations"],
+            requires_research=a["requires_research"],
+            requires_synthesis=a["requires_synthesis"],
+            multi_part_query=a["multi_part_query"],
+            tool_count_estimate=min(a["tool_count_estimate"], 32767),
+        )
 
-    def on_strategy_selected(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
-        Attempt.objects.filter(run_id=self.run_id, status=Attempt.Status.IN_PROGRESS).update(
-            status=Attempt.Status.FAILED, outcome="Interrupted (the worker stopped)", completed_at=at
+    def on_strategy_selected(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        update_rows(
+            Attempt,
+            {"run_id": self.run_id, "status": Attempt.Status.IN_PROGRESS},
+            {"status": Attempt.Status.FAILED, "outcome": INTERRUPTED, "completed_at": at},
         )
-        Attempt.objects.update_or_create(
-            run_id=self.run_id,
-            number=p["attempt"],
-            defaults={"strategy": p["strategy"], "status": Attempt.Status.IN_PROGRESS, "started_at": at},
-        )
-        updates = {"final_strategy": p["strategy"]}
+        values = {"strategy": p["strategy"], "status": Attempt.Status.IN_PROGRESS, "started_at": at}
+        number = {"run_id": self.run_id, "number": p["attempt"]}
+        if update_rows(Attempt, number, values):  # a resumed run starting its attempt again
+            self._attempt_id = Attempt.objects.values_list("pk", flat=True).get(**number)
+        else:
+            self._attempt_id = Attempt.objects.create(**number, **values).pk
+        change.set(final_strategy=p["strategy"])
         if p["attempt"] == 1:
-            updates["initial_strategy"] = p["strategy"]
-        return updates
+            change.set(initial_strategy=p["strategy"])
 
-    def on_plan_created(self, p: dict[str, Any], at: datetime) -> None:
+    def on_plan_created(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         plan_data = p.get("plan")
         if not plan_data:
             return
         revision = Plan.objects.filter(run_id=self.run_id).count()
         plan = Plan.objects.create(
             run_id=self.run_id,
-            attempt=self._attempt(),
+            attempt_id=self._attempt(),
             revision=revision,
             created_by=p.get("strategy") or plan_data["created_by"],
             mode=p.get("mode", ""),
@@ -320,7 +302,7 @@ class RunSink:
             lessons_used=p.get("lessons_used", []),
             created_at=at,
         )
-        PlanStep.objects.bulk_create(
+        steps = PlanStep.objects.bulk_create(
             PlanStep(
                 plan=plan,
                 step_id=s["id"],
@@ -337,112 +319,135 @@ class RunSink:
             )
             for i, s in enumerate(plan_data["steps"])
         )
+        self._steps = {step.step_id: step.pk for step in steps if step.pk is not None}
 
     on_plan_refined = on_plan_created
 
-    def _step(self, step_id: str) -> PlanStep | None:
-        return (
-            PlanStep.objects.filter(plan__run_id=self.run_id, step_id=step_id)
-            .order_by("-plan__revision")
-            .first()
+    def _step(self, step_id: str) -> int | None:
+        """The step's row in the run's latest plan (known when this sink wrote that plan)."""
+        if step_id not in self._steps:
+            pk = (
+                PlanStep.objects.filter(plan__run_id=self.run_id, step_id=step_id)
+                .order_by("-plan__revision")
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if pk is None:
+                return None
+            self._steps[step_id] = pk
+        return self._steps[step_id]
+
+    def on_step_started(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        step = self._step(p["step_id"])
+        if step is not None:
+            update_rows(PlanStep, {"id": step}, {"status": PlanStep.Status.IN_PROGRESS, "started_at": at})
+
+    def on_step_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        step = self._step(p["step_id"])
+        if step is not None:
+            findings = [p["findings"]] if p.get("findings") else ([p["error"]] if p.get("error") else [])
+            update_rows(
+                PlanStep,
+                {"id": step},
+                {
+                    "status": p["status"],
+                    "completed_at": at,
+                    "findings": findings,
+                    "tools_used": p.get("tools_used", []),
+                },
+            )
+
+    def on_tool_result(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        batch.tool_runs.append(
+            ToolExecution(
+                run_id=self.run_id,
+                attempt_id=self._attempt(),
+                call_id=p.get("call_id") or "",
+                step_id=p.get("step_id") or "",
+                server=p.get("server") or "",
+                tool=p.get("server_tool") or p["tool"],
+                arguments=p.get("arguments") or {},
+                argument_hash=p.get("argument_hash") or "",
+                success=p["success"],
+                result=p.get("result") or "",
+                error=p.get("detail") or p.get("error") or "",  # staff read these: the full story
+                duration_ms=max(0.0, p.get("duration_ms") or 0.0),
+                cached=p.get("cached", False),
+                truncated=p.get("truncated", False),
+                strategy=p.get("strategy") or "",
+                created_at=at,
+                parts=p.get("parts") or [],
+                event_sequence=p.get("sequence"),
+            )
         )
 
-    def on_step_started(self, p: dict[str, Any], at: datetime) -> None:
-        step = self._step(p["step_id"])
-        if step:
-            step.status, step.started_at = PlanStep.Status.IN_PROGRESS, at
-            step.save(update_fields=["status", "started_at"])
-
-    def on_step_completed(self, p: dict[str, Any], at: datetime) -> None:
-        step = self._step(p["step_id"])
-        if step:
-            step.status, step.completed_at = p["status"], at
-            step.findings = [p["findings"]] if p.get("findings") else ([p["error"]] if p.get("error") else [])
-            step.tools_used = p.get("tools_used", [])
-            step.save(update_fields=["status", "completed_at", "findings", "tools_used"])
-
-    def on_tool_result(self, p: dict[str, Any], at: datetime) -> None:
-        ToolExecution.objects.create(
-            run_id=self.run_id,
-            attempt=self._attempt(),
-            call_id=p.get("call_id") or "",
-            step_id=p.get("step_id") or "",
-            server=p.get("server") or "",
-            tool=p.get("server_tool") or p["tool"],
-            arguments=p.get("arguments") or {},
-            argument_hash=p.get("argument_hash") or "",
-            success=p["success"],
-            result=p.get("result") or "",
-            error=p.get("detail") or p.get("error") or "",  # staff read these: the full story
-            duration_ms=max(0.0, p.get("duration_ms") or 0.0),
-            cached=p.get("cached", False),
-            truncated=p.get("truncated", False),
-            strategy=p.get("strategy") or "",
-            created_at=at,
-            parts=p.get("parts") or [],
-            event_sequence=p.get("sequence"),
-        )
-
-    def on_tool_approval_requested(self, p: dict[str, Any], at: datetime) -> None:
+    def on_tool_approval_requested(
+        self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange
+    ) -> None:
         from chat.approvals import approval_request
 
         approval_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
 
-    def on_elicitation_requested(self, p: dict[str, Any], at: datetime) -> None:
+    def on_elicitation_requested(
+        self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange
+    ) -> None:
         from chat.approvals import elicitation_request
 
         elicitation_request(run_id=self.run_id, payload=p, sequence=p.get("sequence"))
 
-    def on_llm_call(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+    def on_llm_call(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         cost = Decimal(p.get("cost") or "0")
-        LLMCall.objects.create(
-            run_id=self.run_id,
-            component=p["component"],
-            provider=p.get("provider") or "",
-            model=p.get("model") or "",
-            input_tokens=p["input_tokens"],
-            output_tokens=p["output_tokens"],
-            cache_read_tokens=p["cache_read_tokens"],
-            cache_write_tokens=p["cache_write_tokens"],
-            latency_ms=p.get("latency_ms") or 0.0,
-            stop_reason=p.get("stop_reason") or "",
-            retries=p.get("retries") or 0,
-            cost=cost,
-            error=p.get("error") or "",
-            created_at=at,
+        batch.calls.append(
+            LLMCall(
+                run_id=self.run_id,
+                component=p["component"],
+                provider=p.get("provider") or "",
+                model=p.get("model") or "",
+                input_tokens=p["input_tokens"],
+                output_tokens=p["output_tokens"],
+                cache_read_tokens=p["cache_read_tokens"],
+                cache_write_tokens=p["cache_write_tokens"],
+                latency_ms=p.get("latency_ms") or 0.0,
+                stop_reason=p.get("stop_reason") or "",
+                retries=p.get("retries") or 0,
+                cost=cost,
+                error=p.get("error") or "",
+                created_at=at,
+            )
         )
         if self.owner_id is None:
             self.owner_id = ChatSession.objects.values_list("owner_id", flat=True).get(pk=self.session_id)
-        tokens = sum(
-            p[key] for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-        )
+        tokens = 0
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            tokens += p[key]
+            change.add(key, p[key])
+        change.add("cost", cost)
         usage_charge(user_id=self.owner_id, tokens=tokens, cost=cost, at=at)
-        return {
-            "input_tokens": F("input_tokens") + p["input_tokens"],
-            "output_tokens": F("output_tokens") + p["output_tokens"],
-            "cache_read_tokens": F("cache_read_tokens") + p["cache_read_tokens"],
-            "cache_write_tokens": F("cache_write_tokens") + p["cache_write_tokens"],
-            "cost": F("cost") + cost,
-        }
 
-    def on_quality_completed(self, p: dict[str, Any], at: datetime) -> None:
+    def on_quality_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         evaluation = p["evaluation"]
-        Attempt.objects.filter(run_id=self.run_id, status=Attempt.Status.IN_PROGRESS).update(
-            quality_score=evaluation["confidence"],
-            approved=p["approved"],
-            evaluation=evaluation,
-            status=Attempt.Status.COMPLETED,
-            completed_at=at,
-            outcome="Approved" if p["approved"] else "Quality insufficient",
+        update_rows(
+            Attempt,
+            {"run_id": self.run_id, "status": Attempt.Status.IN_PROGRESS},
+            {
+                "quality_score": evaluation["confidence"],
+                "approved": p["approved"],
+                "evaluation": evaluation,
+                "status": Attempt.Status.COMPLETED,
+                "completed_at": at,
+                "outcome": "Approved" if p["approved"] else "Quality insufficient",
+            },
         )
 
-    def on_escalation(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
-        Attempt.objects.filter(run_id=self.run_id, strategy=p["from_strategy"]).update(
-            status=Attempt.Status.ESCALATED, outcome=f"Escalated to {p['to_strategy']}"
+    def on_escalation(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        update_rows(
+            Attempt,
+            {"run_id": self.run_id, "strategy": p["from_strategy"]},
+            {"status": Attempt.Status.ESCALATED, "outcome": f"Escalated to {p['to_strategy']}"},
         )
-        return {"escalation_count": F("escalation_count") + 1}
+        change.add("escalation_count", 1)
 
-    def on_critique_completed(self, p: dict[str, Any], at: datetime) -> None:
+    def on_critique_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         c = p["critique"]
         plan = Plan.objects.filter(run_id=self.run_id).order_by("-revision").first()
         Critique.objects.create(
@@ -463,7 +468,9 @@ class RunSink:
             created_at=at,
         )
 
-    def on_reflection_completed(self, p: dict[str, Any], at: datetime) -> None:
+    def on_reflection_completed(
+        self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange
+    ) -> None:
         r = p["reflection"]
         earlier = Reflection.objects.filter(run_id=self.run_id).first()
         if earlier is not None and p.get("trigger") == "feedback":
@@ -485,18 +492,22 @@ class RunSink:
             },
         )
 
-    def on_answer_discarded(self, p: dict[str, Any], at: datetime) -> None:
-        ReasoningRun.objects.filter(pk=self.run_id, draft_id=p["draft"]).update(draft_id="", draft_text="")
+    def on_answer_discarded(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        if "draft_id" in change.values:  # the draft this batch wrote is the run's draft now
+            if change.values["draft_id"] == p["draft"]:
+                change.set(draft_id="", draft_text="")
+            return
+        cleared = {"draft_id": "", "draft_text": ""}
+        update_rows(ReasoningRun, {"id": self.run_id, "draft_id": p["draft"]}, cleared)
 
-    def on_answer_final(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
-        run = ReasoningRun.objects.only("session_id").get(pk=self.run_id)
+    def on_answer_final(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         # get_or_create + the one-answer-per-run constraint: a resumed run keeps its first answer.
         Message.objects.get_or_create(
             run_id=self.run_id,
             role=Message.Role.ASSISTANT,
-            defaults={"session_id": run.session_id, "content": p["answer"], "created_at": at},
+            defaults={"session_id": self.session_id, "content": p["answer"], "created_at": at},
         )
-        return {"answer_kind": p.get("answer_kind", "answer"), "draft_id": "", "draft_text": ""}
+        change.set(answer_kind=p.get("answer_kind", "answer"), draft_id="", draft_text="")
 
     def record_stopped(self) -> int | None:
         """The person stopped the run: say so in the trace, keeping the draft it had."""
@@ -519,21 +530,21 @@ class RunSink:
                 continue
         return None
 
-    def on_run_finished(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
+    def on_run_finished(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         if ReasoningRun.objects.filter(pk=self.run_id, status=ReasoningRun.Status.CANCELLED).exists():
-            return {}  # stopped while finishing: the person's stop stands
-        return {
-            "status": ReasoningRun.Status.SUCCEEDED,
-            "finished_at": at,
-            "final_strategy": p["final_strategy"],
-            "initial_strategy": p["initial_strategy"],
-            "final_quality": p["quality"],
-            "latency_ms": int(p.get("latency_ms") or 0),
-            "escalation_count": p["escalations"],
-        }
+            return  # stopped while finishing: the person's stop stands
+        change.set(
+            status=ReasoningRun.Status.SUCCEEDED,
+            finished_at=at,
+            final_strategy=p["final_strategy"],
+            initial_strategy=p["initial_strategy"],
+            final_quality=p["quality"],
+            latency_ms=int(p.get("latency_ms") or 0),
+            escalation_count=p["escalations"],
+        )
 
-    def on_run_failed(self, p: dict[str, Any], at: datetime) -> dict[str, Any]:
-        return {"status": ReasoningRun.Status.FAILED, "error": p["error"], "finished_at": at}
+    def on_run_failed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        change.set(status=ReasoningRun.Status.FAILED, error=p["error"], finished_at=at)
 
 
 def _without_part_data(payload: dict[str, Any]) -> dict[str, Any]:

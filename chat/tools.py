@@ -9,10 +9,12 @@ database, and so the admin, never decides alone what this process executes.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -27,6 +29,8 @@ from chat.logging import environment_secrets, secrets_register
 from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.registry import ToolOutput, ToolProvider, ToolRegistry, ToolSpec
+
+logger = logging.getLogger(__name__)
 
 USER_META = "nexus/user_id"
 # Environment variables that make an allowed program load or fetch other code (preloads,
@@ -253,6 +257,26 @@ def provider_for(server: MCPServer, user: Any = None) -> MCPToolProvider | Refus
 
 def providers_for(user: Any) -> list[MCPToolProvider | RefusedServer]:
     return [provider_for(server, user) for server in MCPServer.objects.filter(enabled=True)]
+
+
+def warm_up() -> None:
+    """Connect to every enabled tool server in the background (see NEXUS_WARM_TOOL_SERVERS);
+    one that cannot start is reported as on any first use, and retried then."""
+    if not settings.NEXUS_WARM_TOOL_SERVERS:
+        return
+
+    def connect() -> None:
+        try:
+            providers = [p for p in providers_for(None) if isinstance(p, MCPToolProvider)]
+        except Exception as exc:
+            logger.warning("could not read the tool servers to start: %s", exc)
+            return
+        finally:
+            connection.close()  # a thread of its own: leave no connection behind
+        for provider in providers:
+            POOL.submit(provider.list_tools())
+
+    threading.Thread(target=connect, name="nexus-warm-up", daemon=True).start()
 
 
 def registry_for(user: Any) -> ToolRegistry:

@@ -160,6 +160,9 @@ if NEXUS_RUN_BACKEND == "celery" and not REDIS_URL:
     raise ImproperlyConfigured("NEXUS_RUN_BACKEND=celery needs REDIS_URL (the Celery broker)")
 
 NEXUS_RUN_TIME_LIMIT = env_int("NEXUS_RUN_TIME_LIMIT", 900, minimum=10)
+# A process that executes runs connects to the enabled tool servers when it starts, so the first
+# question it answers does not wait seconds for the built-in server to boot.
+NEXUS_WARM_TOOL_SERVERS = env_bool("NEXUS_WARM_TOOL_SERVERS", True)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)

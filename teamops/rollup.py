@@ -42,7 +42,9 @@ def latency_buckets(field: str) -> dict[str, Count]:
     return counts
 
 
-def _upsert(table: str, keys: list[str], columns: list[str], select: QuerySet[Any]) -> None:
+def _upsert_statement(
+    table: str, keys: list[str], columns: list[str], select: QuerySet[Any]
+) -> tuple[str, list[Any]]:
     """INSERT INTO table (columns) <select> ON CONFLICT (keys) DO UPDATE adding the figures."""
     sql, params = select.query.sql_with_params()
     names = ", ".join(columns)
@@ -54,8 +56,7 @@ def _upsert(table: str, keys: list[str], columns: list[str], select: QuerySet[An
         f"INSERT INTO {table} ({names}) SELECT {names} FROM ({sql}) AS batch WHERE true "  # noqa: S608  # nosec B608
         f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {additions}"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
+    return statement, list(params)
 
 
 def _claim(runs: QuerySet[ReasoningRun]) -> str:
@@ -76,81 +77,124 @@ def _claim(runs: QuerySet[ReasoningRun]) -> str:
     return batch
 
 
-def rollup(runs: QuerySet[ReasoningRun] | None = None) -> int:
-    """Count the finished runs among `runs` (default: all) not counted yet; returns how many."""
-    tz = timezone.get_current_timezone()
-    with transaction.atomic():
-        batch = _claim(runs if runs is not None else ReasoningRun.objects.all())
-        claimed = CountedRun.objects.filter(batch=batch)
-        count = claimed.count()
-        if not count:
-            return 0
-        batch_runs = ReasoningRun.objects.filter(pk__in=claimed.values("run_id"))
-        run_figures: dict[str, Any] = {
-            "runs": Count("pk"),
-            "failed": Count("pk", filter=Q(status=ReasoningRun.Status.FAILED)),
-            "escalated": Count("pk", filter=Q(escalation_count__gt=0)),
-            "input_tokens": Coalesce(Sum("input_tokens"), 0),
-            "output_tokens": Coalesce(Sum("output_tokens"), 0),
-            "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
-            "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
-            "cost": Coalesce(Sum("cost"), Value(0), output_field=UsageDay._meta.get_field("cost")),
-            "quality_sum": Sum("final_quality", default=0.0),
-            "quality_n": Count("final_quality"),
-            **{name: Count("pk", filter=condition) for name, condition in QUALITY.items()},
-            **latency_buckets("latency_ms"),
-        }
-        grouped = (
-            batch_runs.annotate(
-                day=TruncDate("created_at", tzinfo=tz),
-                user_id=F("session__owner_id"),
-                strategy=F("final_strategy"),
-            )
-            .values("day", "user_id", "model", "strategy")
-            .annotate(**run_figures)
-            .order_by()
+def _claim_ids(run_ids: list[int]) -> str:
+    """_claim for runs named by id (a run executor's batch): the run's primary key in
+    CountedRun is what keeps a run from being counted twice."""
+    batch = uuid.uuid4().hex
+    marks = ", ".join(["%s"] * len(run_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {CountedRun._meta.db_table} (run_id, batch) "  # noqa: S608  # nosec B608
+            f"SELECT id, %s FROM {ReasoningRun._meta.db_table} WHERE id IN ({marks}) "
+            "AND status IN (%s, %s) ON CONFLICT DO NOTHING",
+            [batch, *(int(run_id) for run_id in run_ids), *FINISHED],
         )
-        _upsert(
+    return batch
+
+
+# The two upserts, compiled once per database and time zone with a stand-in for the batch id:
+# building them from the ORM took more CPU than the database took to run them, at every run's end.
+BATCH_STAND_IN = "nexus-rollup-batch"
+_compiled: dict[tuple[str, str, str], list[tuple[str, list[Any]]]] = {}
+
+
+def _statements(batch: str) -> list[tuple[str, list[Any]]]:
+    tz = timezone.get_current_timezone()
+    key = (connection.alias, connection.vendor, str(tz))
+    if key not in _compiled:
+        _compiled[key] = _compile(tz)
+    return [
+        (statement, [batch if value == BATCH_STAND_IN else value for value in params])
+        for statement, params in _compiled[key]
+    ]
+
+
+def _compile(tz: Any) -> list[tuple[str, list[Any]]]:
+    claimed = CountedRun.objects.filter(batch=BATCH_STAND_IN)
+    batch_runs = ReasoningRun.objects.filter(pk__in=claimed.values("run_id"))
+    run_figures: dict[str, Any] = {
+        "runs": Count("pk"),
+        "failed": Count("pk", filter=Q(status=ReasoningRun.Status.FAILED)),
+        "escalated": Count("pk", filter=Q(escalation_count__gt=0)),
+        "input_tokens": Coalesce(Sum("input_tokens"), 0),
+        "output_tokens": Coalesce(Sum("output_tokens"), 0),
+        "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
+        "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
+        "cost": Coalesce(Sum("cost"), Value(0), output_field=UsageDay._meta.get_field("cost")),
+        "quality_sum": Sum("final_quality", default=0.0),
+        "quality_n": Count("final_quality"),
+        **{name: Count("pk", filter=condition) for name, condition in QUALITY.items()},
+        **latency_buckets("latency_ms"),
+    }
+    grouped = (
+        batch_runs.annotate(
+            day=TruncDate("created_at", tzinfo=tz),
+            user_id=F("session__owner_id"),
+            strategy=F("final_strategy"),
+        )
+        .values("day", "user_id", "model", "strategy")
+        .annotate(**run_figures)
+        .order_by()
+    )
+    call_figures: dict[str, Any] = {
+        "calls": Count("pk"),
+        "input_tokens": Coalesce(Sum("input_tokens"), 0),
+        "output_tokens": Coalesce(Sum("output_tokens"), 0),
+        "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
+        "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
+        "cost": Coalesce(Sum("cost"), Value(0), output_field=CallDay._meta.get_field("cost")),
+        **latency_buckets("latency_ms"),
+    }
+    calls = (
+        LLMCall.objects.filter(run__in=batch_runs)
+        .annotate(day=TruncDate("created_at", tzinfo=tz), user_id=F("run__session__owner_id"))
+        .values("day", "user_id", "model")
+        .annotate(**call_figures)
+        .order_by()
+    )
+    return [
+        _upsert_statement(
             UsageDay._meta.db_table,
             ["day", "user_id", "model", "strategy"],
             ["day", "user_id", "model", "strategy", *run_figures],
             grouped,
-        )
-        call_figures: dict[str, Any] = {
-            "calls": Count("pk"),
-            "input_tokens": Coalesce(Sum("input_tokens"), 0),
-            "output_tokens": Coalesce(Sum("output_tokens"), 0),
-            "cache_read_tokens": Coalesce(Sum("cache_read_tokens"), 0),
-            "cache_write_tokens": Coalesce(Sum("cache_write_tokens"), 0),
-            "cost": Coalesce(Sum("cost"), Value(0), output_field=CallDay._meta.get_field("cost")),
-            **latency_buckets("latency_ms"),
-        }
-        calls = (
-            LLMCall.objects.filter(run__in=batch_runs)
-            .annotate(day=TruncDate("created_at", tzinfo=tz), user_id=F("run__session__owner_id"))
-            .values("day", "user_id", "model")
-            .annotate(**call_figures)
-            .order_by()
-        )
-        _upsert(
+        ),
+        _upsert_statement(
             CallDay._meta.db_table,
             ["day", "user_id", "model"],
             ["day", "user_id", "model", *call_figures],
             calls,
-        )
+        ),
+    ]
+
+
+def rollup(runs: QuerySet[ReasoningRun] | None = None, *, run_ids: list[int] | None = None) -> int:
+    """Count the finished runs among `runs` (default: all), or those of `run_ids`, not counted
+    yet; returns how many."""
+    with transaction.atomic():
+        if run_ids is not None:
+            batch = _claim_ids(run_ids) if run_ids else ""
+        else:
+            batch = _claim(runs if runs is not None else ReasoningRun.objects.all())
+        count = CountedRun.objects.filter(batch=batch).count() if batch else 0
+        if not count:
+            return 0
+        with connection.cursor() as cursor:
+            for statement, params in _statements(batch):
+                cursor.execute(statement, params)
     return count
 
 
 def rollup_run(run_id: int) -> int:
     """Count one run if it is finished (called when a run ends)."""
-    return rollup(ReasoningRun.objects.filter(pk=run_id))
+    return rollup(run_ids=[run_id])
 
 
 def rollup_runs_safely(run_ids: list[int]) -> None:
     """Count runs that just ended, for the run executor: a failure to count is logged, never
     the runs' problem (the dashboard's rollup_recent picks them up later)."""
     try:
-        rollup(ReasoningRun.objects.filter(pk__in=run_ids))
+        rollup(run_ids=run_ids)
     except Exception:
         logger.exception("could not roll up runs %s", run_ids)
 

@@ -60,7 +60,10 @@ async def test_a_foreign_origin_is_refused(alice, alice_session):
     assert not connected
 
 
-async def test_events_arrive_in_order_with_status_and_answer(alice, alice_session):
+async def test_events_arrive_in_order_with_status_and_answer(alice, alice_session, settings):
+    # A model that takes a moment, as a real one does: the page renders the run while it works
+    # (a run that is over before its page renders shows only how it ended).
+    settings.OFFLINE_LATENCY_MS = 100
     communicator = await socket(alice_session.pk, alice)
     connected, _ = await communicator.connect()
     assert connected

@@ -1,0 +1,308 @@
+"""One writer per event loop stores the events of every run the loop executes, many to a
+transaction, and then tells the pages.
+
+A run emits about twenty events, most of them around its model calls. Written one at a time,
+each cost a hop to a database thread, a transaction and a handful of ORM statements, and a
+worker holding fifty runs spent more CPU on its audit trail than on anything else. The writer
+takes whatever has queued up since its last transaction, from all runs, and writes it at once:
+domain rows in event order, then one statement for all the trace rows and one UPDATE per run.
+With nothing else queued a batch is a single event, so under no load nothing waits for
+company; under load batches grow and the cost per event falls.
+
+Order: one writer and one queue per loop, so a run's events are stored and pushed in the order
+it emitted them. A batch that fails is written again one run at a time, so a bad event fails
+only its own run; a lost database connection is retried (see `EventWriter._store`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import weakref
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    models,
+    transaction,
+)
+from django.utils import timezone
+
+from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
+
+if TYPE_CHECKING:
+    from chat.sink import RunSink
+
+logger = logging.getLogger(__name__)
+
+DATABASE_LOST = (OperationalError, InterfaceError)
+# Events written in one transaction at most (a bound on its size, not a wait: a batch never
+# waits to fill up).
+MAX_BATCH = 500
+
+TRACE_INSERT = (
+    "INSERT INTO chat_traceevent (run_id, sequence, kind, phase, level, payload, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+class RunChange:
+    """What a batch changes on one run's row, folded into one UPDATE at the end of the batch:
+    fields set (the later event wins), counters added to, and text appended (draft batches)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.adds: dict[str, Any] = {}
+        self.appends: dict[str, str] = {}
+
+    def set(self, **values: Any) -> None:
+        for name, value in values.items():
+            self.values[name] = value
+            self.appends.pop(name, None)
+
+    def add(self, name: str, amount: int | Decimal) -> None:
+        self.adds[name] = self.adds.get(name, 0) + amount
+
+    def append(self, name: str, text: str) -> None:
+        if name in self.values:
+            self.values[name] += text
+        else:
+            self.appends[name] = self.appends.get(name, "") + text
+
+    def write(self, run_id: int) -> None:
+        update_rows(ReasoningRun, {"id": run_id}, self.values, adds=self.adds, appends=self.appends)
+
+
+def update_rows(
+    model: type[models.Model],
+    where: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    adds: dict[str, Any] | None = None,
+    appends: dict[str, str] | None = None,
+) -> int:
+    """UPDATE `model`'s rows matching every `where` field: set `values`, add to `adds`, append
+    to `appends`. The same as QuerySet.update for these plain cases, at a fraction of the CPU:
+    the writer runs several for every batch, and building them with the ORM cost more than the
+    database took to run them."""
+    adds, appends = adds or {}, appends or {}
+    field = model._meta.get_field
+    table = connection.ops.quote_name(model._meta.db_table)
+
+    def column(name: str) -> str:
+        return connection.ops.quote_name(field(name).column)
+
+    sets = [f"{column(name)} = %s" for name in values]
+    sets += [f"{column(name)} = {column(name)} + %s" for name in adds]
+    sets += [f"{column(name)} = {column(name)} || %s" for name in appends]
+    if not sets:
+        return 0
+    params = [field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+    params += [field(name).get_db_prep_save(amount, connection) for name, amount in adds.items()]
+    params += list(appends.values())
+    conditions = " AND ".join(f"{column(name)} = %s" for name in where)
+    params += [field(name).get_db_prep_value(value, connection) for name, value in where.items()]
+    # Only the model's own table and column names are interpolated; values travel as parameters.
+    statement = f"UPDATE {table} SET {', '.join(sets)} WHERE {conditions}"  # noqa: S608  # nosec B608
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+@dataclass
+class Batch:
+    """The rows one transaction writes besides the domain rows handlers write at once."""
+
+    trace_rows: list[list[Any]] = field(default_factory=list)
+    calls: list[LLMCall] = field(default_factory=list)
+    tool_runs: list[ToolExecution] = field(default_factory=list)
+    runs: dict[int, RunChange] = field(default_factory=dict)
+
+    def run(self, run_id: int) -> RunChange:
+        change = self.runs.get(run_id)
+        if change is None:
+            change = self.runs[run_id] = RunChange()
+        return change
+
+
+@dataclass
+class Item:
+    """One event (or a checkpoint of the run's tracker) on its way to the database."""
+
+    sink: RunSink
+    kind: str  # "event" or "checkpoint"
+    value: Any
+    done: asyncio.Future[None]
+
+
+def store(items: list[Item]) -> None:
+    """Write `items` in one transaction (a database thread calls this)."""
+    batch = Batch()
+    now = timezone.now()
+    with transaction.atomic():
+        for item in items:
+            change = batch.run(item.sink.run_id)
+            if item.kind == "checkpoint":
+                change.set(tracker_state=item.value)
+            else:
+                item.sink.apply(item.value, batch, change)
+        if batch.calls:
+            LLMCall.objects.bulk_create(batch.calls)
+        if batch.tool_runs:
+            ToolExecution.objects.bulk_create(batch.tool_runs)
+        if batch.trace_rows:
+            prepare = TraceEvent._meta.get_field
+            payload, created = prepare("payload"), prepare("created_at")
+            rows = [
+                [
+                    *row[:5],
+                    payload.get_db_prep_value(row[5], connection),
+                    created.get_db_prep_value(row[6], connection),
+                ]
+                for row in batch.trace_rows
+            ]
+            with connection.cursor() as cursor:
+                cursor.executemany(TRACE_INSERT, rows)
+        for run_id, change in batch.runs.items():
+            change.set(heartbeat_at=now)
+            change.write(run_id)
+
+
+def _by_run(items: Iterable[Item]) -> dict[RunSink, list[Item]]:
+    runs: dict[RunSink, list[Item]] = {}
+    for item in items:
+        runs.setdefault(item.sink, []).append(item)
+    return runs
+
+
+def store_apart(items: list[Item], *, retried: bool) -> None:
+    """Write each run's items in a transaction of its own; a run whose items fail is told so
+    (its next event raises), the others are written. After a lost connection (`retried`), an
+    integrity error means the earlier attempt was committed after all: nothing to do."""
+    for sink, own in _by_run(items).items():
+        try:
+            store(own)
+        except IntegrityError as exc:
+            if not retried:
+                sink.failed(exc)
+        except DATABASE_LOST:
+            raise
+        except Exception as exc:
+            sink.failed(exc)
+
+
+class EventWriter:
+    """The writer of one event loop (see the module's docstring)."""
+
+    def __init__(self, context: contextvars.Context | None = None) -> None:
+        self.queue: deque[Item] = deque()
+        self.ready = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.context = context
+        self.batches = 0  # transactions written (tests and benchmarks read these)
+        self.events = 0
+
+    def submit(self, sink: RunSink, kind: str, value: Any) -> asyncio.Future[None]:
+        """Queue an event or checkpoint of `sink`'s run; the future is done once it is stored
+        and pushed (or given up on: `sink.error` then says why)."""
+        item = Item(sink, kind, value, asyncio.get_running_loop().create_future())
+        self.queue.append(item)
+        self.ready.set()
+        if self.task is None or self.task.done():
+            loop = asyncio.get_running_loop()
+            self.task = loop.create_task(self._run(), context=self.context or contextvars.copy_context())
+        return item.done
+
+    async def _run(self) -> None:
+        while True:
+            if not self.queue:
+                self.ready.clear()
+                await self.ready.wait()
+                continue
+            items = [self.queue.popleft() for _ in range(min(len(self.queue), MAX_BATCH))]
+            items = [item for item in items if item.sink.error is None]  # its run has failed
+            try:
+                await self._store(items)
+                await self._push(items)
+            except Exception as exc:  # never stop writing for every other run
+                logger.exception("writing a batch of %d events failed", len(items))
+                for item in items:
+                    item.sink.failed(exc)
+            finally:
+                for item in items:
+                    if not item.done.done():
+                        item.done.set_result(None)
+
+    async def _store(self, items: list[Item]) -> None:
+        """Write through a database restart: retry a lost connection for up to half the stale
+        time (never long enough for a sweeper to hand the runs to another worker meanwhile),
+        then give up on these items, so their runs stop and are resumed from their checkpoints
+        later."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + settings.NEXUS_RUN_STALE_SECONDS / 2
+        pause, retried = 0.2, False
+        while True:
+            try:
+                if retried:
+                    await sync_to_async(store_apart)(items, retried=True)
+                else:
+                    try:
+                        await sync_to_async(store)(items)
+                    except DATABASE_LOST:
+                        raise
+                    except Exception:
+                        await sync_to_async(store_apart)(items, retried=False)
+                self.batches += 1
+                self.events += len(items)
+                return
+            except DATABASE_LOST as exc:
+                if loop.time() + pause > give_up:
+                    for item in items:
+                        item.sink.failed(exc)
+                    return
+                logger.warning("database lost while recording %d event(s), retrying: %s", len(items), exc)
+            await asyncio.sleep(pause)
+            await sync_to_async(close_old_connections)()
+            pause, retried = min(pause * 2, 5), True
+
+    async def _push(self, items: list[Item]) -> None:
+        """Tell each run's pages about its stored events: one message per run for its trace
+        events (the pages read what they lack up to it), and its draft batches joined."""
+        sends = []
+        for sink, own in _by_run(items).items():
+            messages = sink.messages([item.value for item in own if item.kind == "event"])
+            if messages and sink.error is None:
+                sends.append(sink.send_all(messages))
+        if sends:
+            await asyncio.gather(*sends)
+
+
+_writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventWriter] = weakref.WeakKeyDictionary()
+
+
+def event_writer() -> EventWriter:
+    """The running loop's writer."""
+    loop = asyncio.get_running_loop()
+    writer = _writers.get(loop)
+    if writer is None:
+        writer = _writers[loop] = EventWriter()
+    return writer
+
+
+def start_writer(context: contextvars.Context) -> EventWriter:
+    """The running loop's writer, writing through the database thread `context` selects (a
+    worker gives it a connection of its own)."""
+    writer = event_writer()
+    writer.context = context
+    return writer
