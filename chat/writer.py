@@ -69,10 +69,14 @@ class RunChange:
     def set(self, **values: Any) -> None:
         for name, value in values.items():
             self.values[name] = value
+            self.adds.pop(name, None)
             self.appends.pop(name, None)
 
     def add(self, name: str, amount: int | Decimal) -> None:
-        self.adds[name] = self.adds.get(name, 0) + amount
+        if name in self.values:
+            self.values[name] += amount
+        else:
+            self.adds[name] = self.adds.get(name, 0) + amount
 
     def append(self, name: str, text: str) -> None:
         if name in self.values:
