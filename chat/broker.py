@@ -17,6 +17,10 @@ job out again, run_claim finds the run finished and skips it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from kombu.transport import redis, virtual
 
 
@@ -37,6 +41,21 @@ class QoS(redis.QoS):
 class Channel(redis.Channel):
     QoS = QoS
     do_restore = False
+
+    @contextmanager
+    def conn_or_acquire(self, client: Any = None) -> Iterator[Any]:
+        """kombu builds a new redis client (around the same connection pool) for every
+        acknowledgement and every job taken; building a redis-py 8 client copies its whole
+        table of response callbacks, which made that most of the CPU a job cost in the worker.
+        A client is only a handle on the pool, so one per channel serves them all."""
+        if client:
+            yield client
+            return
+        if self._shared_client is None:
+            self._shared_client = self._create_client()
+        yield self._shared_client
+
+    _shared_client: Any = None
 
 
 class Transport(redis.Transport):

@@ -35,9 +35,9 @@ def bind_server_loop() -> None:
         return
     _server_loop = asyncio.get_running_loop()
     if settings.NEXUS_RUN_BACKEND == "embedded":
-        from chat.tools import warm_up
+        from chat.engine import prepare_executor
 
-        warm_up()
+        prepare_executor()
         task = _server_loop.create_task(_sweep_forever())
         _background.add(task)
         task.add_done_callback(_background.discard)

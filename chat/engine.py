@@ -68,6 +68,17 @@ def build_llm() -> LLMClient:
     )
 
 
+def prepare_executor() -> None:
+    """A process about to execute runs loads what every run needs (the modes' code, the tool
+    servers) now, not while its first runs wait: the first run on a fresh worker took seconds
+    longer than the rest, and a burst of runs on it paid the imports on its event loop."""
+    import reasoning.modes.adaptive
+    import reasoning.modes.cognitive  # noqa: F401
+    from chat.tools import warm_up
+
+    warm_up()
+
+
 def build_mode(name: str | None = None) -> Mode:
     """The agent mode `name` (default: the one AGENT_MODE names), on the configured provider."""
     return create_mode(

@@ -7,6 +7,7 @@ a server printed, so their exception details are reduced to the exception's type
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -36,14 +37,21 @@ def secrets_register(values: Iterable[str]) -> None:
 
 def environment_secrets() -> list[str]:
     """The secret values in this process's environment: keys, and the passwords in URLs."""
-    values = [os.environ.get(name, "") for name in SECRET_VARIABLES]
-    for name in URL_VARIABLES:
+    return list(_secrets_in(tuple(os.environ.get(name, "") for name in (*SECRET_VARIABLES, *URL_VARIABLES))))
+
+
+@functools.lru_cache(maxsize=8)
+def _secrets_in(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The secrets among the environment's values (parsed once per set of values: every log
+    record is checked, and parsing the URLs each time was most of what that cost)."""
+    keys, urls = list(values[: len(SECRET_VARIABLES)]), values[len(SECRET_VARIABLES) :]
+    for url in urls:
         try:
-            values.append(urlsplit(os.environ.get(name, "")).password or "")
+            keys.append(urlsplit(url).password or "")
         except ValueError:
             continue
-    values += [part for value in values for part in value.split(",")]  # NEXUS_SECRETS_KEY=new,old
-    return [v for v in values if len(v) >= MIN_SECRET_CHARS]
+    keys += [part for value in keys for part in value.split(",")]  # NEXUS_SECRETS_KEY=new,old
+    return tuple(v for v in keys if len(v) >= MIN_SECRET_CHARS)
 
 
 def redact(text: str, extra: list[str] | None = None) -> str:

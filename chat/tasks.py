@@ -104,9 +104,9 @@ def sweep_runs_task() -> int:
 def _sweep_on_start(**kwargs: object) -> None:
     """A new worker starts its tool servers and its run loop, and recovers what a dead one
     left, at once and then periodically."""
-    from chat.tools import warm_up
+    from chat.engine import prepare_executor
 
-    warm_up()
+    prepare_executor()
     run_loop()
 
     def loop() -> None:

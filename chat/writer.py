@@ -191,19 +191,28 @@ def _by_run(items: Iterable[Item]) -> dict[RunSink, list[Item]]:
 
 
 def store_apart(items: list[Item], *, retried: bool) -> None:
-    """Write each run's items in a transaction of its own; a run whose items fail is told so
-    (its next event raises), the others are written. After a lost connection (`retried`), an
-    integrity error means the earlier attempt was committed after all: nothing to do."""
+    """Write each run's items in a transaction of its own, and a run whose items fail one item
+    at a time: what it emitted before the bad event is kept, the run is told (its next event
+    raises) and nothing after it is written; the other runs are not affected. After a lost
+    connection (`retried`), an integrity error means the earlier attempt was committed after
+    all: nothing to do."""
     for sink, own in _by_run(items).items():
         try:
             store(own)
-        except IntegrityError as exc:
-            if not retried:
-                sink.failed(exc)
+            continue
         except DATABASE_LOST:
             raise
         except Exception as exc:
-            sink.failed(exc)
+            if retried and isinstance(exc, IntegrityError):
+                continue
+        for item in own:  # found again, one item at a time
+            try:
+                store([item])
+            except DATABASE_LOST:
+                raise
+            except Exception as exc:
+                sink.failed(exc)
+                break
 
 
 class EventWriter:

@@ -342,6 +342,7 @@ SECURE_CSP = {
 
 # --- logging: secrets never reach a log line ---------------------------------------------------
 
+_CELERY_JOB_LOGS = "DEBUG" if env_str("LOG_LEVEL", "INFO").upper() == "DEBUG" else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -353,5 +354,10 @@ LOGGING = {
         "httpx2": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},
+        # A line per job received and per job done: every run's start and end are in the
+        # database (and the admin) already, and at a team's load these lines cost the worker
+        # more CPU than its runs' own bookkeeping. LOG_LEVEL=DEBUG shows them again.
+        "celery.worker.strategy": {"level": _CELERY_JOB_LOGS},
+        "celery.app.trace": {"level": _CELERY_JOB_LOGS},
     },
 }

@@ -6,7 +6,7 @@ dependency graph wherever steps are added.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -125,10 +125,20 @@ class PlanStep:
     spawned_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["started_at"] = to_iso(self.started_at)
-        data["completed_at"] = to_iso(self.completed_at)
-        return data
+        # Written out rather than dataclasses.asdict: every checkpoint serialises every step,
+        # and asdict's generic deep copy was most of what a checkpoint cost.
+        return {
+            "id": self.id,
+            "description": self.description,
+            "status": self.status,
+            "priority": self.priority,
+            "started_at": to_iso(self.started_at),
+            "completed_at": to_iso(self.completed_at),
+            "findings": list(self.findings),
+            "tools_used": list(self.tools_used),
+            "depends_on": list(self.depends_on),
+            "spawned_from": self.spawned_from,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlanStep:
@@ -269,7 +279,8 @@ class AccumulatedInsights:
                 self.recommended_improvements.append(query)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        values = {item.name: getattr(self, item.name) for item in fields(self)}
+        return {name: dict(v) if isinstance(v, dict) else list(v) for name, v in values.items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AccumulatedInsights:

@@ -17,18 +17,15 @@ class PromptError(LookupError):
     """A prompt file is missing or a template variable was not supplied."""
 
 
-@functools.cache
-def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
-
-
+@functools.lru_cache(maxsize=256)
 def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
-    """Load `name` (e.g. "reasoning/planning.txt") from the prompts directory."""
+    """Load `name` (e.g. "reasoning/planning.txt") from the prompts directory (once: every
+    model call reads its prompt, and finding the file cost a few system calls each time)."""
     base = prompts_dir or PROMPTS_DIR
     path = (base / name).resolve()
     if not path.is_file():
         raise PromptError(f"prompt template {name!r} not found at {path}")
-    return _read(path)
+    return path.read_text(encoding="utf-8")
 
 
 def format_prompt(template: str, **values: Any) -> str:

@@ -1,0 +1,185 @@
+"""The event writer: many runs' events in one transaction, in order, write-behind, and one
+run's bad event or a lost connection costing no other run anything."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import OperationalError
+
+from chat import services, writer
+from chat.models import LLMCall, ReasoningRun, TraceEvent
+from chat.sink import RunSink
+from chat.writer import RunChange, event_writer
+from reasoning.events import Event
+
+pytestmark = pytest.mark.django_db
+
+
+def event(sequence: int, kind: str = "iteration", **payload) -> Event:
+    return Event(sequence, time.time(), kind, "Phase 1: Execution (DIRECT)", "trace", payload)
+
+
+def llm_call(sequence: int, tokens: int = 10) -> Event:
+    return event(
+        sequence,
+        "llm.call",
+        component="response",
+        provider="offline",
+        model="nexus-offline",
+        input_tokens=tokens,
+        output_tokens=tokens,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+        cost="0.001",
+    )
+
+
+def delta(sequence: int, draft: str, offset: int, text: str) -> Event:
+    return event(
+        sequence, "answer.delta", draft=draft, attempt=1, strategy="direct", offset=offset, text=text
+    )
+
+
+@pytest.fixture
+def runs(alice):
+    return [
+        services.message_post(session=services.session_create(owner=alice), content=f"Question {n}")
+        for n in range(3)
+    ]
+
+
+def sequences(run: ReasoningRun) -> list[int]:
+    return list(TraceEvent.objects.filter(run=run).order_by("sequence").values_list("sequence", flat=True))
+
+
+def test_runs_events_are_stored_together_in_order_and_after_the_run_went_on(runs):
+    async def scenario() -> tuple[int, int, int]:
+        sinks = [RunSink(run, behind=True) for run in runs]
+        for seq in range(1, 6):
+            for sink in sinks:
+                await sink(event(seq))  # returns at once: the engine does not wait for the database
+        written_before_drain = event_writer().events
+        for sink in sinks:
+            await sink.drain()
+        return event_writer().batches, event_writer().events, written_before_drain
+
+    batches, events, written_before_drain = async_to_sync(scenario)()
+    assert written_before_drain == 0, "written behind the runs, not before they go on"
+    assert events == 15 and batches == 1, "fifteen events queued together are one transaction"
+    for run in runs:
+        assert sequences(run) == [1, 2, 3, 4, 5]
+        run.refresh_from_db()
+        assert run.next_sequence == 6 and run.heartbeat_at is not None
+
+
+def test_a_bad_event_fails_only_its_own_run_and_keeps_what_came_before(runs):
+    good, bad, _ = runs
+
+    async def scenario() -> BaseException | None:
+        good_sink, bad_sink = RunSink(good, behind=True), RunSink(bad, behind=True)
+        await good_sink(event(1))
+        await bad_sink(event(1))
+        await bad_sink(event(2, "llm.call"))  # malformed: no model, no tokens
+        await bad_sink(event(3))
+        await good_sink(llm_call(2))
+        await good_sink.drain()
+        with pytest.raises(KeyError):
+            await bad_sink.drain()
+        with pytest.raises(KeyError):
+            await bad_sink(event(4))  # the run stops at its next event
+        return bad_sink.error
+
+    error = async_to_sync(scenario)()
+    assert isinstance(error, KeyError)
+    assert sequences(good) == [1, 2] and LLMCall.objects.filter(run=good).count() == 1
+    assert sequences(bad) == [1], "what the run emitted before the bad event is kept, nothing after it"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_lost_after_commit_is_retried_without_writing_anything_twice(
+    runs, monkeypatch, settings
+):
+    settings.NEXUS_RUN_STALE_SECONDS = 10
+    run = runs[0]
+    real_store, calls = writer.store, []
+
+    def flaky_store(items):
+        real_store(items)
+        calls.append(len(items))
+        if len(calls) == 1:  # committed, then the connection dropped before the reply
+            raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(writer, "store", flaky_store)
+
+    async def scenario() -> None:
+        sink = RunSink(run, behind=True)
+        await sink(event(1))
+        await sink(llm_call(2, tokens=7))
+        await sink.drain()
+        await sink(event(3))
+        await sink.drain()
+
+    async_to_sync(scenario)()
+    assert calls == [2, 1], "the first batch was committed, then written again (and found written)"
+    assert sequences(run) == [1, 2, 3]
+    assert LLMCall.objects.filter(run=run).count() == 1
+    run.refresh_from_db()
+    assert (run.input_tokens, run.next_sequence) == (7, 4), "the retried batch counted once"
+
+
+def test_a_batch_folds_a_runs_draft_and_counters_into_its_row(runs):
+    run = runs[0]
+
+    async def scenario() -> list[dict]:
+        sink = RunSink(run, behind=True)
+        pushed: list[dict] = []
+        sink.send_all = lambda messages: _record(pushed, messages)
+        for e in [
+            delta(1, "d1", 0, "Par"),
+            delta(2, "d1", 3, "is is"),
+            event(3, "answer.discarded", draft="d1", reason="quality", text="Paris is"),
+            delta(4, "d2", 0, "Paris"),
+            delta(5, "d2", 5, "."),
+            llm_call(6, tokens=5),
+            llm_call(7, tokens=6),
+            event(8, "escalation", from_strategy="direct", to_strategy="light_planning"),
+        ]:
+            await sink(e)
+        await sink.drain()
+        return pushed
+
+    async def _record(pushed: list[dict], messages: list[dict]) -> None:
+        pushed.extend(messages)
+
+    pushed = async_to_sync(scenario)()
+    run.refresh_from_db()
+    assert (run.draft_id, run.draft_text) == ("d2", "Paris."), "the draft the batch ended with"
+    assert (run.input_tokens, run.output_tokens, run.cost) == (11, 11, Decimal("0.002"))
+    assert run.escalation_count == 1 and run.next_sequence == 9
+    assert sequences(run) == [3, 6, 7, 8], "draft batches are folded into the run, never rows"
+    assert pushed == [
+        {"type": "answer.delta", "run": run.pk, "seq": 2, "draft": "d1", "offset": 0, "text": "Paris is"},
+        {"type": "trace.event", "run": run.pk, "seq": 3, "kind": "answer.discarded"},
+        {"type": "answer.delta", "run": run.pk, "seq": 5, "draft": "d2", "offset": 0, "text": "Paris."},
+        {"type": "trace.event", "run": run.pk, "seq": 8, "kind": "escalation"},
+    ], "pages hear of a batch once per stretch of trace events, and of joined draft text"
+
+
+def test_a_run_change_is_one_update_whatever_order_its_parts_came_in():
+    change = RunChange()
+    change.add("escalation_count", 1)
+    change.set(escalation_count=3)  # the run's end states the total
+    change.add("input_tokens", 5)
+    change.add("input_tokens", 6)
+    change.set(draft_id="d1", draft_text="Par")
+    change.append("draft_text", "is")
+    change.append("error", "x")
+    change.set(error="")
+    assert change.values == {"escalation_count": 3, "draft_id": "d1", "draft_text": "Paris", "error": ""}
+    assert change.adds == {"input_tokens": 11} and change.appends == {}
+    change.add("escalation_count", 1)
+    assert change.values["escalation_count"] == 4
