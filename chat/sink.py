@@ -134,6 +134,7 @@ class RunSink:
         self._last: asyncio.Future[None] | None = None
         # Rows this run created, so later events update them without looking them up.
         self._attempt_id: int | None = None
+        self._plans: int | None = None
         self._steps: dict[str, int] = {}
 
     async def __call__(self, event: Event) -> None:
@@ -291,7 +292,9 @@ class RunSink:
         plan_data = p.get("plan")
         if not plan_data:
             return
-        revision = Plan.objects.filter(run_id=self.run_id).count()
+        if self._plans is None:
+            self._plans = Plan.objects.filter(run_id=self.run_id).count()
+        revision, self._plans = self._plans, self._plans + 1
         plan = Plan.objects.create(
             run_id=self.run_id,
             attempt_id=self._attempt(),
@@ -501,12 +504,15 @@ class RunSink:
         update_rows(ReasoningRun, {"id": self.run_id, "draft_id": p["draft"]}, cleared)
 
     def on_answer_final(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
-        # get_or_create + the one-answer-per-run constraint: a resumed run keeps its first answer.
-        Message.objects.get_or_create(
+        # The one-answer-per-run constraint: a resumed run keeps its first answer.
+        answer = Message(
             run_id=self.run_id,
             role=Message.Role.ASSISTANT,
-            defaults={"session_id": self.session_id, "content": p["answer"], "created_at": at},
+            session_id=self.session_id,
+            content=p["answer"],
+            created_at=at,
         )
+        Message.objects.bulk_create([answer], ignore_conflicts=True)
         change.set(answer_kind=p.get("answer_kind", "answer"), draft_id="", draft_text="")
 
     def record_stopped(self) -> int | None:

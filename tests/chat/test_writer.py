@@ -183,3 +183,19 @@ def test_a_run_change_is_one_update_whatever_order_its_parts_came_in():
     assert change.adds == {"input_tokens": 11} and change.appends == {}
     change.add("escalation_count", 1)
     assert change.values["escalation_count"] == 4
+
+
+def test_a_run_keeps_its_first_answer_when_a_resumed_run_answers_again(runs):
+    run = runs[0]
+
+    async def scenario() -> None:
+        first = RunSink(run, behind=True)
+        await first(event(1, "answer.final", answer="391", answer_kind="answer", draft=None))
+        await first.drain()
+        again = RunSink(run, behind=True)  # another worker, resuming from an earlier checkpoint
+        await again(event(2, "answer.final", answer="Three hundred and ninety-one", draft=None))
+        await again.drain()
+        assert again.error is None
+
+    async_to_sync(scenario)()
+    assert [m.content for m in run.answers.all()] == ["391"]
