@@ -97,6 +97,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
     handshake_done = False  # `connect` has accepted or refused the socket
     live = False  # accepted, and subscribed to its session's events
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sent: dict[int, int] = {}
+        self.phases: dict[int, str] = {}  # the phase of the last event sent, per run
+        self.trace_open: bool | None = None
+        self.settled: set[int] = set()
+        self.drafts: dict[int, DraftView] = {}
+        self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
+        self.queue_refresh: asyncio.Task[None] | None = None
+
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         try:
             await super().websocket_connect(message)
@@ -136,16 +146,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
         self.group = session_group(self.session_id)
-        self.sent: dict[int, int] = {}
-        self.settled: set[int] = set()
-        self.drafts: dict[int, DraftView] = {}
-        self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
-        self.queue_refresh: asyncio.Task[None] | None = None
         await self.accept()
         self.live = True
 
     async def disconnect(self, code: int) -> None:
-        for view in getattr(self, "drafts", {}).values():
+        for view in self.drafts.values():
             await sockets.stop(view.flush)
         if getattr(self, "slot", None):
             await sockets.stop(self.keeper)
@@ -185,6 +190,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         )
         for run_id in runs:
             self.sent[run_id] = wanted[run_id]
+            self.phases.pop(run_id, None)  # the page's own cursor: its phase is read with the events
             await self._send_events(run_id, upto=None)
             draft = await self._draft_of(run_id)
             if draft is not None:
@@ -367,23 +373,23 @@ class SessionConsumer(AsyncWebsocketConsumer):
         events = list(events.order_by("sequence"))
         if not events:
             return "", None
-        previous = (
-            TraceEvent.objects.filter(run_id=run_id, sequence=after).values_list("phase", flat=True).first()
-            if after
-            else None
-        )
-        items = "".join(
-            render_to_string(f"{PAGE}#trace-event", {"item": item})
-            for item in events_context(events, previous)
-        )
+        previous = self.phases.get(run_id) if after else None
+        if after and previous is None:
+            before = TraceEvent.objects.filter(run_id=run_id, sequence=after)
+            previous = before.values_list("phase", flat=True).first()
+        self.phases[run_id] = events[-1].phase
+        # One render for the batch: each event used to be a template render of its own.
+        items = render_to_string(f"{PAGE}#trace-events", {"items": events_context(events, previous)})
         html = f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
         status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
+        turn_changed = any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events)
+        if not status and not turn_changed:
+            return html, events[-1].sequence
+        run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
         if status:
-            run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
             mode = status[-1].payload["mode"]
             html += self._render_status(run, mode) + self._render_active_head(run, mode)
-        if any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events):
-            run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
+        if turn_changed:
             html += self._render_turn_parts(run, parts=("answer",))
             if not run.is_active:
                 self.settled.add(run_id)
@@ -439,9 +445,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return html
 
     def _trace_open(self) -> bool:
-        return bool(
-            Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
-        )
+        """Whether the person keeps reasoning panels open, read once per socket: it only sets a
+        head's first state, which the page then keeps true to its own panel."""
+        if self.trace_open is None:
+            self.trace_open = bool(
+                Preference.objects.filter(user_id=self.user_id).values_list("trace_open", flat=True).first()
+            )
+        return self.trace_open
 
     def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
         turn = turn_context(services.turn_of(run), trace_open=self._trace_open(), user_id=self.user_id)
@@ -458,6 +468,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         turn = turn_context(services.turn_of(run), trace_open=False, user_id=self.user_id)
         turn["events"] = [item for item in turn["events"] if item["event"].sequence <= upto]
         last = turn["events"][-1]["event"].sequence if turn["events"] else 0
+        if turn["events"]:
+            self.phases[run_id] = turn["events"][-1]["event"].phase
         turn["last_seq"] = last
         html = render_to_string(f"{PAGE}#turn", {"turn": turn, "session": run.session})
         return f'<div hx-swap-oob="beforeend:#thread">{html}</div>', last
