@@ -20,7 +20,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from chat.models import (
@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 
 INTERRUPTED = "Interrupted (the worker stopped)"
+STOPPED = "SELECT 1 FROM chat_reasoningrun WHERE id = %s AND status = %s"
 
 # Pages showing a queued run listen here while they do: a run leaving the queue moves the others.
 QUEUE_GROUP = "run-queue"
@@ -133,8 +134,10 @@ class RunSink:
         self.error: BaseException | None = None
         self._last: asyncio.Future[None] | None = None
         # Rows this run created, so later events update them without looking them up.
+        # A run with no stored event has no attempts, plans or steps but those this sink writes.
+        self._fresh = run.next_sequence == 1
         self._attempt_id: int | None = None
-        self._plans: int | None = None
+        self._plans: int | None = 0 if self._fresh else None
         self._steps: dict[str, int] = {}
 
     async def __call__(self, event: Event) -> None:
@@ -250,7 +253,7 @@ class RunSink:
     # same batch may update them), the run's own columns go to `change`.
 
     def _attempt(self) -> int | None:
-        if self._attempt_id is None:
+        if self._attempt_id is None and not self._fresh:
             self._attempt_id = (
                 Attempt.objects.filter(run_id=self.run_id)
                 .order_by("-number")
@@ -273,14 +276,16 @@ class RunSink:
         )
 
     def on_strategy_selected(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
-        update_rows(
-            Attempt,
-            {"run_id": self.run_id, "status": Attempt.Status.IN_PROGRESS},
-            {"status": Attempt.Status.FAILED, "outcome": INTERRUPTED, "completed_at": at},
-        )
+        first = self._fresh and self._attempt_id is None  # nothing to interrupt or start again
+        if not first:
+            update_rows(
+                Attempt,
+                {"run_id": self.run_id, "status": Attempt.Status.IN_PROGRESS},
+                {"status": Attempt.Status.FAILED, "outcome": INTERRUPTED, "completed_at": at},
+            )
         values = {"strategy": p["strategy"], "status": Attempt.Status.IN_PROGRESS, "started_at": at}
         number = {"run_id": self.run_id, "number": p["attempt"]}
-        if update_rows(Attempt, number, values):  # a resumed run starting its attempt again
+        if not first and update_rows(Attempt, number, values):  # a resumed run starting its attempt again
             self._attempt_id = Attempt.objects.values_list("pk", flat=True).get(**number)
         else:
             self._attempt_id = Attempt.objects.create(**number, **values).pk
@@ -329,6 +334,8 @@ class RunSink:
     def _step(self, step_id: str) -> int | None:
         """The step's row in the run's latest plan (known when this sink wrote that plan)."""
         if step_id not in self._steps:
+            if self._fresh:
+                return None
             pk = (
                 PlanStep.objects.filter(plan__run_id=self.run_id, step_id=step_id)
                 .order_by("-plan__revision")
@@ -537,8 +544,10 @@ class RunSink:
         return None
 
     def on_run_finished(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
-        if ReasoningRun.objects.filter(pk=self.run_id, status=ReasoningRun.Status.CANCELLED).exists():
-            return  # stopped while finishing: the person's stop stands
+        with connection.cursor() as cursor:
+            cursor.execute(STOPPED, [self.run_id, ReasoningRun.Status.CANCELLED])
+            if cursor.fetchone():
+                return  # stopped while finishing: the person's stop stands
         change.set(
             status=ReasoningRun.Status.SUCCEEDED,
             finished_at=at,
