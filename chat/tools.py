@@ -15,6 +15,7 @@ import re
 import shlex
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -206,10 +207,29 @@ POOL = MCPConnectionPool(on_breaker=record_breaker)
 atexit.register(POOL.close_sync)
 
 
-@database_sync_to_async
-def record_status(name: str, error: str | None, tool_count: int, paused_for: float | None = None) -> None:
+# What this process last told the database about each server, and when: a run lists the tools
+# of every server, and writing the same "ok" for each run was a statement (and a hop to a
+# database thread) per run on one hot row.
+_recorded: dict[str, tuple[tuple[Any, ...], float]] = {}
+RECORD_EVERY_SECONDS = 5.0
+
+
+async def record_status(
+    name: str, error: str | None, tool_count: int, paused_for: float | None = None
+) -> None:
     """What the admin's status column shows: the last time a worker reached the server, and
-    whether it is paused after repeated failures (its circuit open) and until when."""
+    whether it is paused after repeated failures (its circuit open) and until when. The same
+    news from this process is written at most every RECORD_EVERY_SECONDS."""
+    news = (error or "", None if error else tool_count, paused_for)
+    now = time.monotonic()
+    last = _recorded.get(name)
+    if not paused_for and last is not None and last[0] == news and now - last[1] < RECORD_EVERY_SECONDS:
+        return
+    _recorded[name] = (news, now)
+    await database_sync_to_async(_record_status)(name, error, tool_count, paused_for)
+
+
+def _record_status(name: str, error: str | None, tool_count: int, paused_for: float | None) -> None:
     status = MCPServer.Status.OK
     if error:
         status = MCPServer.Status.PAUSED if paused_for else MCPServer.Status.ERROR

@@ -43,6 +43,15 @@ def tool_server_pool(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def fresh_tool_server_status():
+    """Each test's database starts without the status an earlier test's runs reported (a
+    process writes the same status at most every few seconds)."""
+    from chat import tools
+
+    tools._recorded.clear()
+
+
+@pytest.fixture(autouse=True)
 def builtin_tool_server(request):
     """The built-in MCP server row its migration creates (transactional tests flush it away)."""
     if "django_db_setup" not in request.fixturenames and not request.node.get_closest_marker("django_db"):
