@@ -14,8 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, QuerySet
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.http import Http404
 from django.utils import timezone
@@ -479,26 +479,33 @@ def run_fail(run_id: int, message: str) -> bool:
     )
 
 
+# Whether a queued run's owner has room for it: their running runs, and their queued runs
+# posted before it, in one statement (it runs for every job a worker takes; built with the ORM
+# it cost a few milliseconds of CPU each time, as two queries).
+RUNS_AHEAD = """
+SELECT
+  (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
+    WHERE ms.owner_id = s.owner_id AND m.status = %s),
+  (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
+    WHERE ms.owner_id = s.owner_id AND m.status = %s
+      AND (m.created_at < r.created_at OR (m.created_at = r.created_at AND m.id < r.id)))
+FROM chat_reasoningrun r JOIN chat_chatsession s ON s.id = r.session_id
+WHERE r.id = %s AND r.status = %s
+"""
+
+
 def _run_has_turn(run_id: int) -> bool:
     """Whether a queued run may start now under its owner's concurrent-run limit; parks it if not."""
-    row = (
-        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED)
-        .values("session__owner_id", "created_at")
-        .first()
-    )
+    queued = ReasoningRun.Status.QUEUED
+    with connection.cursor() as cursor:
+        cursor.execute(RUNS_AHEAD, [ReasoningRun.Status.RUNNING, queued, run_id, queued])
+        row = cursor.fetchone()
     if row is None:  # running (a redelivery), finished or gone: run_claim decides
         return True
-    ahead = ReasoningRun.objects.filter(session__owner_id=row["session__owner_id"]).aggregate(
-        running=Count("pk", filter=Q(status=ReasoningRun.Status.RUNNING)),
-        earlier=Count(
-            "pk",
-            filter=Q(status=ReasoningRun.Status.QUEUED)
-            & (Q(created_at__lt=row["created_at"]) | Q(created_at=row["created_at"], pk__lt=run_id)),
-        ),
-    )
-    if ahead["running"] + ahead["earlier"] < settings.NEXUS_MAX_RUNS_PER_USER:
+    running, earlier = row
+    if running + earlier < settings.NEXUS_MAX_RUNS_PER_USER:
         return True
-    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(dispatched_at=None)
+    ReasoningRun.objects.filter(pk=run_id, status=queued).update(dispatched_at=None)
     return False
 
 
@@ -545,11 +552,13 @@ def runs_next_for_owner(owner_id: int) -> list[int]:
     """The owner's oldest queued runs that fit under the concurrent-run limit now, to dispatch
     when one of their runs finishes (first come, first served)."""
     mine = ReasoningRun.objects.filter(session__owner_id=owner_id)
-    free = settings.NEXUS_MAX_RUNS_PER_USER - mine.filter(status=ReasoningRun.Status.RUNNING).count()
-    if free <= 0:
-        return []
+    limit = settings.NEXUS_MAX_RUNS_PER_USER
     queued = mine.filter(status=ReasoningRun.Status.QUEUED).order_by("created_at", "pk")
-    return list(queued.values_list("pk", flat=True)[:free])
+    waiting = list(queued.values_list("pk", flat=True)[:limit])
+    if not waiting:  # the usual case, answered in one query
+        return []
+    free = limit - mine.filter(status=ReasoningRun.Status.RUNNING).count()
+    return waiting[: max(free, 0)]
 
 
 def runs_to_recover() -> list[int]:

@@ -156,7 +156,12 @@ class Emitter:
         return event
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def _json_safe(value: Any) -> Any:
+    if type(value) in _PLAIN:  # most of a payload: answered before any isinstance check
+        return value
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

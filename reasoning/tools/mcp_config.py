@@ -7,6 +7,7 @@ paused (its circuit opens) instead of making every run wait for it again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -64,9 +65,10 @@ class MCPServerConfig:
     approval_policies: tuple[tuple[str, str], ...] = ()
     default_approval: str = ""
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """Identity of the connection: a changed command or URL means a new connection."""
+        """Identity of the connection: a changed command or URL means a new connection. (Kept:
+        every tool call asks, and the built-in server's environment is long to hash.)"""
         material = json.dumps(
             [self.name, self.transport, self.command, self.args, self.env, self.cwd, self.url, self.headers],
             sort_keys=True,
