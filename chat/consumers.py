@@ -29,7 +29,7 @@ from django.template.loader import render_to_string
 
 from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
-from chat.presenters import approval_for, elicitation_for, events_context, run_mode, turn_context
+from chat.presenters import answer_html, approval_for, elicitation_for, events_context, run_mode, turn_context
 from chat.rendering import render_markdown
 from chat.sink import QUEUE_GROUP, session_group, user_group
 
@@ -390,7 +390,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             mode = status[-1].payload["mode"]
             html += self._render_status(run, mode) + self._render_active_head(run, mode)
         if turn_changed:
-            html += self._render_turn_parts(run, parts=("answer",))
+            html += self._render_answer(run, status[-1].payload["mode"] if status else run_mode(run))
             if not run.is_active:
                 self.settled.add(run_id)
         return html, events[-1].sequence
@@ -443,6 +443,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # The line above the draft says the same mode as the status line and the panel.
             html += render_to_string(f"{PAGE}#pending-line", {"turn": turn, "swap_oob": True})
         return html
+
+    def _render_answer(self, run: ReasoningRun, mode: str) -> str:
+        """The turn's answer area. While the run works with no answer yet (it started, or a draft
+        was discarded) that is the line saying what it does and its draft: drawn from the run
+        alone, not from the whole turn (every event, feedback, queue place) as an answer is."""
+        if run.status != ReasoningRun.Status.RUNNING or run.answers.exists():
+            return self._render_turn_parts(run, parts=("answer",))
+        turn = {"run": run, "active": True, "mode": mode, "stopped": False, "answer": None}
+        turn["draft_html"] = answer_html(run.draft_text) if run.draft_text else None
+        return render_to_string(f"{PAGE}#answer", {"turn": turn, "swap_oob": True})
 
     def _trace_open(self) -> bool:
         """Whether the person keeps reasoning panels open, read once per socket: it only sets a

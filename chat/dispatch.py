@@ -65,13 +65,19 @@ def dispatch_run(run_id: int) -> None:
             logger.warning("could not queue run %s: %s", run_id, exc)
             raise DispatchError("The job queue (Redis) is unreachable.") from exc
         return
-    from chat.engine import execute_run
-
     # A fresh context: the run must not inherit the request's asgiref thread context, whose
     # executor is gone once the response is sent (database calls would wait forever).
-    future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, execute_run(run_id), _loop())
+    future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, _execute(run_id), _loop())
     _running.add(future)
     future.add_done_callback(_finished)
+
+
+async def _execute(run_id: int) -> str:
+    from chat.engine import execute_run
+    from chat.writer import own_writer
+
+    own_writer()
+    return await execute_run(run_id)
 
 
 def _finished(future: Future[str]) -> None:

@@ -152,6 +152,10 @@ class RunSink:
         self._last = event_writer().submit(self, kind, value)
         if wait:
             await self.drain()
+        else:
+            # Let the writer start on it now rather than after the run's next stretch of work:
+            # the page sees an event sooner, and the run loses nothing (it awaits the model next).
+            await asyncio.sleep(0)
 
     async def drain(self) -> None:
         """Wait until every event sent so far is stored and pushed; raise if one could not be."""

@@ -9,7 +9,6 @@ and waits for it. The loop holds the runs; the threads only hold the jobs' ackno
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import threading
 import time
@@ -33,7 +32,6 @@ _loop_lock = threading.Lock()
 # thread-sensitive thread. A run keeps its lane, so its calls stay on one thread and in order.
 DB_LANES = 8
 _lanes = [ThreadSensitiveContext() for _ in range(DB_LANES)]
-_writer_lane = ThreadSensitiveContext()
 
 
 def run_loop() -> asyncio.AbstractEventLoop:
@@ -52,21 +50,12 @@ def run_on_loop(coroutine: Coroutine[Any, Any, str]) -> str:
     return asyncio.run_coroutine_threadsafe(coroutine, run_loop()).result()
 
 
-def _writer_context() -> contextvars.Context:
-    """The context the loop's event writer runs in: a database thread of its own."""
-    context = contextvars.Context()
-    context.run(SyncToAsync.thread_sensitive_context.set, _writer_lane)
-    return context
-
-
 async def execute_with_time_limit(run_id: int) -> str:
     """Execute a run, failing it clearly when it outlives NEXUS_RUN_TIME_LIMIT."""
     from chat.engine import execute_run
-    from chat.writer import event_writer
+    from chat.writer import own_writer
 
-    writer = event_writer()
-    if writer.context is None:
-        writer.context = _writer_context()
+    own_writer()
     SyncToAsync.thread_sensitive_context.set(_lanes[run_id % DB_LANES])  # this task's context only
     try:
         async with asyncio.timeout(settings.NEXUS_RUN_TIME_LIMIT):

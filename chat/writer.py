@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import (
     IntegrityError,
@@ -313,9 +313,13 @@ def event_writer() -> EventWriter:
     return writer
 
 
-def start_writer(context: contextvars.Context) -> EventWriter:
-    """The running loop's writer, writing through the database thread `context` selects (a
-    worker gives it a connection of its own)."""
+def own_writer() -> EventWriter:
+    """The running loop's writer, on a database thread (and connection) of its own, so the
+    runs' and the pages' database calls never queue behind a batch. For processes that execute
+    runs; tests keep the writer on their own thread (the default) to see its rows."""
     writer = event_writer()
-    writer.context = context
+    if writer.context is None:
+        context = contextvars.Context()
+        context.run(SyncToAsync.thread_sensitive_context.set, ThreadSensitiveContext())
+        writer.context = context
     return writer
