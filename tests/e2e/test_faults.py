@@ -168,7 +168,8 @@ def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_kill
 ):
     count = 50
     slow = {
-        "OFFLINE_LATENCY_MS": "700",
+        # Two model calls of 3 s: every run outlasts the outages below, so the kill finds them working.
+        "OFFLINE_LATENCY_MS": "3000",
         "NEXUS_MAX_RUNS_PER_USER": str(count),
         "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
     }
