@@ -242,7 +242,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
                 resume=context["resume"],
                 lessons=context["lessons"],
                 checkpoint=sink.checkpoint,
-                budget=UserSpendingLimit(run.session.owner_id),
+                budget=StoredSpending(UserSpendingLimit(run.session.owner_id), sink),
                 memory=context["memory"],
             )
         finally:
@@ -265,6 +265,19 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
             run.pk, "The answer took longer than the time limit and was stopped."
         )
         raise
+
+
+class StoredSpending:
+    """The person's spending limit, asked once the run's own events are stored: its model calls
+    are charged as their events are written, and those are written behind the run."""
+
+    def __init__(self, limit: UserSpendingLimit, sink: RunSink) -> None:
+        self.limit = limit
+        self.sink = sink
+
+    async def exceeded(self) -> str | None:
+        await self.sink.drain()
+        return await self.limit.exceeded()
 
 
 def _database_lost(error: BaseException | None) -> bool:

@@ -201,7 +201,8 @@ class Attempt(models.Model):
         ESCALATED = "escalated", "Escalated"
         FAILED = "failed", "Failed"
 
-    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="attempts")
+    # db_index=False: the unique (run, number) index serves lookups by run, one index less to write.
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="attempts", db_index=False)
     number = models.PositiveSmallIntegerField()
     strategy = models.CharField(max_length=20, choices=Strategy.choices)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IN_PROGRESS)
@@ -225,7 +226,8 @@ class Attempt(models.Model):
 
 
 class Plan(models.Model):
-    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="plans")
+    # db_index=False: the unique (run, revision) index serves lookups by run.
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="plans", db_index=False)
     attempt = models.ForeignKey(
         Attempt, on_delete=models.SET_NULL, null=True, blank=True, related_name="plans"
     )
@@ -252,7 +254,8 @@ class PlanStep(models.Model):
         SKIPPED = "skipped", "Skipped"
         FAILED = "failed", "Failed"
 
-    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="steps")
+    # db_index=False: the unique (plan, step id) index serves lookups by plan.
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="steps", db_index=False)
     step_id = models.CharField(max_length=60)
     position = models.PositiveSmallIntegerField(default=0)
     description = models.TextField()
@@ -274,7 +277,10 @@ class PlanStep(models.Model):
 
 
 class ToolExecution(models.Model):
-    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="tool_executions")
+    # db_index=False: the (run, argument hash) index serves lookups by run.
+    run = models.ForeignKey(
+        ReasoningRun, on_delete=models.CASCADE, related_name="tool_executions", db_index=False
+    )
     attempt = models.ForeignKey(
         Attempt, on_delete=models.SET_NULL, null=True, blank=True, related_name="tool_executions"
     )
@@ -418,7 +424,9 @@ class TraceEvent(models.Model):
         STATUS = "status", "Status"
         TRACE = "trace", "Trace"
 
-    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="events")
+    # db_index=False: the unique (run, sequence) index serves lookups by run; a run writes about
+    # twenty events, and each row had one index more to update for nothing.
+    run = models.ForeignKey(ReasoningRun, on_delete=models.CASCADE, related_name="events", db_index=False)
     sequence = models.PositiveIntegerField()
     kind = models.CharField(max_length=40)
     phase = models.CharField(max_length=80, blank=True)

@@ -82,6 +82,27 @@ def test_a_run_crossing_the_budget_finishes_its_attempt_without_escalating(alice
     assert ask(other, TWO_PARTS, start="direct").escalation_count == 1
 
 
+def test_the_budget_sees_the_runs_own_calls_however_far_behind_their_writing_is(
+    alice, alice_session, monkeypatch
+):
+    """A run's events are written behind it; the check before escalating still counts the calls
+    of the attempt it has just made (a slow database, here a slow writer, must not let it pass)."""
+    import time
+
+    from chat import writer
+
+    real_store = writer.store
+
+    def slow_store(items):
+        time.sleep(0.05)
+        real_store(items)
+
+    monkeypatch.setattr(writer, "store", slow_store)
+    Budget.objects.create(user=alice, period=Period.DAY, metric=Budget.Metric.TOKENS, limit=1)
+    run = ask(alice_session, TWO_PARTS, start="direct")
+    assert run.escalation_count == 0 and run.final_strategy == "direct"
+
+
 def test_a_group_budget_counts_every_member_together(alice, bob, make_user):
     team = Group.objects.create(name="Research")
     team.user_set.add(alice, bob)
