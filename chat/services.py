@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.http import Http404
 from django.utils import timezone
@@ -519,15 +519,14 @@ def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
 def run_queue_position(run: ReasoningRun) -> int:
     """How many runs must start or finish before this queued one starts: the queued runs
     posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
-    owner's running runs that must finish first."""
-    earlier = ReasoningRun.objects.filter(
-        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk),
-        status=ReasoningRun.Status.QUEUED,
-    ).count()
-    running = ReasoningRun.objects.filter(
-        session__owner_id=run.session.owner_id, status=ReasoningRun.Status.RUNNING
-    ).count()
-    return earlier + max(0, running - settings.NEXUS_MAX_RUNS_PER_USER + 1)
+    owner's running runs that must finish first. One query counts both."""
+    queued, running = ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING
+    earlier = Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)
+    counts = ReasoningRun.objects.filter(status__in=(queued, running)).aggregate(
+        earlier=Count("pk", filter=Q(status=queued) & earlier),
+        running=Count("pk", filter=Q(status=running, session__owner_id=run.session.owner_id)),
+    )
+    return counts["earlier"] + max(0, counts["running"] - settings.NEXUS_MAX_RUNS_PER_USER + 1)
 
 
 def run_is_stuck(run: ReasoningRun) -> bool:
