@@ -254,9 +254,12 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
 
 
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:
+    """What the turn partials show of one thread entry (`session_thread`, `turn_of`). An entry
+    may bring the run's `events` (a run just stored has none to load) and `dispatched` (True:
+    the caller has just handed the queued run to the job queue)."""
     run: ReasoningRun | None = turn["run"]
     answer = turn["answer"]
-    events = list(run.events.all()) if run else []
+    events = turn["events"] if "events" in turn else list(run.events.all()) if run else []
     feedback = None
     if run is not None and answer is not None and user_id is not None:
         feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
@@ -274,7 +277,7 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "stopped": bool(run and run.status == ReasoningRun.Status.CANCELLED),
         "trace_open": trace_open,
         "mode": run_mode(run),
-        **queue_context(run),
+        **queue_context(run, dispatched=turn.get("dispatched", False)),
         "low_confidence": low_confidence(run) if answer else None,
         "summary": summary(run, events),
         "feedback": feedback,
@@ -286,12 +289,16 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
     }
 
 
-def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
+def queue_context(run: ReasoningRun | None, *, dispatched: bool = False) -> dict[str, Any]:
     """For a queued run: how many runs wait ahead of it, and whether it is stuck (its dispatch
-    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn."""
+    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn.
+    A run the caller has just `dispatched` is not stuck (its dispatch is recorded)."""
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
-    return {"queue_ahead": services.run_queue_position(run), "stuck": services.run_is_stuck(run)}
+    return {
+        "queue_ahead": services.run_queue_position(run),
+        "stuck": not dispatched and services.run_is_stuck(run),
+    }
 
 
 def approval_for(run_id: int, argument_hash: str) -> Any:

@@ -267,11 +267,13 @@ def message_post(
     attachments: list[Attachment] | None = None,
 ) -> ReasoningRun:
     """Store the user's message and a queued run together; the caller dispatches the run.
-    `question` is what the engine answers (default: the message as typed)."""
+    `question` is what the engine answers (default: the message as typed). `session` is
+    updated in place to what was stored (its title, when the message gave it one).
+
+    A session still answering refuses the run: its database constraint allows one active run
+    per session, so the refused insert rolls the message back too and `_next_run_of` raises
+    RunActive. (Asking first cost a query on every post to spare that rollback on a few.)"""
     text = message_validate(content)
-    active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
-    if active is not None:
-        raise RunActive(active)
     with _next_run_of(session):
         message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
         run = ReasoningRun.objects.create(
@@ -289,6 +291,8 @@ def message_post(
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
         sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+    for name, value in updates.items():
+        setattr(session, name, value)
     return run
 
 

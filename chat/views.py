@@ -171,6 +171,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     if refusal is not None:
         return _error(request, f"{refusal} Your message was not sent.", session.pk)
     content = request.POST.get("content", "")
+    old_title = session.title
     try:
         prepared = services.message_prepare(user=request.user, content=content)
         run = services.message_post(
@@ -183,9 +184,11 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
         )
     notice = ""
+    dispatched = False
     try:
         dispatch_run(run.pk)
         services.run_mark_dispatched(run.pk)
+        dispatched = True
     except DispatchError:
         notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
@@ -199,16 +202,19 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         return redirect("chat:session", session_id=session.pk)
     # A new answer's panel starts collapsed (the status line and the pulse show the work), so
     # an expanded trace never pushes the answer off screen; the remembered state applies on load.
+    # The turn shows the run as it was stored: queued, no events yet (the page's socket asks
+    # for any that come after, as for every turn it adds).
     turn = turn_context(
-        {"message": run.user_message, "run": run, "answer": None}, trace_open=False, user_id=request.user.pk
+        {"message": run.user_message, "run": run, "answer": None, "events": [], "dispatched": dispatched},
+        trace_open=False,
+        user_id=request.user.pk,
     )
-    old_title = session.title
-    session.refresh_from_db(fields=["title"])
+    retitled = session.title != old_title  # message_post updated `session` to what it stored
     context = {
         "turn": turn,
         "notice": notice,
         "session": session,
-        "retitled": session.title != old_title,
+        "retitled": retitled,
         "sessions": services.session_list_for_user(request.user),
     }
     return render(request, f"{PAGE}#turn", context)
