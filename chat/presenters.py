@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
@@ -58,6 +60,47 @@ _STEP_ID = re.compile(r"\bstep_(\d+)\b")
 # A search hit's address for the model ("(private, nexus://documents/6)"): people have the
 # title beside it, so they read "(private)"; a bare address elsewhere reads "a team document".
 _DOCUMENT_URI = re.compile(r"(\((?:private|shared)), nexus://documents/\d+\)|nexus://documents/\d+")
+
+
+# Stands in for each id while a URL pattern is reversed once (no id on a page comes near it).
+_URL_MARK = 7_318_664_000
+
+
+@lru_cache(maxsize=64)
+def _url_parts(name: str, arity: int, script_prefix: str, urlconf: str | None) -> tuple[str, ...] | None:
+    """The text around the ids of URL `name`, reversed once with placeholder ids (None if one
+    is not found in it). The script prefix and urlconf that reverse() reads are part of the
+    cache key."""
+    marks = [str(_URL_MARK + i) for i in range(arity)]
+    rest = reverse(name, args=marks, urlconf=urlconf)
+    parts = []
+    for mark in marks:
+        before, found, rest = rest.partition(mark)
+        if not found:
+            return None
+        parts.append(before)
+    parts.append(rest)
+    return tuple(parts)
+
+
+def url_for(name: str, *ids: int) -> str:
+    """reverse(name, args=ids) for a URL whose arguments are all integer ids, without resolving
+    the pattern again for each call: pages name the same few URLs once per chat or answer."""
+    parts = _url_parts(name, len(ids), get_script_prefix(), get_urlconf())
+    if parts is None:
+        return reverse(name, args=ids)
+    return parts[0] + "".join(f"{int(pk)}{part}" for pk, part in zip(ids, parts[1:], strict=True))
+
+
+def run_urls(run: ReasoningRun) -> dict[str, str]:
+    """Where an answer's buttons post: resend (edit, regenerate), stop, feedback, retry."""
+    ids = (run.session_id, run.pk)
+    return {
+        "resend": url_for("chat:run-resend", *ids),
+        "stop": url_for("chat:run-stop", *ids),
+        "feedback": url_for("chat:run-feedback", *ids),
+        "retry": url_for("chat:run-retry", *ids),
+    }
 
 
 def plain_text(text: str) -> str:
@@ -286,6 +329,7 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "variants": turn.get("variants", 1),
         "current": turn.get("current", True),
         "last": turn.get("last", True),
+        "urls": run_urls(run) if run else {},
     }
 
 
