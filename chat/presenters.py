@@ -103,6 +103,14 @@ def run_urls(run: ReasoningRun) -> dict[str, str]:
     }
 
 
+def session_links(user: Any) -> list[dict[str, Any]]:
+    """The chat list: each chat's id, title and address, newest first."""
+    return [
+        {"pk": pk, "title": title, "url": url_for("chat:session", pk)}
+        for pk, title in services.session_titles_for_user(user)
+    ]
+
+
 def plain_text(text: str) -> str:
     """Engine text as people read it: tool names as labels, "step_1" as "step 1", no
     internal document addresses."""

@@ -49,6 +49,12 @@ def session_list_for_user(user: Any) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(owner=user)
 
 
+def session_titles_for_user(user: Any) -> list[tuple[int, str]]:
+    """(id, title) of the user's chats, newest first: the chat list, without building a model
+    instance per chat (a person with hundreds of chats loads it on every page)."""
+    return list(session_list_for_user(user).values_list("pk", "title"))
+
+
 def session_get_for_user(user: Any, session_id: int) -> ChatSession:
     """The user's own session; anyone else's answers 404 (not 403), so ids cannot be probed."""
     try:

@@ -29,7 +29,7 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
-from chat.presenters import turn_context
+from chat.presenters import session_links, turn_context
 from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
 
@@ -60,9 +60,9 @@ def _error(request: HttpRequest, message: str, session_id: int, status: int = 20
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    latest = services.session_list_for_user(request.user).first()
+    latest = services.session_list_for_user(request.user).values_list("pk", flat=True).first()
     if latest is not None:
-        return redirect("chat:session", session_id=latest.pk)
+        return redirect("chat:session", session_id=latest)
     return render(
         request,
         PAGE,
@@ -89,7 +89,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         request,
         PAGE,
         {
-            "sessions": services.session_list_for_user(request.user),
+            "sessions": session_links(request.user),
             "session": session,
             "turns": turns,
             "trace_open": preference.trace_open,
@@ -119,7 +119,7 @@ def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
             f"{PAGE}#renamed",
             {
                 "session": session,
-                "sessions": services.session_list_for_user(request.user),
+                "sessions": session_links(request.user),
                 "active_run": latest,
             },
         )
@@ -215,7 +215,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         "notice": notice,
         "session": session,
         "retitled": retitled,
-        "sessions": services.session_list_for_user(request.user),
+        "sessions": session_links(request.user) if retitled else [],
     }
     return render(request, f"{PAGE}#turn", context)
 
@@ -323,7 +323,7 @@ def search(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "chat/search.html",
-        {"query": query, "results": results, "sessions": services.session_list_for_user(request.user)},
+        {"query": query, "results": results, "sessions": session_links(request.user)},
     )
 
 
@@ -377,7 +377,7 @@ def _documents_page(
         "chat/documents.html",
         {
             "documents": documents.documents_visible_to(request.user),
-            "sessions": services.session_list_for_user(request.user),
+            "sessions": session_links(request.user),
             "form": form or {},
             "upload_error": error,
         },
