@@ -14,11 +14,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.http import HttpRequest
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
-from chat.models import AnswerFeedback, ReasoningRun, TraceEvent
+from chat.models import AnswerFeedback, Preference, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
 from reasoning.tools.labels import humanize_tool_names, tool_label
 from reasoning.types import ExecutionStrategy
@@ -109,6 +110,24 @@ def session_links(user: Any) -> list[dict[str, Any]]:
         {"pk": pk, "title": title, "url": url_for("chat:session", pk)}
         for pk, title in services.session_titles_for_user(user)
     ]
+
+
+def preferences_of(request: HttpRequest) -> dict[str, Any]:
+    """The person's interface choices (`trace_open`, `theme`), read once per request: the chat
+    page and the theme of every page's frame both need them. Someone who never chose gets the
+    defaults (and no row is stored for them until they do)."""
+    cached = getattr(request, "_nexus_preferences", None)
+    if cached is None:
+        user = getattr(request, "user", None)
+        row = None
+        if user is not None and user.is_authenticated:
+            row = Preference.objects.filter(user=user).values("trace_open", "theme").first()
+        cached = {
+            "trace_open": bool(row and row["trace_open"]),
+            "theme": (row and row["theme"]) or "system",
+        }
+        request._nexus_preferences = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def plain_text(text: str) -> str:
@@ -232,8 +251,10 @@ def analysis_rationale(event: TraceEvent) -> str:
     return ((analysis or {}).get("analysis") or {}).get("rationale") or ""
 
 
-def run_mode(run: ReasoningRun | None) -> str:
-    """The high-level mode of a run, for the status line and the page title."""
+def run_mode(run: ReasoningRun | None, events: list[TraceEvent] | None = None) -> str:
+    """The high-level mode of a run, for the status line and the page title. `events`, when
+    the caller has loaded them, are all of the run's events in order (read instead of asking
+    the database for the latest status event)."""
     if run is None:
         return "Ready"
     if run.status == ReasoningRun.Status.QUEUED:
@@ -244,7 +265,10 @@ def run_mode(run: ReasoningRun | None) -> str:
         return "Stopped"
     if run.status == ReasoningRun.Status.SUCCEEDED:
         return "Complete"
-    last = run.events.filter(level=TraceEvent.Level.STATUS).order_by("-sequence").first()
+    if events is not None:
+        last = next((e for e in reversed(events) if e.level == TraceEvent.Level.STATUS), None)
+    else:
+        last = run.events.filter(level=TraceEvent.Level.STATUS).order_by("-sequence").first()
     return (last.payload or {}).get("mode", "Analyzing") if last else "Analyzing"
 
 
@@ -327,7 +351,7 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "active": bool(run and run.is_active),
         "stopped": bool(run and run.status == ReasoningRun.Status.CANCELLED),
         "trace_open": trace_open,
-        "mode": run_mode(run),
+        "mode": run_mode(run, events),
         **queue_context(run, dispatched=turn.get("dispatched", False)),
         "low_confidence": low_confidence(run) if answer else None,
         "summary": summary(run, events),

@@ -29,7 +29,7 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
-from chat.presenters import session_links, turn_context
+from chat.presenters import preferences_of, session_links, turn_context
 from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
 
@@ -71,7 +71,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "session": None,
             "turns": [],
             "active_run": None,
-            "trace_open": _preference(request).trace_open,
+            "trace_open": preferences_of(request)["trace_open"],
         },
     )
 
@@ -79,12 +79,12 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
-    preference = _preference(request)
+    trace_open = preferences_of(request)["trace_open"]
     turns = [
-        turn_context(turn, trace_open=preference.trace_open, user_id=request.user.pk)
+        turn_context(turn, trace_open=trace_open, user_id=request.user.pk)
         for turn in services.session_thread(session)
     ]
-    active = next((t["run"] for t in reversed(turns) if t["run"] and t["run"].is_active), None)
+    active = next((t for t in reversed(turns) if t["run"] and t["run"].is_active), None)
     return render(
         request,
         PAGE,
@@ -92,8 +92,10 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "sessions": session_links(request.user),
             "session": session,
             "turns": turns,
-            "trace_open": preference.trace_open,
-            "active_run": active,
+            "trace_open": trace_open,
+            "active_run": active["run"] if active else None,
+            # The status line and tab title say the active run's mode, as its turn worked it out.
+            "mode": active["mode"] if active else "",
         },
     )
 
