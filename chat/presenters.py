@@ -371,10 +371,8 @@ def queue_context(run: ReasoningRun | None, *, dispatched: bool = False) -> dict
     A run the caller has just `dispatched` is not stuck (its dispatch is recorded)."""
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
-    return {
-        "queue_ahead": services.run_queue_position(run),
-        "stuck": not dispatched and services.run_is_stuck(run),
-    }
+    place = services.queue_place_of(run, dispatched=dispatched)
+    return {"queue_ahead": place.ahead, "stuck": place.stuck}
 
 
 def approval_for(run_id: int, argument_hash: str) -> Any:

@@ -115,6 +115,36 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued run stands: how many runs must start or finish before it starts
+    (run_queue_position), and whether it is stuck (run_is_stuck)."""
+
+    ahead: int
+    stuck: bool
+
+
+def queue_place_of(run: ReasoningRun, *, dispatched: bool = False) -> QueuePlace:
+    """The queue place of a queued run as just loaded, in one query: the queued runs posted
+    before it and its owner's running runs are counted together. Stuck is run_is_stuck's
+    rule read from `run` itself (no dispatch recorded, owner under the concurrent-run
+    limit); `dispatched` says the caller has just recorded its dispatch."""
+    queued, running = ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING
+    earlier = Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)
+    counts = ReasoningRun.objects.filter(status__in=(queued, running)).aggregate(
+        earlier=Count("pk", filter=Q(status=queued) & earlier),
+        running=Count("pk", filter=Q(status=running, session__owner_id=run.session.owner_id)),
+    )
+    limit = settings.NEXUS_MAX_RUNS_PER_USER
+    stuck = (
+        not dispatched
+        and run.status == queued
+        and run.dispatched_at is None
+        and counts["running"] < limit
+    )
+    return QueuePlace(ahead=counts["earlier"] + max(0, counts["running"] - limit + 1), stuck=stuck)
+
+
 def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
     """Earlier approved turns of the run's session, as engine messages (answers only).
 
@@ -529,14 +559,8 @@ def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
 def run_queue_position(run: ReasoningRun) -> int:
     """How many runs must start or finish before this queued one starts: the queued runs
     posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
-    owner's running runs that must finish first. One query counts both."""
-    queued, running = ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING
-    earlier = Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)
-    counts = ReasoningRun.objects.filter(status__in=(queued, running)).aggregate(
-        earlier=Count("pk", filter=Q(status=queued) & earlier),
-        running=Count("pk", filter=Q(status=running, session__owner_id=run.session.owner_id)),
-    )
-    return counts["earlier"] + max(0, counts["running"] - settings.NEXUS_MAX_RUNS_PER_USER + 1)
+    owner's running runs that must finish first."""
+    return queue_place_of(run).ahead
 
 
 def run_is_stuck(run: ReasoningRun) -> bool:

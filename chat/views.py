@@ -231,9 +231,17 @@ def _run_for_user(request: HttpRequest, session_id: int, run_id: int) -> Reasoni
 
 
 def _turn_response(
-    request: HttpRequest, run: ReasoningRun, part: str = "turn", *, swap_oob: bool = False
+    request: HttpRequest,
+    run: ReasoningRun,
+    part: str = "turn",
+    *,
+    swap_oob: bool = False,
+    dispatched: bool = False,
 ) -> HttpResponse:
-    turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
+    """One turn's part; `dispatched`: the view has just handed `run` to the job queue."""
+    turn = turn_context(
+        {**services.turn_of(run), "dispatched": dispatched}, trace_open=False, user_id=request.user.pk
+    )
     return render(request, f"{PAGE}#{part}", {"turn": turn, "session": run.session, "swap_oob": swap_oob})
 
 
@@ -275,12 +283,14 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     except services.RunActive as exc:
         return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
+    dispatched = False
     with contextlib.suppress(DispatchError):
         dispatch_run(new_run.pk)
         services.run_mark_dispatched(new_run.pk)
+        dispatched = True
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
-    return _turn_response(request, new_run)
+    return _turn_response(request, new_run, dispatched=dispatched)
 
 
 @require_POST
