@@ -64,21 +64,26 @@ def session_get_for_user(user: Any, session_id: int) -> ChatSession:
 
 
 def session_thread(session: ChatSession) -> list[dict[str, Any]]:
-    """User turns, each with its run and the run's answer, in order, in three queries.
+    """User turns, each with its run and the run's answer, in order, in three queries: the
+    runs, their events, and the session's messages (questions and answers together).
 
     A regenerated or edited question is a variant of its first version: each turn says which
     variant it is (`variant`, `variants`) and whether it is the latest one (`current`), so the
     page shows the latest and keeps the older answers one click away."""
-    runs = {
-        run.user_message_id: run
-        for run in session.runs.select_related("user_message").prefetch_related("answers", "events")
-    }
+    runs = {run.user_message_id: run for run in session.runs.prefetch_related("events")}
+    questions, answers = [], {}
+    for message in session.messages.all():
+        if message.role == Message.Role.USER:
+            questions.append(message)
+        if message.run_id is not None:  # a run's answer (one per run, a constraint says)
+            answers.setdefault(message.run_id, message)
     turns = []
     groups: dict[int, list[dict[str, Any]]] = {}
-    for message in session.messages.filter(role=Message.Role.USER):
+    for message in questions:
         run = runs.get(message.pk)
-        answers = list(run.answers.all()) if run else []
-        turn = {"message": message, "run": run, "answer": answers[0] if answers else None}
+        if run is not None:
+            run.user_message = message  # the question it asks, without a query to load it again
+        turn = {"message": message, "run": run, "answer": answers.get(run.pk) if run else None}
         turn["group"] = message.variant_of_id or message.pk
         groups.setdefault(turn["group"], []).append(turn)
         turns.append(turn)
