@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
@@ -161,11 +162,19 @@ def quality_class(score: float | None, approved: bool | None = None) -> str:
 
 def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, Any]:
     payload = event.payload or {}
+    # The line's ids and times as text: a trace has dozens of lines, and the template's own
+    # number localisation and date filters were most of the time it took to render one.
+    at = timezone.localtime(event.created_at)
     item: dict[str, Any] = {
         "event": event,
         "p": payload,
         "run_id": event.run_id,
         "new_phase": event.phase != previous_phase,
+        "kind": event.kind,
+        "key": f"{event.run_id}-{event.sequence}",  # in the line's id: ev-<run>-<sequence>
+        "seq": str(event.sequence),
+        "time": f"{int(at.timestamp())}.{at.microsecond:06d}",  # |date:"U.u"
+        "clock": f"{at:%H:%M:%S}.{at.microsecond:06d}",  # |time:"H:i:s.u"
     }
     if event.kind == "quality.completed":
         evaluation = payload.get("evaluation", {})
