@@ -339,14 +339,18 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
 
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:
     """What the turn partials show of one thread entry (`session_thread`, `turn_of`). An entry
-    may bring the run's `events` (a run just stored has none to load) and `dispatched` (True:
-    the caller has just handed the queued run to the job queue)."""
+    may bring the run's `events` (a run just stored has none to load), the person's
+    `feedback` on its answer (read for a whole page at once) and `dispatched` (True: the
+    caller has just handed the queued run to the job queue)."""
     run: ReasoningRun | None = turn["run"]
     answer = turn["answer"]
     events = turn["events"] if "events" in turn else list(run.events.all()) if run else []
     feedback = None
     if run is not None and answer is not None and user_id is not None:
-        feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
+        if "feedback" in turn:
+            feedback = turn["feedback"]
+        else:
+            feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
     return {
         "message": turn["message"],
         "run": run,

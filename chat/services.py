@@ -95,6 +95,15 @@ def session_thread(session: ChatSession) -> list[dict[str, Any]]:
     return turns
 
 
+def feedback_by_run(user: Any, run_ids: list[int]) -> dict[int, AnswerFeedback]:
+    """The person's verdicts on these runs' answers (one each at most), in one query."""
+    if not run_ids:
+        return {}
+    return {
+        feedback.run_id: feedback for feedback in AnswerFeedback.objects.filter(user=user, run_id__in=run_ids)
+    }
+
+
 def turn_of(run: ReasoningRun) -> dict[str, Any]:
     """The thread entry of one run, as `session_thread` builds it, for rendering that turn
     alone: one query for the session's question ids, one for the answer."""
@@ -142,10 +151,7 @@ def queue_place_of(run: ReasoningRun, *, dispatched: bool = False) -> QueuePlace
     )
     limit = settings.NEXUS_MAX_RUNS_PER_USER
     stuck = (
-        not dispatched
-        and run.status == queued
-        and run.dispatched_at is None
-        and counts["running"] < limit
+        not dispatched and run.status == queued and run.dispatched_at is None and counts["running"] < limit
     )
     return QueuePlace(ahead=counts["earlier"] + max(0, counts["running"] - limit + 1), stuck=stuck)
 

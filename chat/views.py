@@ -80,9 +80,15 @@ def home(request: HttpRequest) -> HttpResponse:
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
     trace_open = preferences_of(request)["trace_open"]
+    thread = services.session_thread(session)
+    feedback = services.feedback_by_run(request.user, [t["run"].pk for t in thread if t["answer"]])
     turns = [
-        turn_context(turn, trace_open=trace_open, user_id=request.user.pk)
-        for turn in services.session_thread(session)
+        turn_context(
+            {**turn, "feedback": feedback.get(turn["run"].pk) if turn["answer"] else None},
+            trace_open=trace_open,
+            user_id=request.user.pk,
+        )
+        for turn in thread
     ]
     active = next((t for t in reversed(turns) if t["run"] and t["run"].is_active), None)
     return render(
