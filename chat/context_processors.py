@@ -15,10 +15,8 @@ def nexus(request: HttpRequest) -> dict[str, object]:
 
 
 def _theme(request: HttpRequest) -> str:
-    """The signed-in person's colour scheme: system (follow the device), light or dark."""
-    from chat.models import Preference
+    """The signed-in person's colour scheme: system (follow the device), light or dark. Read
+    once per request (the page asks twice, and the chat view may have read it already)."""
+    from chat.presenters import preferences_of
 
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return "system"
-    return Preference.objects.filter(user=user).values_list("theme", flat=True).first() or "system"
+    return preferences_of(request)["theme"]

@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
-from chat.models import AnswerFeedback, ReasoningRun, TraceEvent
+from chat.models import AnswerFeedback, Preference, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
 from reasoning.tools.labels import humanize_tool_names, tool_label
 from reasoning.types import ExecutionStrategy
@@ -60,6 +64,73 @@ _STEP_ID = re.compile(r"\bstep_(\d+)\b")
 _DOCUMENT_URI = re.compile(r"(\((?:private|shared)), nexus://documents/\d+\)|nexus://documents/\d+")
 
 
+# Stands in for each id while a URL pattern is reversed once (no id on a page comes near it).
+_URL_MARK = 7_318_664_000
+
+
+@lru_cache(maxsize=64)
+def _url_parts(name: str, arity: int, script_prefix: str, urlconf: str | None) -> tuple[str, ...] | None:
+    """The text around the ids of URL `name`, reversed once with placeholder ids (None if one
+    is not found in it). The script prefix and urlconf that reverse() reads are part of the
+    cache key."""
+    marks = [str(_URL_MARK + i) for i in range(arity)]
+    rest = reverse(name, args=marks, urlconf=urlconf)
+    parts = []
+    for mark in marks:
+        before, found, rest = rest.partition(mark)
+        if not found:
+            return None
+        parts.append(before)
+    parts.append(rest)
+    return tuple(parts)
+
+
+def url_for(name: str, *ids: int) -> str:
+    """reverse(name, args=ids) for a URL whose arguments are all integer ids, without resolving
+    the pattern again for each call: pages name the same few URLs once per chat or answer."""
+    parts = _url_parts(name, len(ids), get_script_prefix(), get_urlconf())
+    if parts is None:
+        return reverse(name, args=ids)
+    return parts[0] + "".join(f"{int(pk)}{part}" for pk, part in zip(ids, parts[1:], strict=True))
+
+
+def run_urls(run: ReasoningRun) -> dict[str, str]:
+    """Where an answer's buttons post: resend (edit, regenerate), stop, feedback, retry."""
+    ids = (run.session_id, run.pk)
+    return {
+        "resend": url_for("chat:run-resend", *ids),
+        "stop": url_for("chat:run-stop", *ids),
+        "feedback": url_for("chat:run-feedback", *ids),
+        "retry": url_for("chat:run-retry", *ids),
+    }
+
+
+def session_links(user: Any) -> list[dict[str, Any]]:
+    """The chat list: each chat's id, title and address, newest first."""
+    return [
+        {"pk": pk, "title": title, "url": url_for("chat:session", pk)}
+        for pk, title in services.session_titles_for_user(user)
+    ]
+
+
+def preferences_of(request: HttpRequest) -> dict[str, Any]:
+    """The person's interface choices (`trace_open`, `theme`), read once per request: the chat
+    page and the theme of every page's frame both need them. Someone who never chose gets the
+    defaults (and no row is stored for them until they do)."""
+    cached = getattr(request, "_nexus_preferences", None)
+    if cached is None:
+        user = getattr(request, "user", None)
+        row = None
+        if user is not None and user.is_authenticated:
+            row = Preference.objects.filter(user=user).values("trace_open", "theme").first()
+        cached = {
+            "trace_open": bool(row and row["trace_open"]),
+            "theme": (row and row["theme"]) or "system",
+        }
+        request._nexus_preferences = cached  # type: ignore[attr-defined]
+    return cached
+
+
 def plain_text(text: str) -> str:
     """Engine text as people read it: tool names as labels, "step_1" as "step 1", no
     internal document addresses."""
@@ -91,11 +162,19 @@ def quality_class(score: float | None, approved: bool | None = None) -> str:
 
 def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, Any]:
     payload = event.payload or {}
+    # The line's ids and times as text: a trace has dozens of lines, and the template's own
+    # number localisation and date filters were most of the time it took to render one.
+    at = timezone.localtime(event.created_at)
     item: dict[str, Any] = {
         "event": event,
         "p": payload,
         "run_id": event.run_id,
         "new_phase": event.phase != previous_phase,
+        "kind": event.kind,
+        "key": f"{event.run_id}-{event.sequence}",  # in the line's id: ev-<run>-<sequence>
+        "seq": str(event.sequence),
+        "time": f"{int(at.timestamp())}.{at.microsecond:06d}",  # |date:"U.u"
+        "clock": f"{at:%H:%M:%S}.{at.microsecond:06d}",  # |time:"H:i:s.u"
     }
     if event.kind == "quality.completed":
         evaluation = payload.get("evaluation", {})
@@ -181,8 +260,10 @@ def analysis_rationale(event: TraceEvent) -> str:
     return ((analysis or {}).get("analysis") or {}).get("rationale") or ""
 
 
-def run_mode(run: ReasoningRun | None) -> str:
-    """The high-level mode of a run, for the status line and the page title."""
+def run_mode(run: ReasoningRun | None, events: list[TraceEvent] | None = None) -> str:
+    """The high-level mode of a run, for the status line and the page title. `events`, when
+    the caller has loaded them, are all of the run's events in order (read instead of asking
+    the database for the latest status event)."""
     if run is None:
         return "Ready"
     if run.status == ReasoningRun.Status.QUEUED:
@@ -193,7 +274,10 @@ def run_mode(run: ReasoningRun | None) -> str:
         return "Stopped"
     if run.status == ReasoningRun.Status.SUCCEEDED:
         return "Complete"
-    last = run.events.filter(level=TraceEvent.Level.STATUS).order_by("-sequence").first()
+    if events is not None:
+        last = next((e for e in reversed(events) if e.level == TraceEvent.Level.STATUS), None)
+    else:
+        last = run.events.filter(level=TraceEvent.Level.STATUS).order_by("-sequence").first()
     return (last.payload or {}).get("mode", "Analyzing") if last else "Analyzing"
 
 
@@ -254,12 +338,19 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
 
 
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:
+    """What the turn partials show of one thread entry (`session_thread`, `turn_of`). An entry
+    may bring the run's `events` (a run just stored has none to load), the person's
+    `feedback` on its answer (read for a whole page at once) and `dispatched` (True: the
+    caller has just handed the queued run to the job queue)."""
     run: ReasoningRun | None = turn["run"]
     answer = turn["answer"]
-    events = list(run.events.all()) if run else []
+    events = turn["events"] if "events" in turn else list(run.events.all()) if run else []
     feedback = None
     if run is not None and answer is not None and user_id is not None:
-        feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
+        if "feedback" in turn:
+            feedback = turn["feedback"]
+        else:
+            feedback = AnswerFeedback.objects.filter(run=run, user_id=user_id).first()
     return {
         "message": turn["message"],
         "run": run,
@@ -273,8 +364,8 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "active": bool(run and run.is_active),
         "stopped": bool(run and run.status == ReasoningRun.Status.CANCELLED),
         "trace_open": trace_open,
-        "mode": run_mode(run),
-        **queue_context(run),
+        "mode": run_mode(run, events),
+        **queue_context(run, dispatched=turn.get("dispatched", False)),
         "low_confidence": low_confidence(run) if answer else None,
         "summary": summary(run, events),
         "feedback": feedback,
@@ -283,15 +374,18 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "variants": turn.get("variants", 1),
         "current": turn.get("current", True),
         "last": turn.get("last", True),
+        "urls": run_urls(run) if run else {},
     }
 
 
-def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
+def queue_context(run: ReasoningRun | None, *, dispatched: bool = False) -> dict[str, Any]:
     """For a queued run: how many runs wait ahead of it, and whether it is stuck (its dispatch
-    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn."""
+    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn.
+    A run the caller has just `dispatched` is not stuck (its dispatch is recorded)."""
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
-    return {"queue_ahead": services.run_queue_position(run), "stuck": services.run_is_stuck(run)}
+    place = services.queue_place_of(run, dispatched=dispatched)
+    return {"queue_ahead": place.ahead, "stuck": place.stuck}
 
 
 def approval_for(run_id: int, argument_hash: str) -> Any:

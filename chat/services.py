@@ -49,6 +49,12 @@ def session_list_for_user(user: Any) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(owner=user)
 
 
+def session_titles_for_user(user: Any) -> list[tuple[int, str]]:
+    """(id, title) of the user's chats, newest first: the chat list, without building a model
+    instance per chat (a person with hundreds of chats loads it on every page)."""
+    return list(session_list_for_user(user).values_list("pk", "title"))
+
+
 def session_get_for_user(user: Any, session_id: int) -> ChatSession:
     """The user's own session; anyone else's answers 404 (not 403), so ids cannot be probed."""
     try:
@@ -58,21 +64,26 @@ def session_get_for_user(user: Any, session_id: int) -> ChatSession:
 
 
 def session_thread(session: ChatSession) -> list[dict[str, Any]]:
-    """User turns, each with its run and the run's answer, in order, in three queries.
+    """User turns, each with its run and the run's answer, in order, in three queries: the
+    runs, their events, and the session's messages (questions and answers together).
 
     A regenerated or edited question is a variant of its first version: each turn says which
     variant it is (`variant`, `variants`) and whether it is the latest one (`current`), so the
     page shows the latest and keeps the older answers one click away."""
-    runs = {
-        run.user_message_id: run
-        for run in session.runs.select_related("user_message").prefetch_related("answers", "events")
-    }
+    runs = {run.user_message_id: run for run in session.runs.prefetch_related("events")}
+    questions, answers = [], {}
+    for message in session.messages.all():
+        if message.role == Message.Role.USER:
+            questions.append(message)
+        if message.run_id is not None:  # a run's answer (one per run, a constraint says)
+            answers.setdefault(message.run_id, message)
     turns = []
     groups: dict[int, list[dict[str, Any]]] = {}
-    for message in session.messages.filter(role=Message.Role.USER):
+    for message in questions:
         run = runs.get(message.pk)
-        answers = list(run.answers.all()) if run else []
-        turn = {"message": message, "run": run, "answer": answers[0] if answers else None}
+        if run is not None:
+            run.user_message = message  # the question it asks, without a query to load it again
+        turn = {"message": message, "run": run, "answer": answers.get(run.pk) if run else None}
         turn["group"] = message.variant_of_id or message.pk
         groups.setdefault(turn["group"], []).append(turn)
         turns.append(turn)
@@ -82,6 +93,15 @@ def session_thread(session: ChatSession) -> list[dict[str, Any]]:
             turn.update(variant=index, variants=len(members), current=index == len(members))
             turn["last"] = turn["group"] == last_group and turn["current"]
     return turns
+
+
+def feedback_by_run(user: Any, run_ids: list[int]) -> dict[int, AnswerFeedback]:
+    """The person's verdicts on these runs' answers (one each at most), in one query."""
+    if not run_ids:
+        return {}
+    return {
+        feedback.run_id: feedback for feedback in AnswerFeedback.objects.filter(user=user, run_id__in=run_ids)
+    }
 
 
 def turn_of(run: ReasoningRun) -> dict[str, Any]:
@@ -107,6 +127,46 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
         "current": current,
         "last": current and last_root == group,
     }
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued run stands: how many runs must start or finish before it starts
+    (run_queue_position), and whether it is stuck (run_is_stuck)."""
+
+    ahead: int
+    stuck: bool
+
+
+# A queued run's place: everyone's queued runs posted before it, and its owner's running runs,
+# in one statement (asked for every queued turn a page, a message POST or a socket's queue
+# refresh renders; the ORM's aggregate cost several times the statement's work in CPU).
+QUEUE_PLACE = """
+SELECT
+  (SELECT COUNT(*) FROM chat_reasoningrun q WHERE q.status = %s
+    AND (q.created_at < r.created_at OR (q.created_at = r.created_at AND q.id < r.id))),
+  (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
+    WHERE ms.owner_id = s.owner_id AND m.status = %s)
+FROM chat_reasoningrun r JOIN chat_chatsession s ON s.id = r.session_id
+WHERE r.id = %s
+"""
+
+
+def queue_place_of(run: ReasoningRun, *, dispatched: bool = False) -> QueuePlace:
+    """The queue place of a queued run as just loaded, in one statement. Stuck is
+    run_is_stuck's rule read from `run` itself (no dispatch recorded, owner under the
+    concurrent-run limit); `dispatched` says the caller has just recorded its dispatch."""
+    with connection.cursor() as cursor:
+        cursor.execute(QUEUE_PLACE, [ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING, run.pk])
+        earlier, running = cursor.fetchone() or (0, 0)
+    limit = settings.NEXUS_MAX_RUNS_PER_USER
+    stuck = (
+        not dispatched
+        and run.status == ReasoningRun.Status.QUEUED
+        and run.dispatched_at is None
+        and running < limit
+    )
+    return QueuePlace(ahead=earlier + max(0, running - limit + 1), stuck=stuck)
 
 
 def conversation_history(run: ReasoningRun) -> list[dict[str, str]]:
@@ -267,11 +327,13 @@ def message_post(
     attachments: list[Attachment] | None = None,
 ) -> ReasoningRun:
     """Store the user's message and a queued run together; the caller dispatches the run.
-    `question` is what the engine answers (default: the message as typed)."""
+    `question` is what the engine answers (default: the message as typed). `session` is
+    updated in place to what was stored (its title, when the message gave it one).
+
+    A session still answering refuses the run: its database constraint allows one active run
+    per session, so the refused insert rolls the message back too and `_next_run_of` raises
+    RunActive. (Asking first cost a query on every post to spare that rollback on a few.)"""
     text = message_validate(content)
-    active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
-    if active is not None:
-        raise RunActive(active)
     with _next_run_of(session):
         message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
         run = ReasoningRun.objects.create(
@@ -289,6 +351,8 @@ def message_post(
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
         sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+    for name, value in updates.items():
+        setattr(session, name, value)
     return run
 
 
@@ -520,14 +584,7 @@ def run_queue_position(run: ReasoningRun) -> int:
     """How many runs must start or finish before this queued one starts: the queued runs
     posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
     owner's running runs that must finish first."""
-    earlier = ReasoningRun.objects.filter(
-        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk),
-        status=ReasoningRun.Status.QUEUED,
-    ).count()
-    running = ReasoningRun.objects.filter(
-        session__owner_id=run.session.owner_id, status=ReasoningRun.Status.RUNNING
-    ).count()
-    return earlier + max(0, running - settings.NEXUS_MAX_RUNS_PER_USER + 1)
+    return queue_place_of(run).ahead
 
 
 def run_is_stuck(run: ReasoningRun) -> bool:

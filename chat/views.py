@@ -29,7 +29,7 @@ from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
-from chat.presenters import turn_context
+from chat.presenters import preferences_of, session_links, turn_context
 from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
 
@@ -60,9 +60,9 @@ def _error(request: HttpRequest, message: str, session_id: int, status: int = 20
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    latest = services.session_list_for_user(request.user).first()
+    latest = services.session_list_for_user(request.user).values_list("pk", flat=True).first()
     if latest is not None:
-        return redirect("chat:session", session_id=latest.pk)
+        return redirect("chat:session", session_id=latest)
     return render(
         request,
         PAGE,
@@ -71,7 +71,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "session": None,
             "turns": [],
             "active_run": None,
-            "trace_open": _preference(request).trace_open,
+            "trace_open": preferences_of(request)["trace_open"],
         },
     )
 
@@ -79,21 +79,29 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
-    preference = _preference(request)
+    trace_open = preferences_of(request)["trace_open"]
+    thread = services.session_thread(session)
+    feedback = services.feedback_by_run(request.user, [t["run"].pk for t in thread if t["answer"]])
     turns = [
-        turn_context(turn, trace_open=preference.trace_open, user_id=request.user.pk)
-        for turn in services.session_thread(session)
+        turn_context(
+            {**turn, "feedback": feedback.get(turn["run"].pk) if turn["answer"] else None},
+            trace_open=trace_open,
+            user_id=request.user.pk,
+        )
+        for turn in thread
     ]
-    active = next((t["run"] for t in reversed(turns) if t["run"] and t["run"].is_active), None)
+    active = next((t for t in reversed(turns) if t["run"] and t["run"].is_active), None)
     return render(
         request,
         PAGE,
         {
-            "sessions": services.session_list_for_user(request.user),
+            "sessions": session_links(request.user),
             "session": session,
             "turns": turns,
-            "trace_open": preference.trace_open,
-            "active_run": active,
+            "trace_open": trace_open,
+            "active_run": active["run"] if active else None,
+            # The status line and tab title say the active run's mode, as its turn worked it out.
+            "mode": active["mode"] if active else "",
         },
     )
 
@@ -119,7 +127,7 @@ def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
             f"{PAGE}#renamed",
             {
                 "session": session,
-                "sessions": services.session_list_for_user(request.user),
+                "sessions": session_links(request.user),
                 "active_run": latest,
             },
         )
@@ -171,6 +179,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     if refusal is not None:
         return _error(request, f"{refusal} Your message was not sent.", session.pk)
     content = request.POST.get("content", "")
+    old_title = session.title
     try:
         prepared = services.message_prepare(user=request.user, content=content)
         run = services.message_post(
@@ -183,9 +192,11 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
         )
     notice = ""
+    dispatched = False
     try:
         dispatch_run(run.pk)
         services.run_mark_dispatched(run.pk)
+        dispatched = True
     except DispatchError:
         notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
@@ -199,17 +210,20 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         return redirect("chat:session", session_id=session.pk)
     # A new answer's panel starts collapsed (the status line and the pulse show the work), so
     # an expanded trace never pushes the answer off screen; the remembered state applies on load.
+    # The turn shows the run as it was stored: queued, no events yet (the page's socket asks
+    # for any that come after, as for every turn it adds).
     turn = turn_context(
-        {"message": run.user_message, "run": run, "answer": None}, trace_open=False, user_id=request.user.pk
+        {"message": run.user_message, "run": run, "answer": None, "events": [], "dispatched": dispatched},
+        trace_open=False,
+        user_id=request.user.pk,
     )
-    old_title = session.title
-    session.refresh_from_db(fields=["title"])
+    retitled = session.title != old_title  # message_post updated `session` to what it stored
     context = {
         "turn": turn,
         "notice": notice,
         "session": session,
-        "retitled": session.title != old_title,
-        "sessions": services.session_list_for_user(request.user),
+        "retitled": retitled,
+        "sessions": session_links(request.user) if retitled else [],
     }
     return render(request, f"{PAGE}#turn", context)
 
@@ -223,9 +237,17 @@ def _run_for_user(request: HttpRequest, session_id: int, run_id: int) -> Reasoni
 
 
 def _turn_response(
-    request: HttpRequest, run: ReasoningRun, part: str = "turn", *, swap_oob: bool = False
+    request: HttpRequest,
+    run: ReasoningRun,
+    part: str = "turn",
+    *,
+    swap_oob: bool = False,
+    dispatched: bool = False,
 ) -> HttpResponse:
-    turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
+    """One turn's part; `dispatched`: the view has just handed `run` to the job queue."""
+    turn = turn_context(
+        {**services.turn_of(run), "dispatched": dispatched}, trace_open=False, user_id=request.user.pk
+    )
     return render(request, f"{PAGE}#{part}", {"turn": turn, "session": run.session, "swap_oob": swap_oob})
 
 
@@ -267,12 +289,14 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     except services.RunActive as exc:
         return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
+    dispatched = False
     with contextlib.suppress(DispatchError):
         dispatch_run(new_run.pk)
         services.run_mark_dispatched(new_run.pk)
+        dispatched = True
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
-    return _turn_response(request, new_run)
+    return _turn_response(request, new_run, dispatched=dispatched)
 
 
 @require_POST
@@ -317,7 +341,7 @@ def search(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "chat/search.html",
-        {"query": query, "results": results, "sessions": services.session_list_for_user(request.user)},
+        {"query": query, "results": results, "sessions": session_links(request.user)},
     )
 
 
@@ -371,7 +395,7 @@ def _documents_page(
         "chat/documents.html",
         {
             "documents": documents.documents_visible_to(request.user),
-            "sessions": services.session_list_for_user(request.user),
+            "sessions": session_links(request.user),
             "form": form or {},
             "upload_error": error,
         },

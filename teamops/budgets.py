@@ -6,9 +6,11 @@ Periods follow TIME_ZONE: a day starts at local midnight, a month on the 1st.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from functools import reduce
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import Group
@@ -105,25 +107,61 @@ def budgets_for(user_id: int) -> list[Budget]:
     )
 
 
+def _counted(budget: Budget, now: datetime | None) -> Q:
+    """The usage counters a budget adds up in its current period: its person's, or each
+    member's of its group (found by a subquery: a join with every group of the counter's
+    user would count a counter once for each of them)."""
+    if budget.user_id:
+        spent_by = Q(user_id=budget.user_id)
+    else:
+        members = Group.user_set.through.objects.filter(group_id=budget.group_id)
+        spent_by = Q(user_id__in=members.values("user_id"))
+    return Q(period=budget.period, start=period_start(budget.period, now)) & spent_by
+
+
+def _field(budget: Budget) -> str:
+    return "tokens" if budget.metric == Budget.Metric.TOKENS else "cost"
+
+
 def budget_state(budget: Budget, now: datetime | None = None) -> BudgetState:
     """How much of `budget` is spent in the current period (one aggregate query)."""
-    counters = UsageCounter.objects.filter(period=budget.period, start=period_start(budget.period, now))
-    counters = (
-        counters.filter(user_id=budget.user_id)
-        if budget.user_id
-        else counters.filter(user__groups=budget.group_id)
-    )
-    field = "tokens" if budget.metric == Budget.Metric.TOKENS else "cost"
-    used = counters.aggregate(total=Sum(field))["total"] or 0
-    return BudgetState(budget, Decimal(used), period_end(budget.period, now))
+    return budget_states(budget, now=now)[0]
+
+
+def budget_states(*budgets: Budget, now: datetime | None = None) -> list[BudgetState]:
+    """How much of each budget is spent in its current period: one aggregate query, with a
+    sum for each."""
+    if not budgets:
+        return []
+    counted = [_counted(budget, now) for budget in budgets]
+    sums = {f"b{i}": Sum(_field(budget), filter=counted[i]) for i, budget in enumerate(budgets)}
+    used = UsageCounter.objects.filter(reduce(operator.or_, counted)).aggregate(**sums)
+    return [
+        BudgetState(budget, Decimal(used[f"b{i}"] or 0), period_end(budget.period, now))
+        for i, budget in enumerate(budgets)
+    ]
 
 
 def budget_states_for(user_id: int, now: datetime | None = None) -> list[BudgetState]:
-    return [budget_state(budget, now) for budget in budgets_for(user_id)]
+    """Every budget that binds this person, with what is spent of it: two queries."""
+    return budget_states(*budgets_for(user_id), now=now)
+
+
+# Whether any budget is enabled at all, in a statement written by hand: it is asked before
+# every message and by every running run, and the ORM's exists() cost several times its
+# database work in CPU.
+ANY_BUDGET = "SELECT 1 FROM teamops_budget WHERE enabled = %s LIMIT 1"
 
 
 def refusal_for(user_id: int, now: datetime | None = None) -> str | None:
-    """Why this person may not start a run now (the budget that resets last), or None."""
+    """Why this person may not start a run now (the budget that resets last), or None.
+
+    Asked before every message and by running runs; most teams set no budget at all, and one
+    cheap statement says so."""
+    with connection.cursor() as cursor:
+        cursor.execute(ANY_BUDGET, [True])
+        if cursor.fetchone() is None:
+            return None
     exceeded = [state for state in budget_states_for(user_id, now) if state.exceeded]
     if not exceeded:
         return None
