@@ -29,7 +29,15 @@ from django.template.loader import render_to_string
 
 from chat import services, sockets
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
-from chat.presenters import answer_html, approval_for, elicitation_for, events_context, run_mode, turn_context
+from chat.presenters import (
+    answer_html,
+    approval_for,
+    elicitation_for,
+    events_context,
+    run_mode,
+    run_urls,
+    turn_context,
+)
 from chat.rendering import render_markdown
 from chat.sink import QUEUE_GROUP, session_group, user_group
 
@@ -450,7 +458,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
         alone, not from the whole turn (every event, feedback, queue place) as an answer is."""
         if run.status != ReasoningRun.Status.RUNNING or run.answers.exists():
             return self._render_turn_parts(run, parts=("answer",))
-        turn = {"run": run, "active": True, "mode": mode, "stopped": False, "answer": None}
+        turn = {
+            "run": run,
+            "active": True,
+            "mode": mode,
+            "stopped": False,
+            "answer": None,
+            "urls": run_urls(run),
+        }
         turn["draft_html"] = answer_html(run.draft_text) if run.draft_text else None
         return render_to_string(f"{PAGE}#answer", {"turn": turn, "swap_oob": True})
 

@@ -316,3 +316,21 @@ def test_a_running_runs_status_event_is_rendered_without_rebuilding_its_whole_tu
     with django_assert_max_num_queries(5):  # + whether the run has an answer yet (its pending line)
         html, last = consumer._render_events(run.pk, 40, 41)
     assert last == 41 and "Active · Checking" in html and 'id="status-line"' in html
+
+
+def test_a_started_runs_answer_area_keeps_its_stop_button_working(alice, alice_session):
+    """The answer area a page receives when its run starts is drawn from the run alone; it must
+    still carry what the Stop button posts to."""
+    from chat.consumers import SessionConsumer
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    services.run_claim(run.pk, worker="w:1")
+    TraceEvent.objects.create(
+        run=run, sequence=1, kind="run.started", level="status", payload={"mode": "Analyzing"}
+    )
+    consumer = SessionConsumer()
+    consumer.session_id, consumer.user_id = alice_session.pk, alice.pk
+    html, _ = consumer._render_events(run.pk, 0, 1)
+    stop = reverse("chat:run-stop", args=[alice_session.pk, run.pk])
+    assert f'id="answer-{run.pk}"' in html and f'data-stop-url="{stop}"' in html
