@@ -36,6 +36,7 @@ from chat.presenters import (
     events_context,
     run_mode,
     run_urls,
+    session_links,
     turn_context,
 )
 from chat.rendering import render_markdown
@@ -350,7 +351,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         deleted, a note saying so where the person types)."""
         session = ChatSession.objects.filter(pk=self.session_id, owner_id=self.user_id).first()
         context = {
-            "sessions": services.session_list_for_user(self.user_id),
+            "sessions": session_links(self.user_id),
             "session": session,
             "swap_oob": True,
         }

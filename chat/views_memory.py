@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat import memory, services
 from chat.models import SessionMode
+from chat.presenters import session_links
 from reasoning.modes import MODE_NAMES
 
 
@@ -21,7 +22,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         {
             "memories": memory.memories_visible_to(request.user).select_related("session"),
             "lessons": memory.lessons_of(request.user),
-            "sessions": services.session_list_for_user(request.user),
+            "sessions": session_links(request.user),
             "memory_enabled": settings.NEXUS_MEMORY,
         },
     )
