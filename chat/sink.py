@@ -38,7 +38,6 @@ from chat.models import (
 )
 from chat.writer import Batch, RunChange, event_writer, update_rows
 from reasoning.events import Event
-from teamops.budgets import usage_charge
 
 logger = logging.getLogger(__name__)
 
@@ -436,7 +435,7 @@ class RunSink:
             tokens += p[key]
             change.add(key, p[key])
         change.add("cost", cost)
-        usage_charge(user_id=self.owner_id, tokens=tokens, cost=cost, at=at)
+        batch.charge(self.owner_id, tokens, cost, at)
 
     def on_quality_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         evaluation = p["evaluation"]

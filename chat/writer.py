@@ -23,6 +23,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +38,10 @@ from django.db import (
     models,
     transaction,
 )
+from django.utils import timezone
 
 from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
+from teamops.budgets import usage_charge
 
 if TYPE_CHECKING:
     from chat.sink import RunSink
@@ -129,8 +132,15 @@ class Batch:
 
     trace_rows: list[list[Any]] = field(default_factory=list)
     calls: list[LLMCall] = field(default_factory=list)
+    # Model calls' spending per (person, local day), charged to their counters once per batch.
+    charges: dict[tuple[int, date], list[Any]] = field(default_factory=dict)
     tool_runs: list[ToolExecution] = field(default_factory=list)
     runs: dict[int, RunChange] = field(default_factory=dict)
+
+    def charge(self, user_id: int, tokens: int, cost: Decimal, at: datetime) -> None:
+        key = (user_id, timezone.localdate(at))
+        spent = self.charges.setdefault(key, [0, Decimal(0), 0, at])
+        spent[0], spent[1], spent[2] = spent[0] + tokens, spent[1] + cost, spent[2] + 1
 
     def run(self, run_id: int) -> RunChange:
         change = self.runs.get(run_id)
@@ -163,6 +173,8 @@ def store(items: list[Item]) -> None:
             LLMCall.objects.bulk_create(batch.calls)
         if batch.tool_runs:
             ToolExecution.objects.bulk_create(batch.tool_runs)
+        for (user_id, _), (tokens, cost, calls, at) in batch.charges.items():
+            usage_charge(user_id=user_id, tokens=tokens, cost=cost, at=at, calls=calls)
         if batch.trace_rows:
             prepare = TraceEvent._meta.get_field
             payload, created = prepare("payload"), prepare("created_at")

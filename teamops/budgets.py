@@ -39,17 +39,19 @@ def period_end(period: str, now: datetime | None = None) -> datetime:
 # Creates the period's counter or adds to it, in one statement whichever worker comes first.
 COUNTER_UPSERT = (
     'INSERT INTO teamops_usagecounter (user_id, period, "start", tokens, cost, calls) '
-    "VALUES (%s, %s, %s, %s, %s, 1), (%s, %s, %s, %s, %s, 1) "
+    "VALUES (%s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s) "
     'ON CONFLICT (user_id, period, "start") DO UPDATE SET '
     "tokens = teamops_usagecounter.tokens + excluded.tokens, "
-    "cost = teamops_usagecounter.cost + excluded.cost, calls = teamops_usagecounter.calls + 1"
+    "cost = teamops_usagecounter.cost + excluded.cost, calls = teamops_usagecounter.calls + excluded.calls"
 )
 
 
-def usage_charge(*, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None) -> None:
-    """Add one model call's spending to the person's day and month counters, atomically: one
-    upsert for both (it runs for every model call; get_or_create and an UPDATE for each counter
-    took four statements and most of the CPU the call's trace event cost)."""
+def usage_charge(
+    *, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None, calls: int = 1
+) -> None:
+    """Add `calls` model calls' spending to the person's day and month counters, atomically:
+    one upsert for both (it runs for every batch of model calls; get_or_create and an UPDATE
+    for each counter took four statements and most of the CPU the call's trace event cost)."""
     field = UsageCounter._meta.get_field
     values: list[object] = []
     for period in (Period.DAY, Period.MONTH):
@@ -59,6 +61,7 @@ def usage_charge(*, user_id: int, tokens: int, cost: Decimal, at: datetime | Non
             field("start").get_db_prep_save(period_start(period, at), connection),
             tokens,
             field("cost").get_db_prep_save(cost, connection),
+            calls,
         ]
     with connection.cursor() as cursor:
         cursor.execute(COUNTER_UPSERT, values)
