@@ -112,6 +112,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.phases: dict[int, str] = {}  # the phase of the last event sent, per run
         self.trace_open: bool | None = None
         self.settled: set[int] = set()
+        self.ended: set[tuple[int, str]] = set()  # (run, part) rendered in the run's final state
         self.drafts: dict[int, DraftView] = {}
         self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
         self.queue_refresh: asyncio.Task[None] | None = None
@@ -395,12 +396,26 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not status and not turn_changed:
             return html, events[-1].sequence
         run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
+        mode = status[-1].payload["mode"] if status else run_mode(run)
+        finished = not run.is_active
+        parts: list[str] = []  # of the turn, rendered from it in one go when the run is over
         if status:
-            mode = status[-1].payload["mode"]
-            html += self._render_status(run, mode) + self._render_active_head(run, mode)
+            html += self._render_status(run, mode)
+            if finished:
+                parts.append("panel-head")
+            else:
+                html += self._render_active_head(run, mode)
         if turn_changed:
-            html += self._render_answer(run, status[-1].payload["mode"] if status else run_mode(run))
-            if not run.is_active:
+            if finished or run.status != ReasoningRun.Status.RUNNING or run.answers.exists():
+                parts.append("answer")
+            else:
+                html += self._render_answer(run, mode)
+        if parts:
+            html += self._render_turn_parts(run, tuple(parts))
+        if finished:
+            # What the run's end (run.done) would render again: this page shows it already.
+            self.ended.update((run_id, part) for part in parts)
+            if "answer" in parts:
                 self.settled.add(run_id)
         return html, events[-1].sequence
 
@@ -424,9 +439,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if run is None:
             return ""
         # An answer already rendered in its final state is not rendered again: the person may be
-        # rating it right now, and an older render must not overwrite their verdict.
-        parts = ("panel-head",) if run_id in self.settled else ("panel-head", "answer")
-        return self._render_status(run, run_mode(run)) + self._render_turn_parts(run, parts)
+        # rating it right now, and an older render must not overwrite their verdict. Nor is a
+        # head or status line the run's last events already brought in their final state.
+        parts = tuple(
+            part
+            for part in ("panel-head", "answer")
+            if (run_id, part) not in self.ended and not (part == "answer" and run_id in self.settled)
+        )
+        if not parts:
+            return ""
+        status = "" if (run_id, "panel-head") in self.ended else self._render_status(run, run_mode(run))
+        return status + self._render_turn_parts(run, parts)
 
     def _render_status_for(self, session: ChatSession, run: ReasoningRun | None) -> str:
         return render_to_string(
@@ -444,8 +467,6 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """The panel's head while the run works ("Active · mode"), from what it shows alone: the
         whole turn (every event of the run, its answer, feedback, queue place) was rebuilt for
         each status event, so a run's later events cost more than its first ones."""
-        if not run.is_active:
-            return self._render_turn_parts(run, parts=("panel-head",))
         turn = {"run": run, "active": True, "mode": mode, "trace_open": self._trace_open(), "stopped": False}
         html = render_to_string(f"{PAGE}#panel-head", {"turn": turn, "swap_oob": True})
         if run.status == ReasoningRun.Status.RUNNING and not run.answers.exists():
@@ -454,11 +475,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return html
 
     def _render_answer(self, run: ReasoningRun, mode: str) -> str:
-        """The turn's answer area. While the run works with no answer yet (it started, or a draft
-        was discarded) that is the line saying what it does and its draft: drawn from the run
-        alone, not from the whole turn (every event, feedback, queue place) as an answer is."""
-        if run.status != ReasoningRun.Status.RUNNING or run.answers.exists():
-            return self._render_turn_parts(run, parts=("answer",))
+        """The answer area of a run at work with no answer yet (it started, or a draft was
+        discarded): the line saying what it does and its draft, drawn from the run alone, not
+        from the whole turn (every event, feedback, queue place) as an answer is."""
         turn = {
             "run": run,
             "active": True,
@@ -480,7 +499,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return self.trace_open
 
     def _render_turn_parts(self, run: ReasoningRun, parts: tuple[str, ...]) -> str:
-        turn = turn_context(services.turn_of(run), trace_open=self._trace_open(), user_id=self.user_id)
+        entry = services.turn_of(run)
+        if "panel-head" not in parts:
+            # The answer area alone needs none of the run's events (only the panel's head
+            # summarises them): not loading every event made an answer's push much cheaper.
+            entry["events"] = []
+        turn = turn_context(entry, trace_open=self._trace_open(), user_id=self.user_id)
         return "".join(render_to_string(f"{PAGE}#{part}", {"turn": turn, "swap_oob": True}) for part in parts)
 
     def _render_new_turn(self, run_id: int, upto: int) -> tuple[str, int | None]:

@@ -14,6 +14,7 @@ from django.urls import reverse
 from chat import services
 from chat.engine import execute_run
 from chat.models import ReasoningRun
+from chat.sink import RunSink
 from nexus.asgi import application
 from tests.e2e.conftest import free_port
 
@@ -334,3 +335,30 @@ def test_a_started_runs_answer_area_keeps_its_stop_button_working(alice, alice_s
     html, _ = consumer._render_events(run.pk, 0, 1)
     stop = reverse("chat:run-stop", args=[alice_session.pk, run.pk])
     assert f'id="answer-{run.pk}"' in html and f'data-stop-url="{stop}"' in html
+
+
+def test_a_finished_runs_end_is_not_rendered_twice(alice, alice_session):
+    """The last events of a run bring its final status line, panel head and answer; the run's
+    end (run.done) then adds nothing, except what those events did not bring (a stopped run's
+    note)."""
+    from chat.consumers import SessionConsumer
+    from tests.conftest import ask
+
+    run = ask(alice_session, "What is 2+2?")
+    consumer = SessionConsumer()
+    consumer.session_id, consumer.user_id = alice_session.pk, alice.pk
+    html, _ = consumer._render_events(run.pk, 0, None)
+    assert (
+        'id="status-line"' in html and f'id="trace-head-{run.pk}"' in html and f'id="answer-{run.pk}"' in html
+    )
+    assert consumer._render_done(run.pk) == ""
+
+    stopped = services.message_post(session=alice_session, content="What is 3+3?")
+    services.run_claim(stopped.pk, worker="w:1")
+    services.run_stop(stopped)
+    RunSink(stopped).record_stopped()
+    html, _ = consumer._render_events(stopped.pk, 0, None)
+    assert "Stopped" in html and f'id="trace-head-{stopped.pk}"' in html
+    done = consumer._render_done(stopped.pk)
+    assert f'id="answer-{stopped.pk}"' in done and "Stopped before any answer" in done
+    assert 'id="status-line"' not in done, "the status line came with the run's last event"
