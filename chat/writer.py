@@ -255,8 +255,8 @@ class EventWriter:
                 self.ready.clear()
                 await self.ready.wait()
                 continue
-            items = [self.queue.popleft() for _ in range(min(len(self.queue), MAX_BATCH))]
-            items = [item for item in items if item.sink.error is None]  # its run has failed
+            taken = [self.queue.popleft() for _ in range(min(len(self.queue), MAX_BATCH))]
+            items = [item for item in taken if item.sink.error is None]  # not those of failed runs
             try:
                 await self._store(items)
                 await self._push(items)
@@ -265,7 +265,9 @@ class EventWriter:
                 for item in items:
                     item.sink.failed(exc)
             finally:
-                for item in items:
+                # Every item taken is done, written or not: a failed run's drain must return (and
+                # raise its error), never wait for events nobody will write.
+                for item in taken:
                     if not item.done.done():
                         item.done.set_result(None)
 

@@ -188,3 +188,20 @@ def test_a_run_keeps_its_first_answer_when_a_resumed_run_answers_again(runs):
 
     async_to_sync(scenario)()
     assert [m.content for m in run.answers.all()] == ["391"]
+
+
+def test_a_failed_runs_later_events_do_not_leave_it_waiting(runs):
+    """Events a run emitted while its failing batch was being written are dropped, and its
+    drain returns (raising why) instead of waiting for them forever (found in review)."""
+    run = runs[0]
+
+    async def scenario() -> None:
+        sink = RunSink(run, behind=True)
+        await sink(event(1, "llm.call"))  # malformed (no tokens): its batch fails
+        await sink(event(2))  # emitted while the writer is still on event 1
+        await sink(event(3))
+        with pytest.raises(KeyError):
+            await asyncio.wait_for(sink.drain(), timeout=10)
+
+    async_to_sync(scenario)()
+    assert sequences(run) == []
