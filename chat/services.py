@@ -344,6 +344,7 @@ def message_post(
             provider=settings.NEXUS_LLM_PROVIDER,
             model=settings.NEXUS_REASONING.model,
             agent_mode=mode_for(session),
+            dispatched_at=timezone.now(),  # see dispatch_stored_run
         )
         updates = {"updated_at": timezone.now()}
         if session.title == "New chat":
@@ -388,6 +389,7 @@ def message_resend(
             provider=settings.NEXUS_LLM_PROVIDER,
             model=settings.NEXUS_REASONING.model,
             agent_mode=mode_for(session),
+            dispatched_at=timezone.now(),  # see dispatch_stored_run
         )
         ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
         sessions_changed(owner_id=session.owner_id, session_id=session.pk)

@@ -6,7 +6,6 @@ through `session_get_for_user`, so another user's session is a 404.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from django.conf import settings
@@ -144,6 +143,20 @@ def session_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     return _redirect(request, reverse("chat:home"))
 
 
+def dispatch_stored_run(run: ReasoningRun) -> bool:
+    """Hand a run just stored to its executor; False if the queue is unreachable. The run was
+    stored as dispatched (message_post), so a dispatch that works costs no second write: the
+    UPDATE that recorded it after the fact waited on the row the worker was claiming. One that
+    fails is recorded, so the sweeper hands it on as soon as the queue is back."""
+    try:
+        dispatch_run(run.pk)
+    except DispatchError:
+        services.run_mark_dispatched(run.pk, dispatched=False)
+        run.dispatched_at = None
+        return False
+    return True
+
+
 def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
     """Whether the user did `what` (messages, uploads) more than the limit allows this minute."""
     limit = settings.NEXUS_RATE_LIMIT_PER_MINUTE
@@ -192,12 +205,8 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
         )
     notice = ""
-    dispatched = False
-    try:
-        dispatch_run(run.pk)
-        services.run_mark_dispatched(run.pk)
-        dispatched = True
-    except DispatchError:
+    dispatched = dispatch_stored_run(run)
+    if not dispatched:
         notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
             "answer it as soon as the queue is back."
@@ -289,11 +298,7 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     except services.RunActive as exc:
         return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
-    dispatched = False
-    with contextlib.suppress(DispatchError):
-        dispatch_run(new_run.pk)
-        services.run_mark_dispatched(new_run.pk)
-        dispatched = True
+    dispatched = dispatch_stored_run(new_run)
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
     return _turn_response(request, new_run, dispatched=dispatched)

@@ -170,6 +170,8 @@ def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, 
     assert "queue is unreachable" in response.content.decode()
     run = ReasoningRun.objects.get()
     assert run.status == "queued" and run.user_message.content == "Are you there?"
+    # Recorded as not handed on, so the next sweep sends it (not only after the lost-job interval).
+    assert run.dispatched_at is None
 
 
 def test_session_management(alice, client_for):

@@ -107,8 +107,19 @@ def test_a_run_that_keeps_killing_workers_is_failed_clearly(alice_session):
 def test_queued_runs_whose_dispatch_was_lost_are_recovered(alice_session):
     run = services.message_post(session=alice_session, content="hi")
     assert services.runs_to_recover() == []
-    ReasoningRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    # Stored as dispatched (the post hands it on in the same request): the broker lost its job.
+    old = timezone.now() - timedelta(minutes=5)
+    ReasoningRun.objects.filter(pk=run.pk).update(created_at=old, dispatched_at=old)
     assert services.runs_to_recover() == [run.pk]
+
+
+def test_a_run_whose_dispatch_failed_is_handed_on_at_the_next_sweep(alice_session):
+    run = services.message_post(session=alice_session, content="hi")
+    services.run_mark_dispatched(run.pk, dispatched=False)  # what the view does when the queue is down
+    ReasoningRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=2))
+    assert services.runs_to_recover() == [run.pk]
+    run.refresh_from_db()
+    assert run.dispatched_at is not None  # stamped: re-sent at most once per interval
 
 
 def test_history_holds_only_approved_turns(alice_session):
