@@ -291,6 +291,18 @@ def load(label: str, sites: list[Site], workers: list[Process], db_url: str | No
     return lines
 
 
+def in_place_updates(db_url: str) -> str:
+    """How many run-row updates PostgreSQL made in place (heap-only), which the run table's
+    fillfactor is for: one that is not writes a new row version and new index entries."""
+    time.sleep(1)  # the exited backends' statistics reach the collector
+    with psycopg.connect(db_url, autocommit=True, connect_timeout=3) as db:
+        row = db.execute(
+            "select n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'chat_reasoningrun'"
+        ).fetchone()
+    updates, in_place = row or (0, 0)
+    return f"  team: {updates} run-row updates, {in_place / max(updates, 1):.0%} of them in place (heap-only)"
+
+
 def team(tmp: Path) -> list[str]:
     try:
         admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
@@ -302,19 +314,21 @@ def team(tmp: Path) -> list[str]:
     db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
     sites: list[Site] = []
     try:
-        first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **LOAD)
-        second = Site(first.env, tmp)
-        sites = [first, second]
-        workers = [first.start_worker(), first.start_worker()]
-        idle = [rss_mb(w) for w in workers]
-        first.start_web()
-        second.start_web()
-        lines = load("team", sites, workers, db_url)
-        lines.append(f"  team: worker RSS idle {', '.join(f'{m:.0f}' for m in idle)} MB")
-        return lines
+        try:
+            first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **LOAD)
+            second = Site(first.env, tmp)
+            sites = [first, second]
+            workers = [first.start_worker(), first.start_worker()]
+            idle = [rss_mb(w) for w in workers]
+            first.start_web()
+            second.start_web()
+            lines = load("team", sites, workers, db_url)
+            lines.append(f"  team: worker RSS idle {', '.join(f'{m:.0f}' for m in idle)} MB")
+        finally:
+            for site in reversed(sites):
+                site.stop()
+        return [*lines, in_place_updates(db_url)]  # read once every backend has exited
     finally:
-        for site in reversed(sites):
-            site.stop()
         admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
         admin.execute(f'drop database if exists "{name}"')
 
