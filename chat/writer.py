@@ -227,6 +227,18 @@ def store_apart(items: list[Item], *, retried: bool) -> None:
                 break
 
 
+def _sends(items: list[Item]) -> list[tuple[RunSink, list[dict[str, Any]]]]:
+    """What to tell each run's pages about its stored events: one message per run for its
+    trace events (the pages read what they lack up to it), and its draft batches joined.
+    Taken as the batch is stored: a run failing in a later batch keeps this one's news."""
+    sends = []
+    for sink, own in _by_run(items).items():
+        messages = sink.messages([item.value for item in own if item.kind == "event"])
+        if messages and sink.error is None:
+            sends.append((sink, messages))
+    return sends
+
+
 class EventWriter:
     """The writer of one event loop (see the module's docstring)."""
 
@@ -250,6 +262,7 @@ class EventWriter:
         return item.done
 
     async def _run(self) -> None:
+        pushing: asyncio.Task[None] | None = None
         while True:
             if not self.queue:
                 self.ready.clear()
@@ -257,19 +270,38 @@ class EventWriter:
                 continue
             taken = [self.queue.popleft() for _ in range(min(len(self.queue), MAX_BATCH))]
             items = [item for item in taken if item.sink.error is None]  # not those of failed runs
+            sends: list[tuple[RunSink, list[dict[str, Any]]]] = []
             try:
                 await self._store(items)
-                await self._push(items)
+                sends = _sends(items)
             except Exception as exc:  # never stop writing for every other run
                 logger.exception("writing a batch of %d events failed", len(items))
                 for item in items:
                     item.sink.failed(exc)
-            finally:
-                # Every item taken is done, written or not: a failed run's drain must return (and
-                # raise its error), never wait for events nobody will write.
-                for item in taken:
-                    if not item.done.done():
-                        item.done.set_result(None)
+            # The pages hear of this batch while the next one is stored (a push is a few Redis
+            # round trips the next batch need not wait for); pushes keep their order.
+            pushing = asyncio.get_running_loop().create_task(self._push(pushing, sends, taken))
+
+    @staticmethod
+    async def _push(
+        previous: asyncio.Task[None] | None,
+        sends: list[tuple[RunSink, list[dict[str, Any]]]],
+        taken: list[Item],
+    ) -> None:
+        """Tell each run's pages about its stored events, after the batch before has told
+        its own; then every item taken is done, written or not: a failed run's drain must
+        return (and raise its error), never wait for events nobody will write."""
+        try:
+            if previous is not None:
+                await previous
+            if sends:
+                await asyncio.gather(*(sink.send_all(messages) for sink, messages in sends))
+        except Exception:
+            logger.exception("telling the pages about %d stored events failed", len(taken))
+        finally:
+            for item in taken:
+                if not item.done.done():
+                    item.done.set_result(None)
 
     async def _store(self, items: list[Item]) -> None:
         """Write through a database restart: retry a lost connection for up to half the stale
@@ -302,17 +334,6 @@ class EventWriter:
             await asyncio.sleep(pause)
             await sync_to_async(close_old_connections)()
             pause, retried = min(pause * 2, 5), True
-
-    async def _push(self, items: list[Item]) -> None:
-        """Tell each run's pages about its stored events: one message per run for its trace
-        events (the pages read what they lack up to it), and its draft batches joined."""
-        sends = []
-        for sink, own in _by_run(items).items():
-            messages = sink.messages([item.value for item in own if item.kind == "event"])
-            if messages and sink.error is None:
-                sends.append(sink.send_all(messages))
-        if sends:
-            await asyncio.gather(*sends)
 
 
 _writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventWriter] = weakref.WeakKeyDictionary()

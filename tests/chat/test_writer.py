@@ -8,12 +8,13 @@ import time
 from decimal import Decimal
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import InMemoryChannelLayer
 from django.db import OperationalError
 
 from chat import services, writer
 from chat.models import LLMCall, ReasoningRun, TraceEvent
-from chat.sink import RunSink
+from chat.sink import RunSink, session_group
 from chat.writer import Item, RunChange, event_writer
 from reasoning.events import Event
 
@@ -205,3 +206,35 @@ def test_a_failed_runs_later_events_do_not_leave_it_waiting(runs):
 
     async_to_sync(scenario)()
     assert sequences(run) == []
+
+
+class SlowLayer(InMemoryChannelLayer):
+    """The in-memory layer with a Redis-like delay on every group send."""
+
+    async def group_send(self, group: str, message: dict) -> None:
+        await asyncio.sleep(0.2)
+        await super().group_send(group, message)
+
+
+def test_the_next_batch_is_stored_while_the_pages_hear_of_the_last_in_order(runs):
+    run = runs[0]
+    layer = SlowLayer()
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        channel = await layer.new_channel()
+        await layer.group_add(session_group(run.session_id), channel)
+        sink = RunSink(run, behind=True)
+        sink.layer = layer
+        await sink(event(1))
+        await asyncio.sleep(0.05)  # event 1 is stored; the page is being told
+        await sink(event(2))
+        await asyncio.sleep(0.05)
+        stored_meanwhile = await sync_to_async(sequences)(run)
+        await sink.drain()
+        waiting = layer.channels[channel].qsize()  # what the page has been sent by then
+        heard = [(await layer.receive(channel))["seq"] for _ in range(waiting)]
+        return stored_meanwhile, heard
+
+    stored_meanwhile, heard = async_to_sync(scenario)()
+    assert stored_meanwhile == [1, 2], "event 2 is stored while the page hears of event 1"
+    assert heard == [1, 2], "a drained run's pages have heard of every batch, in stored order"
