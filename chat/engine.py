@@ -144,7 +144,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     if run is None:
         return "skipped"
-    await queue_moved()
+    queue_moved()
     refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
     if refusal is not None and run.next_sequence == 1:
         # Queued before the budget ran out (or retried): refused before any model call.

@@ -1,10 +1,14 @@
 """Fairness: one user's burst waits its turn in order, and the page says where a run stands."""
 
+import asyncio
+import inspect
+
 import pytest
+from channels.layers import InMemoryChannelLayer
 from django.test import override_settings
 from django.urls import reverse
 
-from chat import services
+from chat import services, sink
 from chat.models import ReasoningRun
 from tests.conftest import run_now
 
@@ -91,3 +95,30 @@ def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     services.run_mark_dispatched(run.pk, dispatched=False)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
     assert "Retry now" in page
+
+
+def test_runs_starting_together_tell_the_waiting_pages_once_or_twice_not_once_each(monkeypatch):
+    """The queue-moved message of fifty runs claimed at once: sends overlap into a few, and
+    the last run to start is always told (a send that begins after it)."""
+    sends: list[float] = []
+
+    class Layer(InMemoryChannelLayer):
+        async def group_send(self, group: str, message: dict) -> None:
+            sends.append(asyncio.get_running_loop().time())
+            await asyncio.sleep(0.05)  # a Redis round trip or two
+
+    monkeypatch.setattr(sink, "get_channel_layer", lambda: Layer())
+
+    async def burst() -> float:
+        for _ in range(50):
+            told = sink.queue_moved()
+            if inspect.isawaitable(told):  # as it was: each run awaited its own send
+                await told
+            await asyncio.sleep(0)
+        last_start = asyncio.get_running_loop().time()
+        await asyncio.sleep(0.3)
+        return last_start
+
+    last_start = asyncio.run(burst())
+    assert 1 <= len(sends) <= 3, f"{len(sends)} sends for 50 starts"
+    assert sends[-1] >= last_start, "a send began after the last run started"
