@@ -74,9 +74,8 @@ class QueueNews:
             self.again = False
             try:
                 await layer.group_send(QUEUE_GROUP, {"type": "queue.moved"})
-            except Exception as exc:
+            except Exception as exc:  # runs that started meanwhile try once more
                 logger.warning("could not tell waiting pages the queue moved: %s", exc)
-                return
 
 
 _queue_news: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, QueueNews] = weakref.WeakKeyDictionary()

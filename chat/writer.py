@@ -239,6 +239,12 @@ def _sends(items: list[Item]) -> list[tuple[RunSink, list[dict[str, Any]]]]:
     return sends
 
 
+def _finish(taken: list[Item]) -> None:
+    for item in taken:
+        if not item.done.done():
+            item.done.set_result(None)
+
+
 class EventWriter:
     """The writer of one event loop (see the module's docstring)."""
 
@@ -247,6 +253,7 @@ class EventWriter:
         self.ready = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.context = context
+        self.pushing: asyncio.Task[None] | None = None  # the pages being told of the last batch
         self.batches = 0  # transactions written (tests and benchmarks read these)
         self.events = 0
 
@@ -262,7 +269,6 @@ class EventWriter:
         return item.done
 
     async def _run(self) -> None:
-        pushing: asyncio.Task[None] | None = None
         while True:
             if not self.queue:
                 self.ready.clear()
@@ -272,36 +278,35 @@ class EventWriter:
             items = [item for item in taken if item.sink.error is None]  # not those of failed runs
             sends: list[tuple[RunSink, list[dict[str, Any]]]] = []
             try:
-                await self._store(items)
-                sends = _sends(items)
-            except Exception as exc:  # never stop writing for every other run
-                logger.exception("writing a batch of %d events failed", len(items))
-                for item in items:
-                    item.sink.failed(exc)
-            # The pages hear of this batch while the next one is stored (a push is a few Redis
-            # round trips the next batch need not wait for); pushes keep their order.
-            pushing = asyncio.get_running_loop().create_task(self._push(pushing, sends, taken))
+                try:
+                    await self._store(items)
+                    sends = _sends(items)
+                except Exception as exc:  # never stop writing for every other run
+                    logger.exception("writing a batch of %d events failed", len(items))
+                    for item in items:
+                        item.sink.failed(exc)
+                # The pages hear of this batch while the next one is stored (a push is a few
+                # Redis round trips the next batch need not wait for). One push at a time:
+                # pushes keep their order, and what queues up behind a slow one goes as one.
+                if self.pushing is not None and not self.pushing.done():
+                    await asyncio.wait([self.pushing])
+            except BaseException:  # cancelled: nobody may wait for these forever
+                _finish(taken)
+                raise
+            self.pushing = asyncio.get_running_loop().create_task(self._push(sends, taken))
 
     @staticmethod
-    async def _push(
-        previous: asyncio.Task[None] | None,
-        sends: list[tuple[RunSink, list[dict[str, Any]]]],
-        taken: list[Item],
-    ) -> None:
-        """Tell each run's pages about its stored events, after the batch before has told
-        its own; then every item taken is done, written or not: a failed run's drain must
-        return (and raise its error), never wait for events nobody will write."""
+    async def _push(sends: list[tuple[RunSink, list[dict[str, Any]]]], taken: list[Item]) -> None:
+        """Tell each run's pages about its stored events; then every item taken is done,
+        written or not: a failed run's drain must return (and raise its error), never wait for
+        events nobody will write."""
         try:
-            if previous is not None:
-                await previous
             if sends:
                 await asyncio.gather(*(sink.send_all(messages) for sink, messages in sends))
         except Exception:
             logger.exception("telling the pages about %d stored events failed", len(taken))
         finally:
-            for item in taken:
-                if not item.done.done():
-                    item.done.set_result(None)
+            _finish(taken)
 
     async def _store(self, items: list[Item]) -> None:
         """Write through a database restart: retry a lost connection for up to half the stale

@@ -238,3 +238,53 @@ def test_the_next_batch_is_stored_while_the_pages_hear_of_the_last_in_order(runs
     stored_meanwhile, heard = async_to_sync(scenario)()
     assert stored_meanwhile == [1, 2], "event 2 is stored while the page hears of event 1"
     assert heard == [1, 2], "a drained run's pages have heard of every batch, in stored order"
+
+
+def test_events_that_queue_behind_a_slow_push_go_out_together(runs):
+    """Redis slower than the database: the writer keeps one push in flight, and what the run
+    emitted meanwhile is stored and told as one batch, not one push each (found in review)."""
+    run = runs[0]
+    layer = SlowLayer()
+
+    async def scenario() -> int:
+        sink = RunSink(run, behind=True)
+        sink.layer = layer
+        sent = 0
+        original = layer.group_send
+
+        async def counted(group: str, message: dict) -> None:
+            nonlocal sent
+            sent += 1
+            await original(group, message)
+
+        layer.group_send = counted
+        for seq in range(1, 21):
+            await sink(event(seq))
+            await asyncio.sleep(0.01)
+        await sink.drain()
+        return sent
+
+    sent = async_to_sync(scenario)()
+    assert sequences(run) == list(range(1, 21))
+    assert sent <= 4, f"{sent} pushes for 20 events emitted during two slow ones"
+
+
+def test_a_cancelled_writer_leaves_no_run_waiting(runs, monkeypatch):
+    run = runs[0]
+    started = asyncio.Event()
+
+    async def scenario() -> bool:
+        async def stuck(items):  # a store that never returns (the database hung)
+            started.set()
+            await asyncio.sleep(3600)
+
+        writer_ = event_writer()
+        monkeypatch.setattr(writer_, "_store", stuck)
+        done = writer_.submit(RunSink(run, behind=True), "event", event(1))
+        await asyncio.wait_for(started.wait(), 5)
+        writer_.task.cancel()  # the loop shutting down
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return done.done()
+
+    assert async_to_sync(scenario)(), "the cancelled batch's futures are done, so drains return"
