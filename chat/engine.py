@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import socket
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,6 +27,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 from chat import services
 from chat.approvals import ChatApprover
 from chat.lessons import lessons_for
+from chat.loops import per_loop
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
 from chat.sink import RunSink, queue_moved
@@ -116,16 +116,13 @@ async def _start_next_runs(user_id: int) -> None:
 # time go per process: building the rollup's statements costs more CPU than running them, so
 # runs that finish together (a worker holds fifty) are counted in one batch, not one each.
 _rollup_pending: set[int] = set()
-_rollup_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-    weakref.WeakKeyDictionary()
-)
+_rollup_lock = per_loop(asyncio.Lock)
 
 
 async def _roll_up(run_id: int) -> None:
     """Count the finished run in the usage rollup, with any others that finished meanwhile."""
     _rollup_pending.add(run_id)
-    lock = _rollup_locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-    async with lock:
+    async with _rollup_lock():
         if run_id not in _rollup_pending:
             return  # counted by the batch that went before
         batch = sorted(_rollup_pending)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -24,6 +23,7 @@ from channels.layers import get_channel_layer
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from chat.loops import per_loop
 from chat.models import (
     Attempt,
     ChatSession,
@@ -78,17 +78,13 @@ class QueueNews:
                 logger.warning("could not tell waiting pages the queue moved: %s", exc)
 
 
-_queue_news: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, QueueNews] = weakref.WeakKeyDictionary()
+_queue_news = per_loop(QueueNews)
 
 
 def queue_moved() -> None:
     """Tell pages that show a queued run that a run left the queue, so "Queued (N ahead)"
     counts down without a reload. A lost message only leaves a count stale until the next."""
-    loop = asyncio.get_running_loop()
-    news = _queue_news.get(loop)
-    if news is None:
-        news = _queue_news[loop] = QueueNews()
-    news.moved()
+    _queue_news().moved()
 
 
 def session_group(session_id: int) -> str:

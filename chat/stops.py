@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 
 from channels.db import database_sync_to_async
 
+from chat.loops import per_loop
 from chat.models import ReasoningRun
 
 logger = logging.getLogger(__name__)
@@ -70,13 +70,4 @@ class StopWatch:
                     engine.cancel()
 
 
-_watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, StopWatch] = weakref.WeakKeyDictionary()
-
-
-def stop_watch() -> StopWatch:
-    """The running loop's StopWatch."""
-    loop = asyncio.get_running_loop()
-    watch = _watches.get(loop)
-    if watch is None:
-        watch = _watches[loop] = StopWatch()
-    return watch
+stop_watch = per_loop(StopWatch)  # the running loop's StopWatch

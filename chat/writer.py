@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import weakref
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from django.db import (
 )
 from django.utils import timezone
 
+from chat.loops import per_loop
 from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
 from teamops.budgets import usage_charge
 
@@ -341,16 +341,7 @@ class EventWriter:
             pause, retried = min(pause * 2, 5), True
 
 
-_writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventWriter] = weakref.WeakKeyDictionary()
-
-
-def event_writer() -> EventWriter:
-    """The running loop's writer."""
-    loop = asyncio.get_running_loop()
-    writer = _writers.get(loop)
-    if writer is None:
-        writer = _writers[loop] = EventWriter()
-    return writer
+event_writer = per_loop(EventWriter)  # the running loop's writer
 
 
 def own_writer() -> EventWriter:
