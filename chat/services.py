@@ -131,8 +131,11 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class QueuePlace:
-    """Where a queued run stands: how many runs must start or finish before it starts
-    (run_queue_position), and whether it is stuck (run_is_stuck)."""
+    """Where a queued run stands: how many runs must start or finish before it starts (the
+    queued runs posted before it, everyone's, and, when its owner is at the concurrent-run
+    limit, the owner's running runs that must finish first), and whether it is stuck: nobody
+    will start it on their own, because its dispatch failed (the queue was down) and it is
+    not merely waiting for its owner's earlier runs."""
 
     ahead: int
     stuck: bool
@@ -153,9 +156,9 @@ WHERE r.id = %s
 
 
 def queue_place_of(run: ReasoningRun, *, dispatched: bool = False) -> QueuePlace:
-    """The queue place of a queued run as just loaded, in one statement. Stuck is
-    run_is_stuck's rule read from `run` itself (no dispatch recorded, owner under the
-    concurrent-run limit); `dispatched` says the caller has just recorded its dispatch."""
+    """The queue place of a queued run as just loaded, in one statement (stuck: no dispatch
+    recorded, owner under the concurrent-run limit); `dispatched` says the caller has just
+    handed the run to the queue."""
     with connection.cursor() as cursor:
         cursor.execute(QUEUE_PLACE, [ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING, run.pk])
         earlier, running = cursor.fetchone() or (0, 0)
@@ -580,31 +583,6 @@ def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
     ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(
         dispatched_at=timezone.now() if dispatched else None
     )
-
-
-def run_queue_position(run: ReasoningRun) -> int:
-    """How many runs must start or finish before this queued one starts: the queued runs
-    posted before it (everyone's), and, when its owner is at the concurrent-run limit, the
-    owner's running runs that must finish first."""
-    return queue_place_of(run).ahead
-
-
-def run_is_stuck(run: ReasoningRun) -> bool:
-    """A queued run nobody will start on their own: its dispatch failed (the queue was down)
-    and it is not merely waiting for its owner's earlier runs."""
-    current = (
-        ReasoningRun.objects.filter(pk=run.pk).values("status", "dispatched_at", "session__owner_id").first()
-    )
-    if (
-        current is None
-        or current["status"] != ReasoningRun.Status.QUEUED
-        or current["dispatched_at"] is not None
-    ):
-        return False
-    owner_busy = ReasoningRun.objects.filter(
-        session__owner_id=current["session__owner_id"], status=ReasoningRun.Status.RUNNING
-    ).count()
-    return owner_busy < settings.NEXUS_MAX_RUNS_PER_USER
 
 
 def runs_next_for_owner(owner_id: int) -> list[int]:

@@ -262,7 +262,7 @@ async def test_a_queued_runs_place_counts_down_live_as_the_runs_ahead_start(alic
     assert (await communicator.connect())[0]
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(third.pk): 0}}))
     await receive_all(communicator, 0.2)
-    position = await database_sync_to_async(services.run_queue_position)(third)
+    position = (await database_sync_to_async(services.queue_place_of)(third)).ahead
     assert position == 2, "the first run holds alice's one slot, the second waits before the third"
 
     await database_sync_to_async(services.run_mark_succeeded)(first)
