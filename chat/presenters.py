@@ -340,8 +340,7 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:
     """What the turn partials show of one thread entry (`session_thread`, `turn_of`). An entry
     may bring the run's `events` (a run just stored has none to load), the person's
-    `feedback` on its answer (read for a whole page at once) and `dispatched` (True: the
-    caller has just handed the queued run to the job queue)."""
+    `feedback` on its answer (read for a whole page at once)."""
     run: ReasoningRun | None = turn["run"]
     answer = turn["answer"]
     events = turn["events"] if "events" in turn else list(run.events.all()) if run else []
@@ -365,7 +364,7 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
         "stopped": bool(run and run.status == ReasoningRun.Status.CANCELLED),
         "trace_open": trace_open,
         "mode": run_mode(run, events),
-        **queue_context(run, dispatched=turn.get("dispatched", False)),
+        **queue_context(run),
         "low_confidence": low_confidence(run) if answer else None,
         "summary": summary(run, events),
         "feedback": feedback,
@@ -378,13 +377,12 @@ def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None 
     }
 
 
-def queue_context(run: ReasoningRun | None, *, dispatched: bool = False) -> dict[str, Any]:
+def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
     """For a queued run: how many runs wait ahead of it, and whether it is stuck (its dispatch
-    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn.
-    A run the caller has just `dispatched` is not stuck (its dispatch is recorded)."""
+    failed, so only Retry or the sweeper will start it) rather than merely waiting its turn."""
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
-    place = services.queue_place_of(run, dispatched=dispatched)
+    place = services.queue_place_of(run)
     return {"queue_ahead": place.ahead, "stuck": place.stuck}
 
 

@@ -155,20 +155,14 @@ WHERE r.id = %s
 """
 
 
-def queue_place_of(run: ReasoningRun, *, dispatched: bool = False) -> QueuePlace:
+def queue_place_of(run: ReasoningRun) -> QueuePlace:
     """The queue place of a queued run as just loaded, in one statement (stuck: no dispatch
-    recorded, owner under the concurrent-run limit); `dispatched` says the caller has just
-    handed the run to the queue."""
+    recorded, owner under the concurrent-run limit)."""
     with connection.cursor() as cursor:
         cursor.execute(QUEUE_PLACE, [ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING, run.pk])
         earlier, running = cursor.fetchone() or (0, 0)
     limit = settings.NEXUS_MAX_RUNS_PER_USER
-    stuck = (
-        not dispatched
-        and run.status == ReasoningRun.Status.QUEUED
-        and run.dispatched_at is None
-        and running < limit
-    )
+    stuck = run.status == ReasoningRun.Status.QUEUED and run.dispatched_at is None and running < limit
     return QueuePlace(ahead=earlier + max(0, running - limit + 1), stuck=stuck)
 
 

@@ -147,7 +147,8 @@ def dispatch_stored_run(run: ReasoningRun) -> bool:
     """Hand a run just stored to its executor; False if the queue is unreachable. The run was
     stored as dispatched (message_post), so a dispatch that works costs no second write: the
     UPDATE that recorded it after the fact waited on the row the worker was claiming. One that
-    fails is recorded, so the sweeper hands it on as soon as the queue is back."""
+    fails is recorded (on `run` too, so its turn offers Retry), and the sweeper hands it on as
+    soon as the queue is back."""
     try:
         dispatch_run(run.pk)
     except DispatchError:
@@ -205,8 +206,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
         )
     notice = ""
-    dispatched = dispatch_stored_run(run)
-    if not dispatched:
+    if not dispatch_stored_run(run):
         notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
             "answer it as soon as the queue is back."
@@ -222,7 +222,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     # The turn shows the run as it was stored: queued, no events yet (the page's socket asks
     # for any that come after, as for every turn it adds).
     turn = turn_context(
-        {"message": run.user_message, "run": run, "answer": None, "events": [], "dispatched": dispatched},
+        {"message": run.user_message, "run": run, "answer": None, "events": []},
         trace_open=False,
         user_id=request.user.pk,
     )
@@ -251,12 +251,8 @@ def _turn_response(
     part: str = "turn",
     *,
     swap_oob: bool = False,
-    dispatched: bool = False,
 ) -> HttpResponse:
-    """One turn's part; `dispatched`: the view has just handed `run` to the job queue."""
-    turn = turn_context(
-        {**services.turn_of(run), "dispatched": dispatched}, trace_open=False, user_id=request.user.pk
-    )
+    turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
     return render(request, f"{PAGE}#{part}", {"turn": turn, "session": run.session, "swap_oob": swap_oob})
 
 
@@ -298,10 +294,10 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     except services.RunActive as exc:
         return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
-    dispatched = dispatch_stored_run(new_run)
+    dispatch_stored_run(new_run)
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
-    return _turn_response(request, new_run, dispatched=dispatched)
+    return _turn_response(request, new_run)
 
 
 @require_POST

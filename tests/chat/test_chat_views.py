@@ -168,6 +168,7 @@ def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, 
         app.conf.broker_url = "memory://"
     assert response.status_code == 200
     assert "queue is unreachable" in response.content.decode()
+    assert "Retry now" in response.content.decode(), "its turn offers to hand it on again"
     run = ReasoningRun.objects.get()
     assert run.status == "queued" and run.user_message.content == "Are you there?"
     # Recorded as not handed on, so the next sweep sends it (not only after the lost-job interval).
