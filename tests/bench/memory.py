@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 ITEMS = 10_000
@@ -235,19 +234,13 @@ def main() -> list[str]:
         try:
             import psycopg
 
-            from tests.e2e.conftest import POSTGRES
+            from tests.e2e.conftest import POSTGRES, scratch_database
 
             admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
         except Exception as exc:
             return [*lines, f"  postgres: skipped, PostgreSQL unavailable ({exc})"]
-        name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
-        admin.execute(f'create database "{name}"')
-        try:
-            lines += describe("postgres", measure(POSTGRES.rsplit("/", 1)[0] + "/" + name, tmp))
-        finally:
-            admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
-            admin.execute(f'drop database if exists "{name}"')
-            admin.close()
+        with admin, scratch_database(admin, "nexus_bench") as db_url:
+            lines += describe("postgres", measure(db_url, tmp))
     return lines
 
 

@@ -16,7 +16,6 @@ import random
 import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import redis
 from websockets.asyncio.client import connect
 
 from tests.bench.web import EVENT, QUESTION, describe, percentile, run_rows, wait_done
-from tests.e2e.conftest import POSTGRES, REDIS, Process, Site, manage
+from tests.e2e.conftest import POSTGRES, REDIS, Process, Site, manage, scratch_database
 
 COUNT = 100
 # A team: 50 people post 2 questions each, under the default per-person limit (3 at once).
@@ -309,11 +308,8 @@ def team(tmp: Path) -> list[str]:
         redis.Redis.from_url(REDIS, socket_connect_timeout=3).flushdb()
     except Exception as exc:
         return [f"  team: skipped, PostgreSQL or Redis unavailable ({exc})"]
-    name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'create database "{name}"')
-    db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
-    sites: list[Site] = []
-    try:
+    with admin, scratch_database(admin, "nexus_bench") as db_url:
+        sites: list[Site] = []
         try:
             first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **LOAD)
             second = Site(first.env, tmp)
@@ -328,9 +324,6 @@ def team(tmp: Path) -> list[str]:
             for site in reversed(sites):
                 site.stop()
         return [*lines, in_place_updates(db_url)]  # read once every backend has exited
-    finally:
-        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
-        admin.execute(f'drop database if exists "{name}"')
 
 
 def embedded(tmp: Path) -> list[str]:

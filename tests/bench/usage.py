@@ -12,12 +12,11 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import psycopg
 
-from tests.e2e.conftest import POSTGRES, Site, manage
+from tests.e2e.conftest import POSTGRES, Site, manage, scratch_database
 
 RUNS = 100_000
 PEOPLE = 20
@@ -159,13 +158,9 @@ def main() -> list[str]:
         admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
     except Exception as exc:
         return [f"usage dashboard: skipped, PostgreSQL unavailable ({exc})"]
-    name = f"nexus_bench_usage_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'create database "{name}"')
-    db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
-    site = None
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            site = Site.prepared(Path(tmp), DATABASE_URL=db_url)
+    with admin, scratch_database(admin, "nexus_bench_usage") as db_url, tempfile.TemporaryDirectory() as tmp:
+        site = Site.prepared(Path(tmp), DATABASE_URL=db_url)
+        try:
             site.start_web()
             empty = statistics.median(page_times(site))
             seconds = generate(db_url)
@@ -173,20 +168,17 @@ def main() -> list[str]:
             rolled = manage(site.env, "usage_rollup").strip()
             rollup_seconds = time.perf_counter() - started
             times = page_times(site)
-            full = statistics.median(times)
-            verdict = "within" if full < GOAL_MS else "OVER"
-            return [
-                f"usage dashboard on PostgreSQL: {RUNS:,} runs and {RUNS * CALLS_PER_RUN:,} model calls "
-                f"generated in {seconds:.1f} s; `manage.py usage_rollup`: {rolled} in {rollup_seconds:.1f} s",
-                f"  /usage/ (30 days, every table): median {full:.0f} ms, worst {max(times):.0f} ms over "
-                f"{len(times)} loads ({verdict} the {GOAL_MS:.0f} ms goal); empty database {empty:.0f} ms; "
-                f"ratio {full / empty:.1f}x",
-            ]
-    finally:
-        if site is not None:
+        finally:
             site.stop()
-        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
-        admin.execute(f'drop database if exists "{name}"')
+    full = statistics.median(times)
+    verdict = "within" if full < GOAL_MS else "OVER"
+    return [
+        f"usage dashboard on PostgreSQL: {RUNS:,} runs and {RUNS * CALLS_PER_RUN:,} model calls "
+        f"generated in {seconds:.1f} s; `manage.py usage_rollup`: {rolled} in {rollup_seconds:.1f} s",
+        f"  /usage/ (30 days, every table): median {full:.0f} ms, worst {max(times):.0f} ms over "
+        f"{len(times)} loads ({verdict} the {GOAL_MS:.0f} ms goal); empty database {empty:.0f} ms; "
+        f"ratio {full / empty:.1f}x",
+    ]
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import json
 import re
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +21,7 @@ import psycopg
 import redis
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.e2e.conftest import POSTGRES, REDIS, Site
+from tests.e2e.conftest import POSTGRES, REDIS, Site, scratch_database
 
 QUESTION = "What is 17*23 and what time is it in Tokyo?"
 EVENT = re.compile(r'data-seq="(\d+)" data-kind="[^"]+" data-time="([\d.]+)"')
@@ -159,22 +158,16 @@ def team(tmp: Path) -> list[str]:
         redis.Redis.from_url(REDIS, socket_connect_timeout=3).flushdb()
     except Exception as exc:
         return [f"  team: skipped, PostgreSQL or Redis unavailable ({exc})"]
-    name = f"nexus_bench_{uuid.uuid4().hex[:8]}"
-    admin.execute(f'create database "{name}"')
-    db_url = POSTGRES.rsplit("/", 1)[0] + "/" + name
-    site = None
-    try:
+    with admin, scratch_database(admin, "nexus_bench") as db_url:
         site = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, OFFLINE_LATENCY_MS=LATENCY_MS)
-        site.start_worker()
-        site.start_web()
-        lines = [describe("team", asyncio.run(event_latencies(site))) + against("team")]
-        lines.append(concurrent_runs(site, int(site.env.get("NEXUS_WORKER_RUNS", "50")), db_url))
-        return lines
-    finally:
-        if site is not None:
+        try:
+            site.start_worker()
+            site.start_web()
+            lines = [describe("team", asyncio.run(event_latencies(site))) + against("team")]
+            lines.append(concurrent_runs(site, int(site.env.get("NEXUS_WORKER_RUNS", "50")), db_url))
+            return lines
+        finally:
             site.stop()
-        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
-        admin.execute(f'drop database if exists "{name}"')
 
 
 STREAM_LATENCY_MS = 600

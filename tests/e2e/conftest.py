@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -212,6 +213,19 @@ def base_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def scratch_database(admin: Any, prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database (its URL) for one test or benchmark, made through the
+    `admin` connection and dropped afterwards, its connections cut first."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin.execute(f'create database "{name}"')
+    try:
+        yield POSTGRES.rsplit("/", 1)[0] + "/" + name
+    finally:
+        admin.execute(f"select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'")
+        admin.execute(f'drop database if exists "{name}"')
+
+
 @pytest.fixture
 def postgres_database() -> Iterator[str]:
     try:
@@ -220,12 +234,8 @@ def postgres_database() -> Iterator[str]:
         admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
     except Exception as exc:
         unavailable(f"PostgreSQL is not reachable at {POSTGRES}: {exc}")
-    name = f"nexus_e2e_{uuid.uuid4().hex[:10]}"
-    admin.execute(f'create database "{name}"')
-    yield POSTGRES.rsplit("/", 1)[0] + "/" + name
-    admin.execute(f"""select pg_terminate_backend(pid) from pg_stat_activity where datname = '{name}'""")
-    admin.execute(f'drop database if exists "{name}"')
-    admin.close()
+    with admin, scratch_database(admin, "nexus_e2e") as url:
+        yield url
 
 
 @pytest.fixture
