@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import import_module
 from typing import Any
 
@@ -61,6 +62,30 @@ QUEUE_REFRESH_SECONDS = 0.2
 # A streaming draft's Markdown is rendered at most this often per page (the text between two
 # renders is shown as it arrives), so a long answer costs a few renders a second, not one a batch.
 DRAFT_RENDER_SECONDS = 0.15
+# Events after which the answer area changes (a run starts, an answer is shown or discarded).
+TURN_KINDS = frozenset({"answer.final", "answer.discarded", "run.started"})
+# Events whose trace line shows rows besides their own (an approval card, an input form).
+CARD_KINDS = frozenset({"tool.approval.requested", "elicitation.requested"})
+
+
+def turn_news(events: list[TraceEvent]) -> bool:
+    """Whether `events` change the turn beyond its trace (see `_render_turn_news`)."""
+    return any(
+        e.kind in TURN_KINDS or (e.level == TraceEvent.Level.STATUS and e.payload.get("mode")) for e in events
+    )
+
+
+def needs_database(events: list[TraceEvent]) -> bool:
+    """Whether drawing `events`' lines reads other rows: a card's, or the analysis whose
+    rationale a strategy line repeats only if it differs (see `events_context`)."""
+    analysed = False
+    for event in events:
+        if event.kind in CARD_KINDS:
+            return True
+        analysed = analysed or event.kind == "analysis.completed"
+        if event.kind == "strategy.selected" and event.payload.get("rationale") and not analysed:
+            return True
+    return False
 
 
 @dataclass
@@ -219,7 +244,22 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.sent[run_id] = last
             await self.send(text_data=html)
             return
-        await self._send_events(run_id, upto=message["seq"])
+        if message["seq"] <= self.sent[run_id]:
+            return
+        events = self._live_events(run_id, message)
+        if events is None:
+            await self._send_events(run_id, upto=message["seq"])
+            return
+        # Drawn here, on the loop: a few small templates and no query cost less than a hop to
+        # the database thread, where the page's events would queue behind other work. The
+        # lines go first; the status line and answer area they change follow from the run's row.
+        previous = self.phases.get(run_id)
+        self.sent[run_id] = events[-1].sequence
+        await self.send(text_data=self._render_lines(run_id, events, previous))
+        if turn_news(events):
+            html = await database_sync_to_async(self._render_turn_news)(run_id, events)
+            if html:
+                await self.send(text_data=html)
 
     async def answer_delta(self, message: dict[str, Any]) -> None:
         """A batch of draft text, as a small JSON frame the page appends to the run's draft.
@@ -387,17 +427,49 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if after and previous is None:
             before = TraceEvent.objects.filter(run_id=run_id, sequence=after)
             previous = before.values_list("phase", flat=True).first()
+        html = self._render_lines(run_id, events, previous)
+        if turn_news(events):
+            html += self._render_turn_news(run_id, events)
+        return html, events[-1].sequence
+
+    def _live_events(self, run_id: int, message: dict[str, Any]) -> list[TraceEvent] | None:
+        """The events a message carries that this page lacks, if it can show them from the
+        message alone: it has every event before them (and knows the phase they follow), and
+        none needs a row besides its own to be drawn. None: read them from the database."""
+        rows, after = message.get("rows"), self.sent[run_id]
+        if not rows or message["after"] > after or (after and run_id not in self.phases):
+            return None
+        events = [
+            TraceEvent(
+                run_id=run_id,
+                sequence=seq,
+                kind=kind,
+                phase=phase,
+                level=level,
+                payload=payload,
+                created_at=datetime.fromisoformat(created),
+            )
+            for seq, kind, phase, level, payload, created in rows
+            if seq > after
+        ]
+        return None if needs_database(events) else events
+
+    def _render_lines(self, run_id: int, events: list[TraceEvent], previous: str | None) -> str:
+        """The trace lines of `events`, one render for the batch (each event used to be a
+        template render of its own)."""
         self.phases[run_id] = events[-1].phase
-        # One render for the batch: each event used to be a template render of its own.
         items = render_to_string(f"{PAGE}#trace-events", {"items": events_context(events, previous)})
-        html = f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
+        return f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
+
+    def _render_turn_news(self, run_id: int, events: list[TraceEvent]) -> str:
+        """What status events and a run's answer change besides the trace: the status line,
+        the panel's head, the answer area."""
         status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
-        turn_changed = any(e.kind in ("answer.final", "answer.discarded", "run.started") for e in events)
-        if not status and not turn_changed:
-            return html, events[-1].sequence
+        turn_changed = any(e.kind in TURN_KINDS for e in events)
         run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
         mode = status[-1].payload["mode"] if status else run_mode(run)
         finished = not run.is_active
+        html = ""
         parts: list[str] = []  # of the turn, rendered from it in one go when the run is over
         if status:
             html += self._render_status(run, mode)
@@ -417,7 +489,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.ended.update((run_id, part) for part in parts)
             if "answer" in parts:
                 self.settled.add(run_id)
-        return html, events[-1].sequence
+        return html
 
     def _render_card(self, kind: str, pk: int) -> str:
         model = {"approval": ToolApproval, "elicitation": Elicitation}.get(kind)

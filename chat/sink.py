@@ -13,6 +13,7 @@ columns, never stored as rows, and pushed as
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -133,6 +134,10 @@ def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+# The most payload a trace message carries to the pages (JSON characters): a larger batch (a long
+# tool result, say) is read back from the database by each page instead of crossing Redis.
+LIVE_ROWS_CHARS = 16_000
+
 # Events whose rows someone reads before the run goes on: the run's own approver waits for its
 # request's decision in that row, and a parked run must never be found without its request.
 WRITE_THROUGH = frozenset({"tool.approval.requested", "elicitation.requested"})
@@ -164,6 +169,9 @@ class RunSink:
         self._attempt_id: int | None = None
         self._plans: int | None = 0 if self._fresh else None
         self._steps: dict[str, int] = {}
+        # The sequence of the run's last trace event the pages were told of (draft batches take
+        # sequences too, but have no rows); unknown for a resumed run until its first message.
+        self._told: int | None = 0 if self._fresh else None
 
     async def __call__(self, event: Event) -> None:
         await self._submit("event", event, wait=not self.behind or event.kind in WRITE_THROUGH)
@@ -210,20 +218,31 @@ class RunSink:
         for message in messages:
             await self.push(message)
 
-    def messages(self, events: list[Event]) -> list[dict[str, Any]]:
+    def messages(
+        self, events: list[Event], stored: dict[int, list[Any]] | None = None
+    ) -> list[dict[str, Any]]:
         """What the pages are told about stored `events`, in order: a run of trace events is one
-        message naming the last (pages render every stored event up to it), and consecutive
-        draft batches are one batch."""
+        message naming the last, and consecutive draft batches are one batch.
+
+        A trace message also carries the rows as stored (`stored`, by sequence) and the run's
+        trace event before them (`after`), so a page that has that one renders them without
+        reading them back; one whose rows are missing or too large to carry says only how far
+        to read (pages then read the rows)."""
+        stored = stored or {}
         out: list[dict[str, Any]] = []
         for event in events:
             last = out[-1] if out else None
             if event.kind != "answer.delta":
-                if last is not None and last["type"] == "trace.event":
-                    last.update(seq=event.sequence, kind=event.kind)
+                if last is None or last["type"] != "trace.event":
+                    last = {"type": "trace.event", "run": self.run_id, "after": self._told, "rows": []}
+                    out.append(last)
+                self._told = event.sequence
+                last.update(seq=event.sequence, kind=event.kind)
+                row = stored.get(event.sequence)
+                if last.get("rows") is not None and row is not None:
+                    last["rows"].append([row[1], row[2], row[3], row[4], row[5], row[6].isoformat()])
                 else:
-                    out.append(
-                        {"type": "trace.event", "run": self.run_id, "seq": event.sequence, "kind": event.kind}
-                    )
+                    last["rows"] = None
                 continue
             p = event.payload
             if (
@@ -244,6 +263,15 @@ class RunSink:
                     "text": p["text"],
                 }
             )
+        for message in out:
+            if message["type"] == "trace.event":
+                rows, after = message.pop("rows"), message.pop("after")
+                if (
+                    rows
+                    and after is not None
+                    and len(json.dumps([row[4] for row in rows])) <= LIVE_ROWS_CHARS
+                ):
+                    message.update(rows=rows, after=after)
         return out
 
     def apply(self, event: Event, batch: Batch, change: RunChange) -> None:

@@ -159,8 +159,9 @@ class Item:
     done: asyncio.Future[None]
 
 
-def store(items: list[Item]) -> None:
-    """Write `items` in one transaction (a database thread calls this)."""
+def store(items: list[Item]) -> list[list[Any]]:
+    """Write `items` in one transaction (a database thread calls this); return the trace rows
+    written, as they were stored, for the pages (see `RunSink.messages`)."""
     batch = Batch()
     with transaction.atomic():
         for item in items:
@@ -193,6 +194,7 @@ def store(items: list[Item]) -> None:
         # run's index entries (its full-text one included) instead of updating the row in place.
         for run_id, change in batch.runs.items():
             change.write(run_id)
+    return batch.trace_rows
 
 
 def _by_run(items: Iterable[Item]) -> dict[RunSink, list[Item]]:
@@ -202,15 +204,16 @@ def _by_run(items: Iterable[Item]) -> dict[RunSink, list[Item]]:
     return runs
 
 
-def store_apart(items: list[Item], *, retried: bool) -> None:
+def store_apart(items: list[Item], *, retried: bool) -> list[list[Any]]:
     """Write each run's items in a transaction of its own, and a run whose items fail one item
     at a time: what it emitted before the bad event is kept, the run is told (its next event
     raises) and nothing after it is written; the other runs are not affected. After a lost
     connection (`retried`), an integrity error means the earlier attempt was committed after
-    all: nothing to do."""
+    all: nothing to do (the pages read those rows back). Returns the trace rows written."""
+    rows: list[list[Any]] = []
     for sink, own in _by_run(items).items():
         try:
-            store(own)
+            rows += store(own)
             continue
         except DATABASE_LOST:
             raise
@@ -219,21 +222,26 @@ def store_apart(items: list[Item], *, retried: bool) -> None:
                 continue
         for item in own:  # found again, one item at a time
             try:
-                store([item])
+                rows += store([item])
             except DATABASE_LOST:
                 raise
             except Exception as exc:
                 sink.failed(exc)
                 break
+    return rows
 
 
-def _sends(items: list[Item]) -> list[tuple[RunSink, list[dict[str, Any]]]]:
-    """What to tell each run's pages about its stored events: one message per run for its
-    trace events (the pages read what they lack up to it), and its draft batches joined.
-    Taken as the batch is stored: a run failing in a later batch keeps this one's news."""
+def _sends(items: list[Item], rows: list[list[Any]]) -> list[tuple[RunSink, list[dict[str, Any]]]]:
+    """What to tell each run's pages about its stored events (`rows`, their trace rows): one
+    message per run for its trace events, and its draft batches joined. Taken as the batch is
+    stored: a run failing in a later batch keeps this one's news."""
+    stored: dict[int, dict[int, list[Any]]] = {}
+    for row in rows:
+        stored.setdefault(row[0], {})[row[1]] = row
     sends = []
     for sink, own in _by_run(items).items():
-        messages = sink.messages([item.value for item in own if item.kind == "event"])
+        events = [item.value for item in own if item.kind == "event"]
+        messages = sink.messages(events, stored.get(sink.run_id, {}))
         if messages and sink.error is None:
             sends.append((sink, messages))
     return sends
@@ -279,8 +287,7 @@ class EventWriter:
             sends: list[tuple[RunSink, list[dict[str, Any]]]] = []
             try:
                 try:
-                    await self._store(items)
-                    sends = _sends(items)
+                    sends = _sends(items, await self._store(items))
                 except Exception as exc:  # never stop writing for every other run
                     logger.exception("writing a batch of %d events failed", len(items))
                     for item in items:
@@ -308,33 +315,33 @@ class EventWriter:
         finally:
             _finish(taken)
 
-    async def _store(self, items: list[Item]) -> None:
+    async def _store(self, items: list[Item]) -> list[list[Any]]:
         """Write through a database restart: retry a lost connection for up to half the stale
         time (never long enough for a sweeper to hand the runs to another worker meanwhile),
         then give up on these items, so their runs stop and are resumed from their checkpoints
-        later."""
+        later. Returns the trace rows written."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + settings.NEXUS_RUN_STALE_SECONDS / 2
         pause, retried = 0.2, False
         while True:
             try:
                 if retried:
-                    await sync_to_async(store_apart)(items, retried=True)
+                    rows = await sync_to_async(store_apart)(items, retried=True)
                 else:
                     try:
-                        await sync_to_async(store)(items)
+                        rows = await sync_to_async(store)(items)
                     except DATABASE_LOST:
                         raise
                     except Exception:
-                        await sync_to_async(store_apart)(items, retried=False)
+                        rows = await sync_to_async(store_apart)(items, retried=False)
                 self.batches += 1
                 self.events += len(items)
-                return
+                return rows
             except DATABASE_LOST as exc:
                 if loop.time() + pause > give_up:
                     for item in items:
                         item.sink.failed(exc)
-                    return
+                    return []
                 logger.warning("database lost while recording %d event(s), retrying: %s", len(items), exc)
             await asyncio.sleep(pause)
             await sync_to_async(close_old_connections)()

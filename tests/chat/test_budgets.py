@@ -95,7 +95,7 @@ def test_the_budget_sees_the_runs_own_calls_however_far_behind_their_writing_is(
 
     def slow_store(items):
         time.sleep(0.05)
-        real_store(items)
+        return real_store(items)
 
     monkeypatch.setattr(writer, "store", slow_store)
     Budget.objects.create(user=alice, period=Period.DAY, metric=Budget.Metric.TOKENS, limit=1)

@@ -3,18 +3,21 @@
 import asyncio
 import json
 import re
+from html.parser import HTMLParser
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
 from chat import services
+from chat.consumers import SessionConsumer
 from chat.engine import execute_run
-from chat.models import ReasoningRun
-from chat.sink import RunSink
+from chat.models import ReasoningRun, TraceEvent
+from chat.sink import RunSink, session_group
 from nexus.asgi import application
 from tests.e2e.conftest import free_port
 
@@ -102,6 +105,121 @@ async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_sess
     await communicator.send_to(text_data="not json")
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {"999999": 0, "x": "y"}}))
     assert await receive_all(communicator, 0.2) == "", "unknown or foreign runs reveal nothing"
+    await communicator.disconnect()
+
+
+class TraceItems(HTMLParser):
+    """The trace lines (and phase headings) in some HTML, by id: their tags, attributes, text.
+    A plan's step statuses are left out: the page keeps them current as its steps complete
+    (markSteps in chat.js), whenever the plan was drawn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: dict[str, list[tuple]] = {}
+        self.current: str | None = None
+        self.depth = 0
+        self.step_badge = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        found = dict(attrs).get("id") or ""
+        if self.current is None and tag == "li" and found.startswith(("ev-", "ph-")):
+            self.current, self.depth = found, 0
+            self.items[found] = []
+        if self.current is not None:
+            self.depth += tag == "li"
+            status = re.compile(r"^((?:step|badge) )st-\w+$")
+            self.items[self.current].append((tag, sorted((k, status.sub(r"\1", v or "")) for k, v in attrs)))
+            self.step_badge = "badge st-" in (dict(attrs).get("class") or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.current is not None:
+            self.items[self.current].append(("/" + tag,))
+            self.depth -= tag == "li"
+            if not self.depth:
+                self.current = None
+
+    def handle_data(self, data: str) -> None:
+        if self.current is not None and data.strip() and not self.step_badge:
+            self.items[self.current].append((data.strip(),))
+
+
+def trace_items(html: str) -> dict[str, list[tuple]]:
+    parser = TraceItems()
+    parser.feed(html)
+    return parser.items
+
+
+async def test_a_synced_page_draws_live_events_from_the_push_exactly_as_a_reload_draws_them(
+    alice, alice_session, settings, monkeypatch
+):
+    """The writer sends a run's rows with its news; a page that has every earlier event draws
+    them without reading them back, and what it draws is what a reload draws from the database."""
+    settings.OFFLINE_LATENCY_MS = 30
+    reads: list[tuple] = []
+    read_back = SessionConsumer._render_events
+
+    def counted(self, run_id: int, after: int, upto: int | None):
+        reads.append((after, upto))
+        return read_back(self, run_id, after, upto)
+
+    monkeypatch.setattr(SessionConsumer, "_render_events", counted)
+    live = await socket(alice_session.pk, alice)
+    assert (await live.connect())[0]
+    run = await database_sync_to_async(services.message_post)(
+        session=alice_session, content="What is 17*23 and what time is it in Tokyo?"
+    )
+    await live.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    await receive_all(live, 0.2)  # the sync, and the chat list's news of the message
+    reads.clear()
+    assert await execute_run(run.pk) == "succeeded"
+    drawn_live = trace_items(await receive_all(live))
+    assert reads == [], "every event was drawn from the push, none read back"
+    await live.disconnect()
+
+    reload = await socket(alice_session.pk, alice)
+    assert (await reload.connect())[0]
+    await reload.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    drawn_reload = trace_items(await receive_all(reload))
+    await reload.disconnect()
+    stored = await database_sync_to_async(lambda: run.events.count())()
+    kinds = await database_sync_to_async(lambda: set(run.events.values_list("kind", flat=True)))()
+    assert {"plan.created", "tool.called", "tool.result", "step.completed", "answer.final"} <= kinds
+    assert len([key for key in drawn_reload if key.startswith("ev-")]) == stored
+    assert drawn_live == drawn_reload
+
+
+async def test_a_page_missing_events_before_a_push_reads_them_back(alice, alice_session):
+    """A push whose rows follow events this page lacks (it missed a message) is not drawn
+    alone: the page reads everything after its cursor, in order."""
+
+    def store(run: ReasoningRun, sequences: range) -> list[list]:
+        events = [
+            TraceEvent.objects.create(
+                run=run, sequence=seq, kind="iteration", phase="Phase 1", payload={"iteration": seq}
+            )
+            for seq in sequences
+        ]
+        return [[e.sequence, e.kind, e.phase, e.level, e.payload, e.created_at.isoformat()] for e in events]
+
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
+    await database_sync_to_async(store)(run, range(1, 4))
+    communicator = await socket(alice_session.pk, alice)
+    assert (await communicator.connect())[0]
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    assert [int(seq) for _, seq in EVENT_ID.findall(await receive_all(communicator))] == [1, 2, 3]
+    rows = await database_sync_to_async(store)(run, range(4, 7))
+    # The page hears of the last event only, which follows event 5 it never heard of.
+    message = {
+        "type": "trace.event",
+        "run": run.pk,
+        "seq": 6,
+        "kind": "iteration",
+        "after": 5,
+        "rows": rows[-1:],
+    }
+    await get_channel_layer().group_send(session_group(alice_session.pk), message)
+    html = await receive_all(communicator)
+    assert [int(seq) for _, seq in EVENT_ID.findall(html)] == [4, 5, 6]
     await communicator.disconnect()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from decimal import Decimal
 
 import pytest
@@ -110,10 +111,11 @@ def test_a_connection_lost_after_commit_is_retried_without_writing_anything_twic
     real_store, calls = writer.store, []
 
     def flaky_store(items):
-        real_store(items)
+        rows = real_store(items)
         calls.append(len(items))
         if len(calls) == 1:  # committed, then the connection dropped before the reply
             raise OperationalError("server closed the connection unexpectedly")
+        return rows
 
     monkeypatch.setattr(writer, "store", flaky_store)
 
@@ -157,6 +159,42 @@ def test_a_batch_folds_a_runs_draft_and_counters_into_its_row(runs):
         {"type": "answer.delta", "run": run.pk, "seq": 5, "draft": "d2", "offset": 0, "text": "Paris."},
         {"type": "trace.event", "run": run.pk, "seq": 8, "kind": "escalation"},
     ], "pages hear of a batch once per stretch of trace events, and of joined draft text"
+
+
+def test_pages_are_sent_the_trace_rows_as_stored_and_the_event_they_follow(runs):
+    """A page that has a run's events up to `after` draws the carried rows without reading them
+    back, so they must be the rows as stored; draft batches take sequences but have no rows."""
+    run = runs[0]
+    sink = RunSink(run)
+    first = [event(1, "run.started"), event(2, "analysis.started"), delta(3, "d1", 0, "Par")]
+    second = [delta(4, "d1", 3, "is"), event(5, "quality.started"), event(6, "iteration", note="y" * 20_000)]
+    rows = writer.store([Item(sink, "event", e, None) for e in first])
+    messages = sink.messages(first, {row[1]: row for row in rows})
+    stored = {e.sequence: e for e in TraceEvent.objects.filter(run=run)}
+    carried = messages[0]["rows"]
+    assert messages[0]["after"] == 0 and [row[0] for row in carried] == [1, 2]
+    for seq, kind, phase, level, payload, created in carried:
+        row = stored[seq]
+        assert (kind, phase, level, payload) == (row.kind, row.phase, row.level, row.payload)
+        assert datetime.fromisoformat(created) == row.created_at
+    rows = writer.store([Item(sink, "event", e, None) for e in second])
+    messages = sink.messages(second, {row[1]: row for row in rows})
+    trace = [m for m in messages if m["type"] == "trace.event"]
+    assert len(trace) == 1 and trace[0]["seq"] == 6
+    assert "rows" not in trace[0], "a payload too large to carry is read back by the pages"
+    assert sink.messages([event(7)], {})[0] == {
+        "type": "trace.event",
+        "run": run.pk,
+        "seq": 7,
+        "kind": "iteration",
+    }
+    rows = writer.store([Item(sink, "event", event(8, "quality.started"), None)])
+    assert sink.messages([event(8, "quality.started")], {row[1]: row for row in rows})[0]["after"] == 7
+    resumed = RunSink(ReasoningRun.objects.get(pk=run.pk))
+    rows = writer.store([Item(resumed, "event", event(9), None)])
+    assert "rows" not in resumed.messages([event(9)], {row[1]: row for row in rows})[0], (
+        "a resumed run does not know which event its pages saw last: they read its first batch back"
+    )
 
 
 def test_a_run_change_is_one_update_whatever_order_its_parts_came_in():
