@@ -1,10 +1,12 @@
 """The session websocket: pushes rendered trace fragments, and catches clients up.
 
 Authorisation happens in `connect` (signed in, owner of the session). The channel layer
-carries only small messages naming an event; this consumer loads the rows and renders the
-same partials the page uses. The client sends `{"type": "sync", "cursor": {run: seq}}` on
-every (re)connect and after adding a turn; the consumer answers with every event after
-each cursor, so nothing is lost across a reconnect or a reload. Live events fill gaps the
+carries small messages naming a run's last stored event, most with that batch's rows as
+stored; this consumer renders the same partials the page uses, from those rows when the page
+has every event before them, else from the rows it reads back. The client sends
+`{"type": "sync", "cursor": {run: seq}}` on every (re)connect and after adding a turn; the
+consumer answers with every event after each cursor, so nothing is lost across a reconnect or
+a reload. Live events fill gaps the
 same way, and the client drops fragments it already has.
 """
 
@@ -75,15 +77,21 @@ def turn_news(events: list[TraceEvent]) -> bool:
     )
 
 
-def needs_database(events: list[TraceEvent]) -> bool:
+def analysis_rationale_of(event: TraceEvent) -> str | None:
+    return (
+        (event.payload.get("analysis") or {}).get("rationale") if event.kind == "analysis.completed" else None
+    )
+
+
+def needs_database(events: list[TraceEvent], rationale: str | None) -> bool:
     """Whether drawing `events`' lines reads other rows: a card's, or the analysis whose
-    rationale a strategy line repeats only if it differs (see `events_context`)."""
-    analysed = False
+    rationale a strategy line repeats only if it differs (see `events_context`), when this
+    page has not drawn it (`rationale`)."""
     for event in events:
         if event.kind in CARD_KINDS:
             return True
-        analysed = analysed or event.kind == "analysis.completed"
-        if event.kind == "strategy.selected" and event.payload.get("rationale") and not analysed:
+        rationale = analysis_rationale_of(event) if event.kind == "analysis.completed" else rationale
+        if event.kind == "strategy.selected" and event.payload.get("rationale") and rationale is None:
             return True
     return False
 
@@ -135,6 +143,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         super().__init__(*args, **kwargs)
         self.sent: dict[int, int] = {}
         self.phases: dict[int, str] = {}  # the phase of the last event sent, per run
+        self.rationales: dict[int, str | None] = {}  # of the last analysis drawn, per run
         self.trace_open: bool | None = None
         self.settled: set[int] = set()
         self.ended: set[tuple[int, str]] = set()  # (run, part) rendered in the run's final state
@@ -257,7 +266,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.sent[run_id] = events[-1].sequence
         await self.send(text_data=self._render_lines(run_id, events, previous))
         if turn_news(events):
-            html = await database_sync_to_async(self._render_turn_news)(run_id, events)
+            try:
+                html = await database_sync_to_async(self._render_turn_news)(run_id, events)
+            except Exception as exc:  # the next status event, or the run's end, draws it again
+                logger.warning("could not draw run %s's status line: %s", run_id, exc)
+                return
             if html:
                 await self.send(text_data=html)
 
@@ -452,13 +465,17 @@ class SessionConsumer(AsyncWebsocketConsumer):
             for seq, kind, phase, level, payload, created in rows
             if seq > after
         ]
-        return None if needs_database(events) else events
+        return None if needs_database(events, self.rationales.get(run_id)) else events
 
     def _render_lines(self, run_id: int, events: list[TraceEvent], previous: str | None) -> str:
         """The trace lines of `events`, one render for the batch (each event used to be a
         template render of its own)."""
         self.phases[run_id] = events[-1].phase
-        items = render_to_string(f"{PAGE}#trace-events", {"items": events_context(events, previous)})
+        items = events_context(events, previous, self.rationales.get(run_id) if previous else None)
+        for event in events:
+            if event.kind == "analysis.completed":
+                self.rationales[run_id] = analysis_rationale_of(event)
+        items = render_to_string(f"{PAGE}#trace-events", {"items": items})
         return f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
 
     def _render_turn_news(self, run_id: int, events: list[TraceEvent]) -> str:

@@ -220,15 +220,17 @@ def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, An
     return item
 
 
-def events_context(events: list[TraceEvent], previous_phase: str | None = None) -> list[dict[str, Any]]:
+def events_context(
+    events: list[TraceEvent], previous_phase: str | None = None, rationale: str | None = None
+) -> list[dict[str, Any]]:
     """Trace items in order. A plan shows each step's latest status (done or failed once its
-    step completed), and a rationale already shown by the analysis is not repeated."""
+    step completed), and a rationale already shown by the analysis is not repeated
+    (`rationale`: the run's last analysis's, when the caller knows it from an earlier batch)."""
     latest: dict[str, str] = {}
     for event in events:
         if event.kind == "step.completed" and event.payload.get("step_id"):
             latest[event.payload["step_id"]] = event.payload.get("status") or "completed"
     items = []
-    rationale = None
     for event in events:
         item = event_context(event, previous_phase)
         if event.kind == "analysis.completed":

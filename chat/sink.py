@@ -2,8 +2,9 @@
 
 Each event becomes a TraceEvent row plus the domain rows it describes (attempts, plans,
 tool executions, model calls, the answer), written by the loop's EventWriter together with
-whatever other events are waiting (chat/writer.py); then a small message naming the run's
-last stored event goes to the session's channel group, and consumers render what they lack.
+whatever other events are waiting (chat/writer.py); then a message naming the run's last
+stored event, with the batch's rows as stored when they are small, goes to the session's
+channel group, and consumers render what they lack.
 
 Draft text (`answer.delta`) is the exception: batches are folded into the run's draft
 columns, never stored as rows, and pushed as
@@ -138,6 +139,18 @@ def _when(value: str | None) -> datetime | None:
 # tool result, say) is read back from the database by each page instead of crossing Redis.
 LIVE_ROWS_CHARS = 16_000
 
+
+def carried(rows: list[list[Any]]) -> bool:
+    """Whether rows are small enough to go with their message (their payloads' JSON, counted
+    until the limit is passed)."""
+    size = 0
+    for row in rows:
+        size += len(json.dumps(row[4]))
+        if size > LIVE_ROWS_CHARS:
+            return False
+    return True
+
+
 # Events whose rows someone reads before the run goes on: the run's own approver waits for its
 # request's decision in that row, and a parked run must never be found without its request.
 WRITE_THROUGH = frozenset({"tool.approval.requested", "elicitation.requested"})
@@ -206,12 +219,16 @@ class RunSink:
 
     async def push(self, message: dict[str, Any]) -> None:
         """Tell the session's sockets; a broken channel layer must not stop the run (clients
-        catch up from the database when they reconnect)."""
+        catch up from the database when they reconnect). Rows the layer cannot carry (an
+        integer too large for msgpack, say) are left for the pages to read back."""
         if self.layer is None:
             return
         try:
             await self.layer.group_send(session_group(self.session_id), message)
         except Exception as exc:
+            if "rows" in message:
+                await self.push({k: v for k, v in message.items() if k not in ("rows", "after")})
+                return
             logger.warning("could not push event of run %s: %s", self.run_id, exc)
 
     async def send_all(self, messages: list[dict[str, Any]]) -> None:
@@ -266,11 +283,7 @@ class RunSink:
         for message in out:
             if message["type"] == "trace.event":
                 rows, after = message.pop("rows"), message.pop("after")
-                if (
-                    rows
-                    and after is not None
-                    and len(json.dumps([row[4] for row in rows])) <= LIVE_ROWS_CHARS
-                ):
+                if rows and after is not None and carried(rows):
                     message.update(rows=rows, after=after)
         return out
 

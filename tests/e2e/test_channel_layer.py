@@ -1,5 +1,6 @@
 """The team deployment's channel layer, built from its settings, on the machine's Redis."""
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -42,3 +43,23 @@ def test_an_idle_receive_outlasts_the_redis_read_timeout(redis_url):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "'run.event'" in done.stdout
+
+
+async def test_rows_redis_cannot_carry_are_left_for_the_pages_to_read_back(redis_url):
+    """A payload msgpack cannot pack (an integer beyond 64 bits, from a tool's arguments) must
+    not cost the pages their news: the message goes without its rows, and pages read them."""
+    from channels_redis.core import RedisChannelLayer
+
+    from chat.models import ReasoningRun
+    from chat.sink import RunSink, session_group
+
+    layer = RedisChannelLayer(hosts=[redis_url])
+    sink = RunSink(ReasoningRun(pk=7, session_id=3, next_sequence=1))
+    sink.layer = layer
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(3), channel)
+    row = [5, "tool.called", "Phase 1", "trace", {"arguments": {"n": 2**70}}, "2026-11-26T18:00:00+00:00"]
+    news = {"type": "trace.event", "run": 7, "seq": 5, "kind": "tool.called"}
+    await sink.push({**news, "after": 4, "rows": [row]})
+    assert await asyncio.wait_for(layer.receive(channel), 5) == news
+    await layer.flush()
