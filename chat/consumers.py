@@ -6,8 +6,7 @@ stored; this consumer renders the same partials the page uses, from those rows w
 has every event before them, else from the rows it reads back. The client sends
 `{"type": "sync", "cursor": {run: seq}}` on every (re)connect and after adding a turn; the
 consumer answers with every event after each cursor, so nothing is lost across a reconnect or
-a reload. Live events fill gaps the
-same way, and the client drops fragments it already has.
+a reload. Live events fill gaps the same way, and the client drops fragments it already has.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from chat.presenters import (
     approval_for,
     elicitation_for,
     events_context,
+    rationale_of,
     run_mode,
     run_urls,
     session_links,
@@ -77,12 +77,6 @@ def turn_news(events: list[TraceEvent]) -> bool:
     )
 
 
-def analysis_rationale_of(event: TraceEvent) -> str | None:
-    return (
-        (event.payload.get("analysis") or {}).get("rationale") if event.kind == "analysis.completed" else None
-    )
-
-
 def needs_database(events: list[TraceEvent], rationale: str | None) -> bool:
     """Whether drawing `events`' lines reads other rows: a card's, or the analysis whose
     rationale a strategy line repeats only if it differs (see `events_context`), when this
@@ -90,7 +84,7 @@ def needs_database(events: list[TraceEvent], rationale: str | None) -> bool:
     for event in events:
         if event.kind in CARD_KINDS:
             return True
-        rationale = analysis_rationale_of(event) if event.kind == "analysis.completed" else rationale
+        rationale = rationale_of(event) if event.kind == "analysis.completed" else rationale
         if event.kind == "strategy.selected" and event.payload.get("rationale") and rationale is None:
             return True
     return False
@@ -474,7 +468,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         items = events_context(events, previous, self.rationales.get(run_id) if previous else None)
         for event in events:
             if event.kind == "analysis.completed":
-                self.rationales[run_id] = analysis_rationale_of(event)
+                self.rationales[run_id] = rationale_of(event)
         items = render_to_string(f"{PAGE}#trace-events", {"items": items})
         return f'<ol hx-swap-oob="beforeend:#trace-{run_id}">{items}</ol>'
 

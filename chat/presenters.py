@@ -234,7 +234,7 @@ def events_context(
     for event in events:
         item = event_context(event, previous_phase)
         if event.kind == "analysis.completed":
-            rationale = (event.payload.get("analysis") or {}).get("rationale")
+            rationale = rationale_of(event)
         if event.kind == "strategy.selected":
             if rationale is None and event.payload.get("rationale"):
                 # Pushed live, the analysis came in an earlier batch: its rationale is stored.
@@ -249,6 +249,11 @@ def events_context(
         items.append(item)
         previous_phase = event.phase
     return items
+
+
+def rationale_of(analysis: TraceEvent) -> str | None:
+    """The rationale an analysis.completed event gives (None: it gives none)."""
+    return (analysis.payload.get("analysis") or {}).get("rationale")
 
 
 def analysis_rationale(event: TraceEvent) -> str:

@@ -256,7 +256,7 @@ class RunSink:
                 self._told = event.sequence
                 last.update(seq=event.sequence, kind=event.kind)
                 row = stored.get(event.sequence)
-                if last.get("rows") is not None and row is not None:
+                if last["rows"] is not None and row is not None:
                     last["rows"].append([row[1], row[2], row[3], row[4], row[5], row[6].isoformat()])
                 else:
                     last["rows"] = None
