@@ -71,12 +71,18 @@ def build_llm() -> LLMClient:
 def prepare_executor() -> None:
     """A process about to execute runs loads what every run needs (the modes' code, the tool
     servers) now, not while its first runs wait: the first run on a fresh worker took seconds
-    longer than the rest, and a burst of runs on it paid the imports on its event loop."""
+    longer than the rest, and a burst of runs on it paid the imports on its event loop. All of
+    it is then frozen out of the garbage collector's passes (nexus.heap)."""
     import reasoning.modes.adaptive
     import reasoning.modes.cognitive  # noqa: F401
     from chat.tools import warm_up
+    from nexus.heap import freeze_startup_objects
+    from reasoning.tools.mcp_pool import load_sdk
 
+    load_sdk()
+    build_llm()  # imports the provider's SDK
     warm_up()
+    freeze_startup_objects()
 
 
 def build_mode(name: str | None = None) -> Mode:

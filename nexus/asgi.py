@@ -36,6 +36,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from chat.dispatch import bind_server_loop  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
@@ -43,6 +44,8 @@ router = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+load_pages()
+freeze_startup_objects()  # again in prepare_executor, once an embedded server has loaded the engine
 
 
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]

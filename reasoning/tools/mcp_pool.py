@@ -47,6 +47,18 @@ def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> N
         future.exception()
 
 
+def load_sdk() -> None:
+    """Import the MCP SDK's client now. It is imported on first use so that processes that
+    never call a tool do not pay for it; a process that executes runs calls this at start-up
+    instead, so its first run does not wait for it and the SDK's objects are among those the
+    process keeps for good (see nexus.heap)."""
+    import httpx2  # noqa: F401
+    import mcp
+    import mcp.client.stdio
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp_types  # noqa: F401
+
+
 # -- child processes ------------------------------------------------------------------------
 
 _CHILDREN: dict[int, Any] = {}

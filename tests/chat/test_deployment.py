@@ -99,3 +99,34 @@ def test_cookies_are_out_of_scripts_reach_and_stay_on_the_site(alice):
     page = client.get("/")
     assert page["X-Frame-Options"] == "DENY" and page["X-Content-Type-Options"] == "nosniff"
     assert page["Referrer-Policy"] == "same-origin"
+
+
+# A full garbage collection walks every tracked object: in a worker or daphne that was every
+# object its imports made, 50-140 ms during which its runs and pages stood still.
+FROZEN = "import gc, sys; print(gc.get_freeze_count(), *(m in sys.modules for m in {modules!r}))"
+FREEZE_FLOOR = 50_000  # a bare interpreter has a few hundred; a started Nexus process 130,000+
+
+
+def test_the_server_loads_its_pages_at_start_and_keeps_them_out_of_collections():
+    script = (
+        "import nexus.asgi; from django.template import engines; "
+        "print('chat/session.html' in engines['django'].engine.template_loaders[0].get_template_cache); "
+        + FROZEN.format(modules=("chat.views", "teamops.views"))
+    )
+    result = run("-c", script)
+    assert result.returncode == 0, result.stderr
+    compiled, frozen = result.stdout.split("\n")[-3:-1]
+    assert compiled == "True", "the chat page's template is compiled before the first request"
+    count, *imported = frozen.split()
+    assert int(count) > FREEZE_FLOOR and imported == ["True", "True"]
+
+
+def test_a_process_that_executes_runs_loads_the_tool_and_model_sdks_before_freezing():
+    script = (
+        "import django; django.setup(); from chat.engine import prepare_executor; prepare_executor(); "
+        + FROZEN.format(modules=("mcp.client.stdio", "mcp.client.streamable_http", "reasoning.llm.offline"))
+    )
+    result = run("-c", script, NEXUS_WARM_TOOL_SERVERS="false")
+    assert result.returncode == 0, result.stderr
+    count, *imported = result.stdout.split()[-4:]
+    assert int(count) > FREEZE_FLOOR and imported == ["True", "True", "True"]
