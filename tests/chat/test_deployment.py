@@ -103,7 +103,11 @@ def test_cookies_are_out_of_scripts_reach_and_stay_on_the_site(alice):
 
 # A full garbage collection walks every tracked object: in a worker or daphne that was every
 # object its imports made, 50-140 ms during which its runs and pages stood still.
-FROZEN = "import gc, sys; print(gc.get_freeze_count(), *(m in sys.modules for m in {modules!r}))"
+# Printed: the frozen objects, the young generation's threshold, whether each module is loaded.
+FROZEN = (
+    "import gc, sys; "
+    "print(gc.get_freeze_count(), gc.get_threshold()[0], *(m in sys.modules for m in {modules!r}))"
+)
 FREEZE_FLOOR = 50_000  # a bare interpreter has a few hundred; a started Nexus process 130,000+
 
 
@@ -117,8 +121,9 @@ def test_the_server_loads_its_pages_at_start_and_keeps_them_out_of_collections()
     assert result.returncode == 0, result.stderr
     compiled, frozen = result.stdout.split("\n")[-3:-1]
     assert compiled == "True", "the chat page's template is compiled before the first request"
-    count, *imported = frozen.split()
+    count, young, *imported = frozen.split()
     assert int(count) > FREEZE_FLOOR and imported == ["True", "True"]
+    assert young == "20000", "young collections are made rarer than Python's default (700)"
 
 
 def test_a_process_that_executes_runs_loads_the_tool_and_model_sdks_before_freezing():
@@ -128,5 +133,5 @@ def test_a_process_that_executes_runs_loads_the_tool_and_model_sdks_before_freez
     )
     result = run("-c", script, NEXUS_WARM_TOOL_SERVERS="false")
     assert result.returncode == 0, result.stderr
-    count, *imported = result.stdout.split()[-4:]
-    assert int(count) > FREEZE_FLOOR and imported == ["True", "True", "True"]
+    count, young, *imported = result.stdout.split()[-5:]
+    assert int(count) > FREEZE_FLOOR and young == "20000" and imported == ["True", "True", "True"]
