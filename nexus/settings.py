@@ -136,7 +136,7 @@ CHANNEL_LAYER_READ_TIMEOUT = 15
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "chat.layers.GroupSendLayer",
             # redis-py 8 reads with a 5 s socket timeout by default, the same as the layer's
             # blocking pop: an idle websocket's receive then fails ("Timeout reading") and the
             # socket closes with 1011 every few seconds. Reads may wait out the pop, no longer.

@@ -63,3 +63,64 @@ async def test_rows_redis_cannot_carry_are_left_for_the_pages_to_read_back(redis
     await sink.push({**news, "after": 4, "rows": [row]})
     assert await asyncio.wait_for(layer.receive(channel), 5) == news
     await layer.flush()
+
+
+async def drain(layer, channel: str, timeout: float = 0.5) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every message waiting on `channel`."""
+    received = []
+    while True:
+        try:
+            received.append(await asyncio.wait_for(layer.receive(channel), timeout))
+        except TimeoutError:
+            return received
+
+
+async def test_a_group_send_reaches_each_member_once_in_every_process_and_nobody_else(redis_url):
+    """Two processes' layers (a worker's and a daphne's): the message reaches each page's
+    channel once, with the rows intact, and not a channel outside the group."""
+    from chat.layers import GroupSendLayer
+
+    worker, web, other = (GroupSendLayer(hosts=[redis_url]) for _ in range(3))
+    pages = [await web.new_channel(), await web.new_channel(), await other.new_channel()]
+    outsider = await other.new_channel()
+    for page in pages:
+        await web.group_add("session-3", page)
+    message = {"type": "trace.event", "run": 7, "seq": 9, "rows": [[9, "tool.called", {"n": 2**40}]]}
+    await worker.group_send("session-3", message)
+    await worker.group_send("session-4", {"type": "trace.event", "run": 8})  # nobody listens
+    assert await drain(web, pages[0]) == [message]
+    assert await drain(web, pages[1]) == [message]
+    assert await drain(other, pages[2]) == [message]
+    assert await drain(other, outsider) == []
+    await worker.flush()
+
+
+async def test_group_send_drops_members_past_the_group_expiry(redis_url):
+    from chat.layers import GroupSendLayer
+
+    layer = GroupSendLayer(hosts=[redis_url], group_expiry=1)
+    stale = await layer.new_channel()
+    await layer.group_add("session-5", stale)
+    await asyncio.sleep(2.1)
+    fresh = await layer.new_channel()
+    await layer.group_add("session-5", fresh)
+    await layer.group_send("session-5", {"type": "run.done", "run": 1})
+    assert await drain(layer, fresh) == [{"type": "run.done", "run": 1}]
+    assert await drain(layer, stale) == []
+    await layer.flush()
+
+
+async def test_a_full_channel_drops_the_message_until_its_old_ones_expire(redis_url):
+    """A page that stops reading must not grow Redis without bound: at capacity a message is
+    dropped, and messages past the expiry are cleared to make room for new ones."""
+    from chat.layers import GroupSendLayer
+
+    layer = GroupSendLayer(hosts=[redis_url], capacity=1, expiry=1)
+    page = await layer.new_channel()
+    await layer.group_add("session-6", page)
+    await layer.group_send("session-6", {"type": "trace.event", "seq": 1})
+    await layer.group_send("session-6", {"type": "trace.event", "seq": 2})  # over capacity
+    await asyncio.sleep(2.1)  # the first has expired
+    await layer.group_send("session-6", {"type": "trace.event", "seq": 3})
+    assert await drain(layer, page) == [{"type": "trace.event", "seq": 3}]
+    await layer.flush()
