@@ -29,15 +29,13 @@ class DispatchError(Exception):
 
 
 def bind_server_loop() -> None:
-    """Called from the ASGI app: remember the loop, and recover runs a crash left behind."""
+    """Called from the ASGI app: remember the loop, and recover runs a crash left behind (the
+    code runs need was loaded when the app was, see nexus.asgi)."""
     global _server_loop
     if _server_loop is not None:
         return
     _server_loop = asyncio.get_running_loop()
     if settings.NEXUS_RUN_BACKEND == "embedded":
-        from chat.engine import prepare_executor
-
-        prepare_executor()
         task = _server_loop.create_task(_sweep_forever())
         _background.add(task)
         task.add_done_callback(_background.discard)

@@ -71,8 +71,9 @@ def build_llm() -> LLMClient:
 def prepare_executor() -> None:
     """A process about to execute runs loads what every run needs (the modes' code, the tool
     servers) now, not while its first runs wait: the first run on a fresh worker took seconds
-    longer than the rest, and a burst of runs on it paid the imports on its event loop. All of
-    it is then frozen out of the garbage collector's passes (nexus.heap)."""
+    longer than the rest, and a burst of runs on it paid the imports on its event loop. The
+    code is then frozen out of the garbage collector's passes (nexus.heap) before the tool
+    servers start in the background and before any run."""
     import reasoning.modes.adaptive
     import reasoning.modes.cognitive  # noqa: F401
     from chat.tools import warm_up
@@ -81,8 +82,8 @@ def prepare_executor() -> None:
 
     load_sdk()
     build_llm()  # imports the provider's SDK
-    warm_up()
     freeze_startup_objects()
+    warm_up()
 
 
 def build_mode(name: str | None = None) -> Mode:

@@ -5,7 +5,10 @@ in a profile of one they took as much of its Python time as storing the events. 
 makes four round trips per send (drop the group's expired members, read the members, drop each
 member's expired messages, add the message); each costs a redis-py command's Python overhead
 and a wait. Here the first two go in one pipeline and the last two in one script, with the
-same effect: the same keys, expiries, capacities and message format.
+same effect: the same keys, expiries, capacities and message format. (With several Redis
+hosts, channels_redis cleared a member's expired messages through the group's host, not the
+member's; here each host's script clears its own.) The sender spends about half the CPU per
+send; Redis does the clearing inside the script instead.
 """
 
 from __future__ import annotations

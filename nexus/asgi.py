@@ -8,6 +8,7 @@ import os
 
 import django
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nexus.settings")
@@ -35,6 +36,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.dispatch import bind_server_loop  # noqa: E402
+from chat.engine import prepare_executor  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
 
@@ -45,7 +47,10 @@ router = ProtocolTypeRouter(
     }
 )
 load_pages()
-freeze_startup_objects()  # again in prepare_executor, once an embedded server has loaded the engine
+if settings.NEXUS_RUN_BACKEND == "embedded":
+    prepare_executor()  # runs execute in this process; it freezes what it loaded
+else:
+    freeze_startup_objects()
 
 
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]

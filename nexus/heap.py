@@ -10,8 +10,8 @@ is collected as before.
 
 Young collections are made rarer too: at the default (every 700 net allocations) a daphne
 serving 100 runs spent about a tenth of its CPU in them, since a run's objects live for seconds
-and each pass walks all that are alive; at 20,000 it spent half as much (measured with the
-team benchmark's long question, embedded).
+and each pass walks all that are alive; at 20,000 it spent half as much (measured on the
+embedded server under the team benchmark's long-question load).
 """
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ YOUNG_THRESHOLD = 20_000
 
 def freeze_startup_objects() -> None:
     """Collect what start-up left as garbage, then move every surviving object to the
-    permanent generation (called once the process has imported what its requests and runs use)."""
+    permanent generation (called once the process has imported what its requests and runs use,
+    before it serves any: an object of a request in flight would be kept for good)."""
+    from django.conf import settings
+
+    if not settings.NEXUS_GC_FREEZE:
+        return
     gc.collect()
     gc.freeze()
     _, middle, oldest = gc.get_threshold()

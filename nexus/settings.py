@@ -163,6 +163,10 @@ NEXUS_RUN_TIME_LIMIT = env_int("NEXUS_RUN_TIME_LIMIT", 900, minimum=10)
 # A process that executes runs connects to the enabled tool servers when it starts, so the first
 # question it answers does not wait seconds for the built-in server to boot.
 NEXUS_WARM_TOOL_SERVERS = env_bool("NEXUS_WARM_TOOL_SERVERS", True)
+# Server and worker processes freeze what they load at start-up out of the garbage collector's
+# passes (nexus/heap.py). Off only where the project is imported into another long-lived
+# process, such as the test suite's.
+NEXUS_GC_FREEZE = env_bool("NEXUS_GC_FREEZE", True)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)

@@ -30,3 +30,6 @@ os.environ.setdefault("NEXUS_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"
 # In-process tests start tool servers when a test needs one; real processes (tests/e2e) warm up.
 os.environ["NEXUS_WARM_TOOL_SERVERS"] = "false"
+# The suite imports the server into its own process: its objects are not to be frozen (real
+# processes, tests/e2e and the benchmarks, freeze as deployed).
+os.environ["NEXUS_GC_FREEZE"] = "false"

@@ -401,7 +401,7 @@ async def test_a_socket_refused_for_lack_of_redis_closes_cleanly_without_a_serve
     receive failing after the close)."""
     settings.CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "chat.layers.GroupSendLayer",
             "CONFIG": {"hosts": [f"redis://127.0.0.1:{free_port()}/0"]},  # nothing listens there
         }
     }

@@ -111,27 +111,39 @@ FROZEN = (
 FREEZE_FLOOR = 50_000  # a bare interpreter has a few hundred; a started Nexus process 130,000+
 
 
-def test_the_server_loads_its_pages_at_start_and_keeps_them_out_of_collections():
-    script = (
-        "import nexus.asgi; from django.template import engines; "
-        "print('chat/session.html' in engines['django'].engine.template_loaders[0].get_template_cache); "
-        + FROZEN.format(modules=("chat.views", "teamops.views"))
-    )
-    result = run("-c", script)
+SERVER = (
+    "import nexus.asgi; from django.template import engines; "
+    "print('chat/session.html' in engines['django'].engine.template_loaders[0].get_template_cache); "
+    + FROZEN.format(modules=("chat.views", "teamops.views", "mcp.client.stdio", "reasoning.llm.offline"))
+)
+
+
+def test_the_server_loads_its_pages_and_run_code_at_start_and_keeps_them_out_of_collections():
+    """The embedded server executes runs: it loads their code at start too, before it freezes
+    (frozen in the middle of its first request, that request's objects were kept for good)."""
+    result = run("-c", SERVER, NEXUS_GC_FREEZE="true")
     assert result.returncode == 0, result.stderr
     compiled, frozen = result.stdout.split("\n")[-3:-1]
     assert compiled == "True", "the chat page's template is compiled before the first request"
     count, young, *imported = frozen.split()
-    assert int(count) > FREEZE_FLOOR and imported == ["True", "True"]
+    assert int(count) > FREEZE_FLOOR and imported == ["True"] * 4
     assert young == "20000", "young collections are made rarer than Python's default (700)"
 
 
-def test_a_process_that_executes_runs_loads_the_tool_and_model_sdks_before_freezing():
+def test_a_worker_loads_the_tool_and_model_sdks_before_freezing():
     script = (
         "import django; django.setup(); from chat.engine import prepare_executor; prepare_executor(); "
         + FROZEN.format(modules=("mcp.client.stdio", "mcp.client.streamable_http", "reasoning.llm.offline"))
     )
-    result = run("-c", script, NEXUS_WARM_TOOL_SERVERS="false")
+    result = run("-c", script, NEXUS_WARM_TOOL_SERVERS="false", NEXUS_GC_FREEZE="true")
     assert result.returncode == 0, result.stderr
     count, young, *imported = result.stdout.split()[-5:]
     assert int(count) > FREEZE_FLOOR and young == "20000" and imported == ["True", "True", "True"]
+
+
+def test_a_process_that_imports_the_server_for_itself_can_keep_its_collector_as_it_was():
+    """The test suite imports the server into its own process (NEXUS_GC_FREEZE=false)."""
+    result = run("-c", SERVER, NEXUS_GC_FREEZE="false")
+    assert result.returncode == 0, result.stderr
+    count, young, *_ = result.stdout.split("\n")[-2].split()
+    assert int(count) < FREEZE_FLOOR and young != "20000"

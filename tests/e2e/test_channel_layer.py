@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 from tests.e2e.conftest import ROOT
 
@@ -48,12 +49,11 @@ def test_an_idle_receive_outlasts_the_redis_read_timeout(redis_url):
 async def test_rows_redis_cannot_carry_are_left_for_the_pages_to_read_back(redis_url):
     """A payload msgpack cannot pack (an integer beyond 64 bits, from a tool's arguments) must
     not cost the pages their news: the message goes without its rows, and pages read them."""
-    from channels_redis.core import RedisChannelLayer
-
+    from chat.layers import GroupSendLayer
     from chat.models import ReasoningRun
     from chat.sink import RunSink, session_group
 
-    layer = RedisChannelLayer(hosts=[redis_url])
+    layer = GroupSendLayer(hosts=[redis_url])
     sink = RunSink(ReasoningRun(pk=7, session_id=3, next_sequence=1))
     sink.layer = layer
     channel = await layer.new_channel()
@@ -96,31 +96,47 @@ async def test_a_group_send_reaches_each_member_once_in_every_process_and_nobody
 
 
 async def test_group_send_drops_members_past_the_group_expiry(redis_url):
+    """A page that vanished without leaving its group (a killed daphne) stops being sent to
+    once its membership is older than the group expiry."""
+    import redis
+
     from chat.layers import GroupSendLayer
 
-    layer = GroupSendLayer(hosts=[redis_url], group_expiry=1)
-    stale = await layer.new_channel()
-    await layer.group_add("session-5", stale)
-    await asyncio.sleep(2.1)
-    fresh = await layer.new_channel()
+    layer = GroupSendLayer(hosts=[redis_url])
+    stale, fresh = await layer.new_channel(), await layer.new_channel()
     await layer.group_add("session-5", fresh)
+    key = layer._group_key("session-5")
+    redis.Redis.from_url(redis_url).zadd(key, {stale: time.time() - layer.group_expiry - 100})
     await layer.group_send("session-5", {"type": "run.done", "run": 1})
     assert await drain(layer, fresh) == [{"type": "run.done", "run": 1}]
     assert await drain(layer, stale) == []
     await layer.flush()
 
 
-async def test_a_full_channel_drops_the_message_until_its_old_ones_expire(redis_url):
+async def test_a_full_channel_drops_the_message_and_expired_ones_make_room(redis_url):
     """A page that stops reading must not grow Redis without bound: at capacity a message is
     dropped, and messages past the expiry are cleared to make room for new ones."""
+    import redis
+
     from chat.layers import GroupSendLayer
 
-    layer = GroupSendLayer(hosts=[redis_url], capacity=1, expiry=1)
+    layer = GroupSendLayer(hosts=[redis_url], capacity=1)
     page = await layer.new_channel()
     await layer.group_add("session-6", page)
     await layer.group_send("session-6", {"type": "trace.event", "seq": 1})
     await layer.group_send("session-6", {"type": "trace.event", "seq": 2})  # over capacity
-    await asyncio.sleep(2.1)  # the first has expired
-    await layer.group_send("session-6", {"type": "trace.event", "seq": 3})
-    assert await drain(layer, page) == [{"type": "trace.event", "seq": 3}]
+    assert await drain(layer, page) == [{"type": "trace.event", "seq": 1}]
+
+    # An old message nobody read, its key still alive (on a page that has not read since, so
+    # no pending read takes it first): the next send clears it and goes in.
+    reader = GroupSendLayer(hosts=[redis_url], capacity=1)
+    idle = await reader.new_channel()
+    await reader.group_add("session-7", idle)
+    old = reader.serialize({"type": "trace.event", "seq": 0, "__asgi_channel__": [idle]})
+    channel_key = reader.prefix + reader.non_local_name(idle)
+    client = redis.Redis.from_url(redis_url)
+    client.zadd(channel_key, {old: time.time() - reader.expiry - 100})
+    client.expire(channel_key, 600)
+    await layer.group_send("session-7", {"type": "trace.event", "seq": 3})
+    assert await drain(reader, idle) == [{"type": "trace.event", "seq": 3}]
     await layer.flush()
