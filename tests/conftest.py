@@ -40,6 +40,19 @@ def tool_server_pool(django_db_setup, django_db_blocker):
     # Database calls from async tests ran in asgiref's single worker thread: close that
     # thread's connection too, so the test database can be dropped.
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+    # On PostgreSQL each process keeps a pool whose idle connections stay open after close_all,
+    # which kept the test database from being dropped (and left it behind).
+    # Threads of the tests' runs (an event writer's, a heartbeat's) may still hold one: end
+    # every other session on the test database, then close this one.
+    for connection in connections.all(initialized_only=True):
+        if connection.vendor == "postgresql":
+            with django_db_blocker.unblock(), connection.cursor() as cursor:
+                cursor.execute(
+                    "select pg_terminate_backend(pid) from pg_stat_activity "
+                    "where datname = current_database() and pid <> pg_backend_pid()"
+                )
+            connection.close()
+            connection.close_pool()
 
 
 @pytest.fixture(autouse=True)
