@@ -70,11 +70,14 @@ TURN_KINDS = frozenset({"answer.final", "answer.discarded", "run.started"})
 CARD_KINDS = frozenset({"tool.approval.requested", "elicitation.requested"})
 
 
+def status_events(events: list[TraceEvent]) -> list[TraceEvent]:
+    """Those of `events` that set the status line's mode."""
+    return [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
+
+
 def turn_news(events: list[TraceEvent]) -> bool:
     """Whether `events` change the turn beyond its trace (see `_render_turn_news`)."""
-    return any(
-        e.kind in TURN_KINDS or (e.level == TraceEvent.Level.STATUS and e.payload.get("mode")) for e in events
-    )
+    return any(e.kind in TURN_KINDS for e in events) or bool(status_events(events))
 
 
 def needs_database(events: list[TraceEvent], rationale: str | None) -> bool:
@@ -475,7 +478,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def _render_turn_news(self, run_id: int, events: list[TraceEvent]) -> str:
         """What status events and a run's answer change besides the trace: the status line,
         the panel's head, the answer area."""
-        status = [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
+        status = status_events(events)
         turn_changed = any(e.kind in TURN_KINDS for e in events)
         run = ReasoningRun.objects.select_related("session", "user_message").get(pk=run_id)
         mode = status[-1].payload["mode"] if status else run_mode(run)
