@@ -22,7 +22,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +37,10 @@ from django.db import (
     models,
     transaction,
 )
-from django.utils import timezone
 
 from chat.loops import per_loop
 from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
-from teamops.budgets import usage_charge
+from teamops.budgets import Charge, usage_charges
 
 if TYPE_CHECKING:
     from chat.sink import RunSink
@@ -132,15 +131,13 @@ class Batch:
 
     trace_rows: list[list[Any]] = field(default_factory=list)
     calls: list[LLMCall] = field(default_factory=list)
-    # Model calls' spending per (person, local day), charged to their counters once per batch.
-    charges: dict[tuple[int, date], list[Any]] = field(default_factory=dict)
+    # Model calls' spending, charged to the people's counters once per batch.
+    charges: list[Charge] = field(default_factory=list)
     tool_runs: list[ToolExecution] = field(default_factory=list)
     runs: dict[int, RunChange] = field(default_factory=dict)
 
     def charge(self, user_id: int, tokens: int, cost: Decimal, at: datetime) -> None:
-        key = (user_id, timezone.localdate(at))
-        spent = self.charges.setdefault(key, [0, Decimal(0), 0, at])
-        spent[0], spent[1], spent[2] = spent[0] + tokens, spent[1] + cost, spent[2] + 1
+        self.charges.append(Charge(user_id, tokens, cost, 1, at))
 
     def run(self, run_id: int) -> RunChange:
         change = self.runs.get(run_id)
@@ -174,8 +171,6 @@ def store(items: list[Item]) -> list[list[Any]]:
             LLMCall.objects.bulk_create(batch.calls)
         if batch.tool_runs:
             ToolExecution.objects.bulk_create(batch.tool_runs)
-        for (user_id, _), (tokens, cost, calls, at) in batch.charges.items():
-            usage_charge(user_id=user_id, tokens=tokens, cost=cost, at=at, calls=calls)
         if batch.trace_rows:
             prepare = TraceEvent._meta.get_field
             payload, created = prepare("payload"), prepare("created_at")
@@ -194,6 +189,9 @@ def store(items: list[Item]) -> list[list[Any]]:
         # run's index entries (its full-text one included) instead of updating the row in place.
         for run_id, change in batch.runs.items():
             change.write(run_id)
+        # Last, just before the commit: these rows are shared with the other workers' writers,
+        # which wait for their locks while this transaction holds them.
+        usage_charges(batch.charges)
     return batch.trace_rows
 
 

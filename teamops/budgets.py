@@ -7,10 +7,12 @@ Periods follow TIME_ZONE: a day starts at local midnight, a month on the 1st.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from functools import reduce
+from typing import Any
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import Group
@@ -36,35 +38,66 @@ def period_end(period: str, now: datetime | None = None) -> datetime:
     return timezone.make_aware(datetime.combine(following, time.min))
 
 
-# Creates the period's counter or adds to it, in one statement whichever worker comes first.
+# Creates each period's counter or adds to it, in one statement whichever worker comes first.
 COUNTER_UPSERT = (
-    'INSERT INTO teamops_usagecounter (user_id, period, "start", tokens, cost, calls) '
-    "VALUES (%s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s) "
+    'INSERT INTO teamops_usagecounter (user_id, period, "start", tokens, cost, calls) VALUES {rows} '
     'ON CONFLICT (user_id, period, "start") DO UPDATE SET '
     "tokens = teamops_usagecounter.tokens + excluded.tokens, "
     "cost = teamops_usagecounter.cost + excluded.cost, calls = teamops_usagecounter.calls + excluded.calls"
 )
 
 
-def usage_charge(
-    *, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None, calls: int = 1
-) -> None:
-    """Add `calls` model calls' spending to the person's day and month counters, atomically:
-    one upsert for both (it runs for every batch of model calls; get_or_create and an UPDATE
-    for each counter took four statements and most of the CPU the call's trace event cost)."""
+@dataclass(frozen=True)
+class Charge:
+    """Some model calls' spending by one person, at one moment."""
+
+    user_id: int
+    tokens: int
+    cost: Decimal
+    calls: int = 1
+    at: datetime | None = None
+
+
+def usage_charges(charges: Iterable[Charge]) -> None:
+    """Add spending to each person's day and month counters, atomically, in one upsert.
+
+    The counters' rows are locked in one order, by person and period, whatever order the charges
+    came in: each worker's event writer charges the people whose runs it stored, inside the
+    batch's transaction, and two workers charging the same two people in opposite orders
+    deadlocked (PostgreSQL broke it after its one-second deadlock timeout, so every run in both
+    batches showed its events a second late, and one batch was written again)."""
+    totals: dict[tuple[int, str, date], list[Any]] = {}
+    for charge in charges:
+        for period in (Period.DAY, Period.MONTH):
+            key = (charge.user_id, str(period), period_start(period, charge.at))
+            total = totals.setdefault(key, [0, Decimal(0), 0])
+            total[0] += charge.tokens
+            total[1] += charge.cost
+            total[2] += charge.calls
+    if not totals:
+        return
     field = UsageCounter._meta.get_field
+    start, cost = field("start"), field("cost")
     values: list[object] = []
-    for period in (Period.DAY, Period.MONTH):
+    for (user_id, period, day), (tokens, spent, calls) in sorted(totals.items()):
         values += [
             user_id,
             period,
-            field("start").get_db_prep_save(period_start(period, at), connection),
+            start.get_db_prep_save(day, connection),
             tokens,
-            field("cost").get_db_prep_save(cost, connection),
+            cost.get_db_prep_save(spent, connection),
             calls,
         ]
+    rows = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(totals))
     with connection.cursor() as cursor:
-        cursor.execute(COUNTER_UPSERT, values)
+        cursor.execute(COUNTER_UPSERT.format(rows=rows), values)
+
+
+def usage_charge(
+    *, user_id: int, tokens: int, cost: Decimal, at: datetime | None = None, calls: int = 1
+) -> None:
+    """Add `calls` model calls' spending to the person's day and month counters."""
+    usage_charges([Charge(user_id, tokens, cost, calls, at)])
 
 
 @dataclass(frozen=True)

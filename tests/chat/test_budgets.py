@@ -4,16 +4,22 @@ it escalates, set by staff in the admin (and audited)."""
 from __future__ import annotations
 
 import threading
+import time
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.db.models import Sum
+from django.utils import timezone
 
-from chat import services
+from chat import services, writer
 from chat.models import LLMCall, Message, ReasoningRun, StaffAuditEntry, TraceEvent
-from teamops.budgets import refusal_for, usage_charge
+from chat.sink import RunSink
+from chat.writer import Item
+from reasoning.events import Event
+from teamops.budgets import Charge, refusal_for, usage_charge, usage_charges
 from teamops.models import Budget, Period, UsageCounter
 from tests.conftest import ask, run_now, starting_with
 
@@ -21,6 +27,20 @@ from tests.conftest import ask, run_now, starting_with
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TWO_PARTS = "What is 17*23 and what time is it in Tokyo?"
+WAITING_FOR_A_LOCK = (
+    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+)
+# A model call's event as the engine emits it: 20 tokens.
+CALL = {
+    "component": "response",
+    "provider": "offline",
+    "model": "nexus-offline",
+    "input_tokens": 12,
+    "output_tokens": 8,
+    "cache_read_tokens": 0,
+    "cache_write_tokens": 0,
+    "cost": "0",
+}
 
 
 def spent(user, period: str = Period.DAY) -> tuple[int, Decimal]:
@@ -147,6 +167,78 @@ def test_concurrent_charges_from_many_connections_are_all_counted(alice):
         Decimal("0.200"),
         threads * per_thread,
     )
+
+
+def test_a_batch_of_charges_spanning_midnight_counts_each_day_and_the_month_once(alice, bob):
+    """A writer's batch may hold calls from both sides of midnight: one upsert cannot touch a
+    counter twice, so the month's row gets the sum."""
+    late = timezone.make_aware(datetime(2026, 11, 25, 23, 59, 50))
+    early = late + timedelta(seconds=20)
+    usage_charges(
+        [
+            Charge(alice.pk, 10, Decimal("0.01"), 1, late),
+            Charge(bob.pk, 5, Decimal(0), 1, early),
+            Charge(alice.pk, 20, Decimal("0.02"), 2, early),
+        ]
+    )
+    days = dict(UsageCounter.objects.filter(user=alice, period=Period.DAY).values_list("start", "tokens"))
+    assert days == {date(2026, 11, 25): 10, date(2026, 11, 26): 20}
+    month = UsageCounter.objects.get(user=alice, period=Period.MONTH)
+    assert (month.tokens, month.cost, month.calls) == (30, Decimal("0.03"), 3)
+    assert UsageCounter.objects.get(user=bob, period=Period.MONTH).tokens == 5
+
+
+def test_two_workers_charging_the_same_people_in_opposite_orders_do_not_deadlock(alice, bob):
+    """Each worker's event writer charges, inside its batch's transaction, the people whose
+    model calls the batch holds. Here one batch holds bob's call then alice's while another
+    worker's transaction (this test's connection) holds alice's counters and then needs bob's.
+    Charged in the batch's order they deadlocked, and PostgreSQL failed one side after its
+    deadlock timeout (a second in which both workers' pages heard nothing); in one order, the
+    batch waits for alice's counters holding none, and both commit."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks between connections are tested in the PostgreSQL pass (scripts/test.sh)")
+    usage_charge(user_id=alice.pk, tokens=1, cost=Decimal(0))
+    usage_charge(user_id=bob.pk, tokens=1, cost=Decimal(0))
+    first, second = (
+        services.message_post(session=services.session_create(owner=owner), content="Question")
+        for owner in (bob, alice)
+    )
+    items = [
+        Item(
+            RunSink(run, behind=True),
+            "event",
+            Event(1, time.time(), "llm.call", "Answer", "trace", CALL),
+            None,
+        )
+        for run in (first, second)
+    ]
+    errors: list[BaseException] = []
+
+    def other_worker() -> None:
+        try:
+            writer.store(items)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        usage_charge(user_id=alice.pk, tokens=100, cost=Decimal(0))  # alice's counters locked
+        batch = threading.Thread(target=other_worker)
+        batch.start()
+        with connection.cursor() as cursor:  # until the batch waits for a row lock
+            for _ in range(200):
+                cursor.execute(WAITING_FOR_A_LOCK)
+                if cursor.fetchone()[0]:
+                    break
+                time.sleep(0.025)
+            else:
+                pytest.fail("the batch never waited for alice's counters")
+        usage_charge(user_id=bob.pk, tokens=100, cost=Decimal(0))
+    batch.join(30)
+    assert errors == []
+    assert spent(alice)[0] == spent(bob)[0] == 1 + 100 + 20
+    assert LLMCall.objects.filter(run__in=[first, second]).count() == 2
 
 
 def test_staff_set_budgets_in_the_admin_and_each_change_is_audited(auditor, alice, client_for):
