@@ -26,6 +26,7 @@ from chat import admin_trail as trail
 from chat import staff_audit
 from chat.admin_audit import ViewAuditedAdmin, changelist_queryset, export_download, filters_of
 from chat.audit import runs_export, runs_export_lines, runs_for_export, runs_summary_csv
+from chat.converters import parse_id
 from chat.models import (
     AnswerFeedback,
     Attempt,
@@ -105,9 +106,9 @@ class OwnerFilter(admin.SimpleListFilter):
         return [(str(user.pk), user.get_username()) for user in users]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[ReasoningRun]) -> QuerySet[ReasoningRun]:
-        value = self.value()
-        if value and value.isdigit():
-            return queryset.filter(session__owner_id=int(value))
+        owner = parse_id(self.value())
+        if owner is not None:
+            return queryset.filter(session__owner_id=owner)
         return queryset
 
 

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from chat import services, sockets
+from chat.converters import MAX_ID
 from chat.models import ChatSession, Elicitation, Preference, ReasoningRun, ToolApproval, TraceEvent
 from chat.presenters import (
     answer_html,
@@ -57,7 +58,6 @@ TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this on
 UNAVAILABLE_REASON = "Live updates are unavailable; reload in a moment."
 MAX_CURSOR_RUNS = 200
 MAX_FRAME_CHARS = 64_000
-MAX_ID = 2**63 - 1  # the largest id or sequence a database column holds
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
 # Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
 QUEUE_REFRESH_SECONDS = 0.2

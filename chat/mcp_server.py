@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 
+from chat.converters import parse_id
 from chat.documents import document_get_for_user, document_search, format_results
 from reasoning.tools.builtin import CALCULATOR_DESCRIPTION
 from reasoning.tools.builtin import calculator as calculate_text
@@ -75,7 +76,8 @@ def build_server() -> MCPServer:
     )
     def document(document_id: str, ctx: Context) -> str:
         user = _user(ctx)
-        found = document_get_for_user(user, int(document_id)) if document_id.isdigit() else None
+        number = parse_id(document_id)
+        found = document_get_for_user(user, number) if number is not None else None
         if found is None:
             raise ResourceNotFoundError(f"no document {document_id} that you may see")
         return f"# {found.title}\n\n{found.content}"

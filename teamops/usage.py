@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import F, Q, QuerySet, Sum
 from django.utils import timezone
 
+from chat.converters import parse_id
 from chat.models import Strategy
 from teamops.models import LATENCY_BOUNDS_MS, LATENCY_FIELDS, CallDay, UsageDay
 
@@ -51,8 +52,7 @@ class UsageFilters:
         if start > end:
             start, end = end, start
         if user_id is None:
-            raw = query.get("user") or ""
-            user_id = int(raw) if raw.isdigit() else None
+            user_id = parse_id(query.get("user"))
         strategy = query.get("strategy") or ""
         return cls(
             start=start,

@@ -306,16 +306,24 @@ def load(
     return lines
 
 
-def in_place_updates(db_url: str) -> str:
+def database_stats(db_url: str) -> list[str]:
     """How many run-row updates PostgreSQL made in place (heap-only), which the run table's
-    fillfactor is for: one that is not writes a new row version and new index entries."""
+    fillfactor is for: one that is not writes a new row version and new index entries. And how
+    many deadlocks it broke (each stalls the transactions in it for deadlock_timeout, a second:
+    two workers' event writers once locked usage counters in opposite orders)."""
     time.sleep(1)  # the exited backends' statistics reach the collector
     with psycopg.connect(db_url, autocommit=True, connect_timeout=3) as db:
         row = db.execute(
             "select n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'chat_reasoningrun'"
         ).fetchone()
+        (deadlocks,) = db.execute(
+            "select deadlocks from pg_stat_database where datname = current_database()"
+        ).fetchone()
     updates, in_place = row or (0, 0)
-    return f"  team: {updates} run-row updates, {in_place / max(updates, 1):.0%} of them in place (heap-only)"
+    return [
+        f"  team: {updates} run-row updates, {in_place / max(updates, 1):.0%} of them in place (heap-only)",
+        f"  team: {deadlocks} deadlocks PostgreSQL broke during the loads (0 expected)",
+    ]
 
 
 def team(tmp: Path) -> list[str]:
@@ -341,7 +349,7 @@ def team(tmp: Path) -> list[str]:
         finally:
             for site in reversed(sites):
                 site.stop()
-        return [*lines, in_place_updates(db_url)]  # read once every backend has exited
+        return [*lines, *database_stats(db_url)]  # read once every backend has exited
 
 
 def embedded(tmp: Path) -> list[str]:

@@ -6,12 +6,13 @@ and again on PostgreSQL (make test), where a NUL character used to raise DataErr
 """
 
 import json
+import re
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.urls import reverse
+from django.urls import get_resolver, reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -299,3 +300,49 @@ def test_any_text_in_the_tool_server_form_gives_no_server_error(auditor, client_
     response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
     assert response.status_code < 500, (field, text)
     MCPServer.objects.filter(name="probe").delete()
+
+
+TOO_LARGE = str(2**63)  # one past the largest id a column holds
+
+
+def _id_routes(patterns, prefix: str = "") -> list[str]:
+    """Every URL of the project that takes ids, once with each of its ids written as TOO_LARGE
+    (the others as 1: a lookup by an impossible id alone may never reach the database)."""
+    routes = []
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern)
+        if hasattr(pattern, "url_patterns"):
+            routes += _id_routes(pattern.url_patterns, route)
+            continue
+        ids = re.findall(r"<(?:int|id):\w+>", route)
+        for large in ids:
+            url = route
+            for name in ids:
+                url = url.replace(name, TOO_LARGE if name == large else "1")
+            routes.append("/" + url)
+    return routes
+
+
+def test_an_id_too_large_for_any_column_is_no_page_not_a_server_error(alice, auditor, client_for):
+    """A 500 (OverflowError from the database driver) was what a foreign-key lookup such as a
+    tool result's image answered to /runs/9223372036854775808/events/1/parts/0/."""
+    routes = _id_routes(get_resolver().url_patterns)
+    assert f"/runs/{TOO_LARGE}/events/1/parts/1/" in routes
+    assert len(routes) >= 15
+    for user in (alice, auditor):
+        client = client_for(user)
+        client.raise_request_exception = False
+        for route in routes:
+            assert client.get(route).status_code in (404, 405), route
+            assert client.post(route).status_code in (403, 404, 405), route
+    staff = client_for(auditor)
+    staff.raise_request_exception = False
+    for query in (TOO_LARGE, "²", "12" * 20):
+        assert staff.get("/usage/", {"user": query}).status_code == 200, query
+        assert staff.get("/admin/chat/reasoningrun/", {"owner": query}).status_code == 200, query
+
+
+async def test_a_websocket_for_a_chat_id_too_large_is_refused_as_no_such_chat(alice):
+    communicator = await socket(TOO_LARGE, alice)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4404
