@@ -6,21 +6,30 @@ one by one, so one success would also wipe every failure from the same address, 
 name: an attacker with an account of their own could guess someone else's password without
 end, signing in as themselves between guesses. Here a success forgets only that user name's
 failures from that address (the person's own typos).
+
+Axes pauses a user name after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords. An address gets a
+limit of its own, NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT, ten times larger by default: a whole office
+signs in from one address (behind a proxy or a NAT; embedded, everyone is 127.0.0.1), and with
+one limit for both, five wrong guesses at made-up names locked every colleague out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from axes.backends import AxesStandaloneBackend
+from axes.exceptions import AxesBackendPermissionDenied
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.contrib.auth.signals import user_logged_in, user_logged_out
+from django.db.models import Sum
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from chat.sink import account_changed
 
@@ -34,6 +43,26 @@ def client_address(request: HttpRequest) -> str:
         if forwarded:
             return forwarded
     return request.META.get("REMOTE_ADDR", "")
+
+
+def address_failures(request: HttpRequest) -> int:
+    """Wrong passwords from the request's address within the lockout time, for any user name."""
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    attempts = AccessAttempt.objects.filter(ip_address=client_address(request), attempt_time__gte=since)
+    return attempts.aggregate(failures=Sum("failures_since_start"))["failures"] or 0
+
+
+class SignInThrottle(AxesStandaloneBackend):
+    """django-axes' pause per user name (AXES_LOCKOUT_PARAMETERS), and one per address at its
+    own, larger limit (see the module's docstring)."""
+
+    def authenticate(
+        self, request: HttpRequest, username: str | None = None, password: str | None = None, **kwargs: Any
+    ) -> None:
+        super().authenticate(request, username, password, **kwargs)
+        if settings.AXES_ENABLED and address_failures(request) >= settings.NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT:
+            request.axes_locked_out = True  # the axes middleware answers with login_locked_out
+            raise AxesBackendPermissionDenied("too many failed sign-ins from this address")
 
 
 def login_locked_out(

@@ -267,16 +267,20 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses sign-ins while a user name or address is locked out.
-    "axes.backends.AxesStandaloneBackend",
+    "chat.signin.SignInThrottle",
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Sign-in throttling: after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords for one user name, or
-# from one address, sign-in is refused for NEXUS_LOGIN_LOCKOUT_MINUTES. Staff unlock someone
+# NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT from one address (for any names: a team may share one
+# address), sign-in is refused for NEXUS_LOGIN_LOCKOUT_MINUTES. Staff unlock someone
 # early by deleting their rows under "Access attempts" in the admin (or `manage.py
 # axes_reset_username NAME`).
 AXES_FAILURE_LIMIT = env_int("NEXUS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("NEXUS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT = env_int(
+    "NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=AXES_FAILURE_LIMIT
+)
+AXES_LOCKOUT_PARAMETERS = ["username"]  # the address's own limit: chat.signin.SignInThrottle
 # A success forgets only that user name's failures from that address (see chat.signin).
 AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "chat.signin.login_locked_out"
