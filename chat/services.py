@@ -132,21 +132,24 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
 @dataclass(frozen=True)
 class QueuePlace:
     """Where a queued run stands: how many runs must start or finish before it starts (the
-    queued runs posted before it, everyone's, and, when its owner is at the concurrent-run
-    limit, the owner's running runs that must finish first), and whether it is stuck: nobody
-    will start it on their own, because its dispatch failed (the queue was down) and it is
-    not merely waiting for its owner's earlier runs."""
+    queued runs posted before it that are its owner's or already handed to the executor, and,
+    when its owner is at the concurrent-run limit, the owner's running runs that must finish
+    first; others' runs waiting for their owners' turns are not ahead), and whether it is
+    stuck: nobody will start it on their own, because its dispatch failed (the queue was down)
+    and it is not merely waiting for its owner's earlier runs."""
 
     ahead: int
     stuck: bool
 
 
-# A queued run's place: everyone's queued runs posted before it, and its owner's running runs,
+# A queued run's place: the queued runs posted before it (its owner's, and others' the executor
+# holds), and its owner's running runs,
 # in one statement (asked for every queued turn a page, a message POST or a socket's queue
 # refresh renders; the ORM's aggregate cost several times the statement's work in CPU).
 QUEUE_PLACE = """
 SELECT
-  (SELECT COUNT(*) FROM chat_reasoningrun q WHERE q.status = %s
+  (SELECT COUNT(*) FROM chat_reasoningrun q JOIN chat_chatsession qs ON qs.id = q.session_id
+    WHERE q.status = %s AND (qs.owner_id = s.owner_id OR q.dispatched_at IS NOT NULL)
     AND (q.created_at < r.created_at OR (q.created_at = r.created_at AND q.id < r.id))),
   (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
     WHERE ms.owner_id = s.owner_id AND m.status = %s)

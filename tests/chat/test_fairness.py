@@ -88,6 +88,21 @@ def test_a_waiting_run_says_how_many_are_ahead_and_offers_no_retry(clients):
     assert "Waiting for a worker" not in waiting
 
 
+@override_settings(NEXUS_MAX_RUNS_PER_USER=1)
+def test_another_persons_waiting_runs_are_not_counted_ahead_of_yours(clients):
+    """Alice's runs that wait for her own earlier one never stand before bob's: his page said
+    "Queued (3 ahead)" while his run was already starting."""
+    first, second, third, fourth = post_in_new_chats(clients["alice"], 4)
+    services.run_claim(first.pk, worker="w:1")
+    for parked in (second, third, fourth):
+        assert services.run_claim(parked.pk, worker="w:1") is None
+    (bobs,) = post_in_new_chats(clients["bob"], 1)
+    page = clients["bob"].get(reverse("chat:session", args=[bobs.session_id])).content.decode()
+    assert "ahead" not in page and "Starting…" in page
+    alices = clients["alice"].get(reverse("chat:session", args=[fourth.session_id])).content.decode()
+    assert "Queued (3 ahead)" in alices, "her own earlier runs are ahead of her last one"
+
+
 def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     (run,) = post_in_new_chats(clients["alice"], 1)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
