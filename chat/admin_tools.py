@@ -262,7 +262,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     def status(self, obj: MCPServer) -> str:
         if obj.last_status == MCPServer.Status.ERROR:
             return format_html(
-                '<span style="color:#c92a2a">✗ {}</span>', Truncator(obj.last_error).chars(200)
+                '<span class="server-status error">✗ {}</span>', Truncator(obj.last_error).chars(200)
             )
         if obj.last_status == MCPServer.Status.PAUSED:
             until = ""
@@ -271,12 +271,12 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             elif obj.paused_until:
                 until = f" until {obj.paused_until:%H:%M:%S} UTC (tried again on the next request)"
             return format_html(
-                '<span style="color:#e67700">⏸ paused{} after repeated failures: {}</span>',
+                '<span class="server-status paused">⏸ paused{} after repeated failures: {}</span>',
                 until,
                 Truncator(obj.last_error).chars(200),
             )
         if obj.last_status == MCPServer.Status.OK:
-            return format_html('<span style="color:#2b8a3e">✓ {}</span>', "connected")
+            return format_html('<span class="server-status ok">✓ {}</span>', "connected")
         return "not checked yet"
 
     @admin.display(description="stored secrets")

@@ -1,5 +1,7 @@
 """Every admin page renders: each changelist and each change page, with rows in every status."""
 
+import re
+
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
@@ -23,6 +25,8 @@ from teamops.models import Budget
 from tests.conftest import full_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
+# The pages' Content-Security-Policy allows no inline style: such colours never showed.
+INLINE_STYLE = re.compile(r"<[a-z][^>]*\sstyle=")
 
 
 @pytest.fixture
@@ -104,14 +108,18 @@ def _every_page(client) -> list[str]:
         if response.status_code != 200:
             failures.append(f"{changelist}: {response.status_code}")
             continue
+        if INLINE_STYLE.search(response.content.decode()):  # the CSP (style-src 'self') blocks it
+            failures.append(f"{changelist}: an inline style attribute")
         objects = model_admin.get_queryset(response.wsgi_request)[:40]
         if not objects:
             failures.append(f"{changelist}: no rows to render")
         for obj in objects:
             url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
-            status = client.get(url).status_code
-            if status != 200:
-                failures.append(f"{url}: {status}")
+            page = client.get(url)
+            if page.status_code != 200:
+                failures.append(f"{url}: {page.status_code}")
+            elif INLINE_STYLE.search(page.content.decode()):
+                failures.append(f"{url}: an inline style attribute")
     return failures
 
 

@@ -440,6 +440,22 @@ def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site
         assert axe_violations(page) == [], scheme
 
 
+def test_long_words_in_the_reasoning_panel_wrap_inside_it(tab: Tab, width: str):
+    """Plan steps and tool calls quote the question: a long number or time-zone name ran past
+    the panel's right edge at 390 px, to be scrolled sideways, while the answer wrapped it."""
+    page = tab.page
+    ask(
+        page,
+        "What is 12345678901234567890*98765432109876543210 and the time in America/Argentina/Buenos_Aires?",
+    )
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    page.locator(".trace-head").last.click()
+    trace = page.locator(".trace").last
+    expect(trace).to_contain_text("12345678901234567890")
+    assert trace.evaluate("t => t.scrollWidth - t.clientWidth") <= 1, "the panel scrolls sideways"
+    no_sideways_scroll(page)
+
+
 @pytest.mark.parametrize("context", ["dark"], indirect=True)
 def test_dark_mode_follows_the_device_and_the_toggle_is_remembered(tab: Tab, site: Site):
     page = tab.page
