@@ -391,8 +391,16 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return user.is_authenticated and user.pk == self.user_id
 
     async def sessions_changed(self, message: dict[str, Any]) -> None:
-        """A chat of this person was created, renamed, moved up or deleted (in any tab)."""
+        """A chat of this person was created, renamed, moved up or deleted (in any tab); when
+        a question moved this page's chat up, the page gets its turn (the tab that asked may
+        get it twice, racing its POST's response: the page keeps one)."""
         html = await database_sync_to_async(self._render_sessions)(message["session"])
+        run_id = message.get("run")
+        if run_id and message["session"] == self.session_id and run_id not in self.sent:
+            turn, last = await database_sync_to_async(self._render_new_turn)(run_id, 0)
+            if last is not None:
+                self.sent[run_id] = last
+                html += turn
         await self.send(text_data=html)
 
     # --- rendering -------------------------------------------------------------------------

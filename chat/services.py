@@ -351,7 +351,7 @@ def message_post(
             updates["title"] = text.splitlines()[0][:TITLE_CHARS]
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
-        sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+        sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=run.pk)
     for name, value in updates.items():
         setattr(session, name, value)
     return run
@@ -392,7 +392,7 @@ def message_resend(
             dispatched_at=timezone.now(),  # see dispatch_stored_run
         )
         ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
-        sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+        sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=new_run.pk)
     return new_run
 
 

@@ -98,11 +98,15 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
-def sessions_changed(*, owner_id: int, session_id: int, deleted: bool = False) -> None:
-    """Tell the owner's open pages that a chat was created, renamed, moved up or deleted."""
+def sessions_changed(
+    *, owner_id: int, session_id: int, deleted: bool = False, run_id: int | None = None
+) -> None:
+    """Tell the owner's open pages that a chat was created, renamed, moved up or deleted; with
+    `run_id`, moved up by a new question, which the chat's other tabs show at once (a run that
+    waits its turn has no events to tell them with)."""
     _tell_person(
         owner_id,
-        {"type": "sessions.changed", "session": session_id, "deleted": deleted},
+        {"type": "sessions.changed", "session": session_id, "deleted": deleted, "run": run_id},
         "the chat list change",
     )
 

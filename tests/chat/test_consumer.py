@@ -88,6 +88,23 @@ async def test_events_arrive_in_order_with_status_and_answer(alice, alice_sessio
     await communicator.disconnect()
 
 
+async def test_a_question_asked_in_another_tab_shows_while_it_waits_to_start(alice, alice_session):
+    """The other tabs of a chat learnt of a question from its run's first event: one waiting
+    its turn (queued behind its owner's other runs) showed in none of them until it started."""
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected
+    run = await database_sync_to_async(services.message_post)(
+        session=alice_session, content="What is 6*7, asked in the other tab?"
+    )
+    html = await receive_all(communicator)
+    assert f'id="turn-{run.pk}"' in html and "asked in the other tab" in html
+    assert 'hx-swap-oob="beforeend:#thread"' in html
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    assert await receive_all(communicator) == "", "nothing more until the run has events"
+    await communicator.disconnect()
+
+
 async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_session):
     run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
     await execute_run(run.pk)
