@@ -90,6 +90,9 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         for turn in thread
     ]
     active = next((t for t in reversed(turns) if t["run"] and t["run"].is_active), None)
+    # The status line and tab title say the active run's mode, as its turn worked it out; with
+    # none, how the latest shown run ended, as the live page said it (not "Ready" on a reload).
+    latest = active or next((t for t in reversed(turns) if t["run"] and t.get("current", True)), None)
     return render(
         request,
         PAGE,
@@ -99,8 +102,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "turns": turns,
             "trace_open": trace_open,
             "active_run": active["run"] if active else None,
-            # The status line and tab title say the active run's mode, as its turn worked it out.
-            "mode": active["mode"] if active else "",
+            "mode": latest["mode"] if latest else "",
         },
     )
 

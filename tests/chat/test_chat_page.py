@@ -89,6 +89,23 @@ def test_stopping_a_finished_run_changes_nothing(alice, alice_session, client_fo
     assert run.status == ReasoningRun.Status.SUCCEEDED
 
 
+def test_a_reload_says_how_the_last_run_ended_as_the_live_page_did(alice, alice_session, client_for):
+    """Live, a finished run left the status line on "Complete" (or "Stopped", "Failed"); a
+    reload said "Ready", and the tab's title changed with it."""
+    client = client_for(alice)
+    assert "Mode: <strong>Ready</strong>" in client.get(url_of(alice_session)).content.decode()
+    ask(alice_session, "What is 2+2?")
+    page = client.get(url_of(alice_session)).content.decode()
+    assert "Mode: <strong>Complete</strong>" in page and "| Mode: Complete</title>" in page
+    stopped = services.message_post(session=alice_session, content="And 3+3?")
+    services.run_stop(stopped)
+    assert "Mode: <strong>Stopped</strong>" in client.get(url_of(alice_session)).content.decode()
+
+
+def url_of(session) -> str:
+    return reverse("chat:session", args=[session.pk])
+
+
 def test_nobody_stops_or_rates_someone_elses_run(alice, bob, alice_session, client_for, dispatched):
     run = ask(alice_session, "What is 2+2?")
     bob_client = client_for(bob)
