@@ -552,6 +552,14 @@
     sync();
   });
   document.addEventListener("htmx:afterSettle", () => updateComposer());
+  // Renamed: the header was drawn again, and focus would fall back to the page's top; a
+  // keyboard user goes on from the chat menu they used.
+  document.addEventListener("htmx:afterSwap", (event) => {
+    const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (!elt || !elt.matches || !elt.matches("form[action$='/rename/']")) return;
+    if (!afterSuccess(event.detail.xhr)) return;
+    document.querySelector("#session-title .session-actions summary")?.focus();
+  });
 
   document.addEventListener("DOMContentLoaded", () => {
     document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });

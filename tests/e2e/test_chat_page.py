@@ -530,6 +530,20 @@ def test_the_chat_menus_close_on_a_click_elsewhere_and_on_escape(tab: Tab):
     expect(page.locator(".share-dialog")).not_to_have_attribute("open", "")
 
 
+def test_renaming_by_keyboard_keeps_the_focus_on_the_chat_menu(tab: Tab):
+    """The header is drawn again after a rename: focus fell back to the page, and a keyboard
+    user started again from the top."""
+    page = tab.page
+    page.locator(".session-actions summary").focus()
+    page.keyboard.press("Enter")
+    field = page.locator(".session-actions .menu input[name=title]")
+    expect(field).to_be_visible()
+    field.fill("Renamed by keyboard")
+    field.press("Enter")
+    expect(page.locator("#session-title h1")).to_have_text("Renamed by keyboard")
+    expect(page.locator("#session-title .session-actions summary")).to_be_focused()
+
+
 def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context):
     page = tab.page
     first = page.url
