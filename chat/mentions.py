@@ -49,14 +49,14 @@ def _providers(user: Any) -> list[MCPToolProvider]:
     ]
 
 
-def _listing(user: Any, kind: str, budget: float = 0.0) -> list[dict[str, Any]]:
+def _listing(user: Any, kind: str, budget: float = 0.0, *, patient: bool = False) -> list[dict[str, Any]]:
     """Resources or prompts of every enabled server, answered within COMPLETION_BUDGET from
     what is known: a server that answers in time gives its fresh listing, one that does not
     (hung, restarting, paused) its last known one, from this process or the shared cache,
     while its refresh goes on in the background. Broken servers offer nothing."""
     providers = _providers(user)
     requests = [(p.config, p.meta) for p in providers]
-    listings = POOL.listings_within(requests, kind, budget or COMPLETION_BUDGET)
+    listings = POOL.listings_within(requests, kind, budget or COMPLETION_BUDGET, patient=patient)
     shared = _cache_get(f"nexus:mcp:{kind}") or {}
     items: list[dict[str, Any]] = []
     known: dict[str, list[dict[str, Any]]] = {}
@@ -108,8 +108,8 @@ def resources(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, An
     return _listing(user, "resources", budget)
 
 
-def prompts(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, Any]]:
-    return _listing(user, "prompts", budget)
+def prompts(user: Any, budget: float = COMPLETION_BUDGET, *, patient: bool = False) -> list[dict[str, Any]]:
+    return _listing(user, "prompts", budget, patient=patient)
 
 
 def mentions_in(text: str) -> list[tuple[str, int | None]]:
@@ -240,7 +240,7 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     name, rest = match.group(1), (match.group(2) or "").strip()
     available = prompts(user)
     if not any(name in (p["name"], f"{p['server']}{SEPARATOR}{p['name']}") for p in available):
-        available = prompts(user, EXPANSION_BUDGET)  # a server still starting may offer it
+        available = prompts(user, EXPANSION_BUDGET, patient=True)  # a server still starting may offer it
     prompt = next((p for p in available if p["name"] == name), None)
     server, _, bare = name.partition(SEPARATOR)
     if prompt is None and bare:  # `/server__name` picks one of several servers' prompts

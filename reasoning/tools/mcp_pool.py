@@ -594,11 +594,18 @@ class MCPConnectionPool:
         )
 
     def listings_within(
-        self, requests: list[tuple[MCPServerConfig, dict[str, Any] | None]], kind: str, budget: float
+        self,
+        requests: list[tuple[MCPServerConfig, dict[str, Any] | None]],
+        kind: str,
+        budget: float,
+        *,
+        patient: bool = False,
     ) -> dict[str, list[Any] | None]:
         """Each server's `kind` listing as known after at most `budget` seconds, from any
         thread: what it answered in time, else its last known listing, else None. Servers
-        that did not answer go on refreshing in the background."""
+        that did not answer go on refreshing in the background. `patient` waits for servers
+        still connecting since an earlier request too (a command about to be refused as
+        unknown is worth the wait; a completion as you type is not)."""
         futures: dict[str, tuple[MCPConnection, concurrent.futures.Future[list[Any]]]] = {}
         waiting: list[concurrent.futures.Future[list[Any]]] = []
         for config, meta in requests:
@@ -607,7 +614,7 @@ class MCPConnectionPool:
             # not waited for again: only a server nobody asked yet gets the budget.
             busy = connection._connecting is not None and not connection._connecting.done()
             futures[config.name] = (connection, self.submit(connection.listing(kind, meta)))
-            if not busy:
+            if patient or not busy:
                 waiting.append(futures[config.name][1])
         concurrent.futures.wait(waiting, timeout=budget)
         found: dict[str, list[Any] | None] = {}

@@ -78,6 +78,24 @@ def test_a_command_expands_its_prompt(alice, alice_session, client_for, dispatch
     assert run.user_message.content == "/compare SQLite PostgreSQL"
 
 
+def test_a_command_sent_while_its_tool_server_starts_waits_for_it(
+    alice, alice_session, client_for, dispatched
+):
+    """In a process that had not talked to the built-in server yet, the quick look (the one
+    completions take) started it, and the patient look that follows did not wait for a
+    server already starting: "/summarize" was an unknown command, "Available commands: none"."""
+    from chat import mentions
+    from chat.tools import POOL
+
+    POOL.close_sync()  # a fresh process: no connection to any tool server yet
+    mentions.prompts(alice)  # the page's completions, as the person types the slash
+    post(client_for(alice), alice_session, "/summarize the releases")
+    run = ReasoningRun.objects.get()
+    assert run.query.startswith("Summarise the releases") and run.user_message.content.startswith(
+        "/summarize"
+    )
+
+
 def test_an_unknown_command_is_refused_with_the_list(alice, alice_session, client_for, dispatched):
     response = post(client_for(alice), alice_session, "/frobnicate now")
     html = response.content.decode()
