@@ -320,9 +320,40 @@
   function setSidebar(open) {
     const app = document.getElementById("app");
     if (!app) return;
+    const was = app.classList.contains("nav-open");
     app.classList.toggle("nav-open", open);
     document.querySelectorAll(".sidebar-toggle").forEach((b) => b.setAttribute("aria-expanded", open ? "true" : "false"));
+    if (open === was || !drawerMode()) return;
+    // The drawer takes the focus as it opens and gives it back to ☰ as it closes.
+    const stops = drawerStops();
+    if (open && stops.length > 1) stops[1].focus();
+    if (!open && document.getElementById("sidebar")?.contains(document.activeElement)) stops[0]?.focus();
   }
+
+  // On a phone the chat list is a drawer over the chat: while it is open, Tab goes round its
+  // links and the ☰ button that closes it, not into the page behind.
+  function drawerMode() {
+    const toggle = document.querySelector(".chat-head .sidebar-toggle");
+    return Boolean(toggle && toggle.offsetParent !== null);
+  }
+  function drawerStops() {
+    const toggle = document.querySelector(".chat-head .sidebar-toggle");
+    const sidebar = document.getElementById("sidebar");
+    const inside = sidebar
+      ? Array.from(sidebar.querySelectorAll("a[href], button, input, select, textarea, summary"))
+          .filter((el) => !el.disabled && el.getClientRects().length > 0)
+      : [];
+    return toggle ? [toggle, ...inside] : inside;
+  }
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Tab" || !document.getElementById("app")?.classList.contains("nav-open") || !drawerMode()) return;
+    const stops = drawerStops();
+    if (!stops.length) return;
+    const at = stops.indexOf(document.activeElement);
+    const next = event.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at === -1 || at === stops.length - 1 ? 0 : at + 1);
+    event.preventDefault();
+    stops[next].focus();
+  });
 
   // --- events ---------------------------------------------------------------------------
 

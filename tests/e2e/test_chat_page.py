@@ -544,6 +544,28 @@ def test_renaming_by_keyboard_keeps_the_focus_on_the_chat_menu(tab: Tab):
     expect(page.locator("#session-title .session-actions summary")).to_be_focused()
 
 
+def test_the_chat_list_drawer_on_a_phone_keeps_the_keyboard_in_it(tab: Tab, width: str):
+    """Open on a phone, the chat list covers the chat: Tab went on into the header's controls
+    behind it. Now it takes the focus, Tab goes round it and ☰, and Escape gives the focus back."""
+    if width != "mobile":
+        pytest.skip("the chat list is a drawer only on a narrow screen")
+    page = tab.page
+    toggle = page.locator(".chat-head .sidebar-toggle")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#app")).to_have_class(re.compile("nav-open"))
+    inside = (
+        "el => document.getElementById('sidebar').contains(el) || el.matches('.chat-head .sidebar-toggle')"
+    )
+    assert page.evaluate(f"({inside})(document.activeElement)"), "the drawer takes the focus"
+    for key in ["Tab"] * 25 + ["Shift+Tab"] * 25:
+        page.keyboard.press(key)
+        assert page.evaluate(f"({inside})(document.activeElement)"), key
+    page.keyboard.press("Escape")
+    expect(page.locator("#app")).not_to_have_class(re.compile("nav-open"))
+    expect(toggle).to_be_focused()
+
+
 def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context):
     page = tab.page
     first = page.url
