@@ -61,6 +61,9 @@ MAX_FRAME_CHARS = 64_000
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
 # Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
 QUEUE_REFRESH_SECONDS = 0.2
+# How long a page waits for a question asked in another tab to show up by itself (its run's
+# first event, or, in the tab that asked, the page's own sync after its POST) before drawing it.
+NEW_TURN_WAIT_SECONDS = 0.5
 # A streaming draft's Markdown is rendered at most this often per page (the text between two
 # renders is shown as it arrives), so a long answer costs a few renders a second, not one a batch.
 DRAFT_RENDER_SECONDS = 0.15
@@ -147,6 +150,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.drafts: dict[int, DraftView] = {}
         self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
         self.queue_refresh: asyncio.Task[None] | None = None
+        self.new_turns: set[asyncio.Task[None]] = set()
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         try:
@@ -196,6 +200,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if getattr(self, "slot", None):
             await sockets.stop(self.keeper)
             await sockets.socket_release(self.slot, self.channel_name)
+        for task in list(self.new_turns):
+            await sockets.stop(task)
         if hasattr(self, "group"):
             await sockets.stop(self.queue_refresh)
             await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -391,17 +397,33 @@ class SessionConsumer(AsyncWebsocketConsumer):
         return user.is_authenticated and user.pk == self.user_id
 
     async def sessions_changed(self, message: dict[str, Any]) -> None:
-        """A chat of this person was created, renamed, moved up or deleted (in any tab); when
-        a question moved this page's chat up, the page gets its turn (the tab that asked may
-        get it twice, racing its POST's response: the page keeps one)."""
+        """A chat of this person was created, renamed, moved up or deleted (in any tab). When a
+        question moved this page's chat up, the page gets its turn if nothing else brought it
+        soon (see `_new_turn_later`)."""
         html = await database_sync_to_async(self._render_sessions)(message["session"])
+        await self.send(text_data=html)
         run_id = message.get("run")
         if run_id and message["session"] == self.session_id and run_id not in self.sent:
-            turn, last = await database_sync_to_async(self._render_new_turn)(run_id, 0)
-            if last is not None:
-                self.sent[run_id] = last
-                html += turn
-        await self.send(text_data=html)
+            task = asyncio.create_task(self._new_turn_later(run_id))
+            self.new_turns.add(task)
+            task.add_done_callback(self.new_turns.discard)
+
+    async def _new_turn_later(self, run_id: int) -> None:
+        """Draw a question asked in another tab, unless the run's first event or this page's
+        own sync (the tab that asked has the turn from its POST) came first: a run waiting its
+        turn has no events, so the other tabs showed nothing of it until it started; drawn at
+        once, the tab that asked drew every question twice, and the run's first events waited."""
+        await asyncio.sleep(NEW_TURN_WAIT_SECONDS)
+        if run_id in self.sent:
+            return
+        try:
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, 0)
+        except Exception as exc:  # the run's first event draws it anyway
+            logger.warning("could not draw run %s's new turn: %s", run_id, exc)
+            return
+        if last is not None and run_id not in self.sent:
+            self.sent[run_id] = last
+            await self.send(text_data=html)
 
     # --- rendering -------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from chat import services
-from chat.consumers import SessionConsumer
+from chat.consumers import NEW_TURN_WAIT_SECONDS, SessionConsumer
 from chat.engine import execute_run
 from chat.models import ReasoningRun, TraceEvent
 from chat.sink import RunSink, session_group
@@ -97,11 +97,24 @@ async def test_a_question_asked_in_another_tab_shows_while_it_waits_to_start(ali
     run = await database_sync_to_async(services.message_post)(
         session=alice_session, content="What is 6*7, asked in the other tab?"
     )
-    html = await receive_all(communicator)
+    html = await receive_all(communicator, timeout=2 * NEW_TURN_WAIT_SECONDS + 0.5)
     assert f'id="turn-{run.pk}"' in html and "asked in the other tab" in html
     assert 'hx-swap-oob="beforeend:#thread"' in html
     await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
     assert await receive_all(communicator) == "", "nothing more until the run has events"
+    await communicator.disconnect()
+
+
+async def test_the_tab_that_asked_is_not_sent_its_own_question_again(alice, alice_session):
+    """That tab has the turn from its POST's response and syncs it at once: drawing the turn for
+    it as well cost every question a second render, in front of the run's first events."""
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 6*7?")
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    html = await receive_all(communicator, timeout=1.0)
+    assert 'id="session-list"' in html and f'id="turn-{run.pk}"' not in html
     await communicator.disconnect()
 
 
