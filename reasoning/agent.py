@@ -40,6 +40,9 @@ class ToolRecord:
     name: str
     arguments: dict[str, Any]
     outcome: ToolOutcome
+    # For a call foreseen for an answer that covers several parts at once: the parts (by
+    # index) it was run for. Empty for a call the model asked for itself.
+    parts: tuple[int, ...] = ()
 
 
 @dataclass

@@ -39,6 +39,15 @@ async def test_two_part_question_is_routed_to_light_at_once():
     assert result.answer.count(LABEL) == 1
 
 
+async def test_each_part_of_a_one_call_answer_lists_only_the_tools_it_needed():
+    """One call answers both parts with both tools' results; the plan said each step had used
+    both ("Step 1 done · tools: calculator, clock"), though the clock only served the second."""
+    result, sink = await ask("What is 17*23 and what time is it in Tokyo?")
+    steps = {e.payload["step_id"]: e.payload["tools_used"] for e in sink.of("step.completed")}
+    assert list(steps.values()) == [["calculator"], ["clock"]], steps
+    assert "391" in result.answer
+
+
 async def test_a_direct_answer_that_misses_a_part_escalates_and_reuses_tool_results():
     question = "What is 17*23 and what time is it in Tokyo?"
     result, sink = await ask(question, force="direct")

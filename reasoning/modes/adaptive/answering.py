@@ -88,10 +88,15 @@ class Answerer:
         ctx = self.ctx
         specs = {spec.name: spec for spec in ctx.tools.specs() if spec.approval == "auto"}
         calls: list[ToolCall] = []
-        for part in parts:
+        served: list[list[int]] = []  # the parts each call is run for
+        for index, part in enumerate(parts):
             for call in foresee(part, specs, attached=bool(ctx.attachments)):
-                if (call.name, call.arguments) not in [(c.name, c.arguments) for c in calls]:
+                known = [(c.name, c.arguments) for c in calls]
+                if (call.name, call.arguments) in known:
+                    served[known.index((call.name, call.arguments))].append(index)
+                else:
                     calls.append(ToolCall(f"foreseen_{len(calls) + 1}", call.name, call.arguments))
+                    served.append([index])
         # A tool foresight judges but may not run on its own (it needs a person's approval)
         # stays on offer, like the tools foresight knows nothing about.
         unforeseen: list[ToolDef] = [
@@ -128,5 +133,8 @@ class Answerer:
                 ],
             }
         )
-        prior = [ToolRecord(c.name, c.arguments, o) for c, o in zip(calls, outcomes, strict=True)]
+        prior = [
+            ToolRecord(c.name, c.arguments, o, tuple(p))
+            for c, o, p in zip(calls, outcomes, served, strict=True)
+        ]
         return {"offered": offered, "tool_choice": choice, "prior": prior}

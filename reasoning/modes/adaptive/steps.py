@@ -188,9 +188,11 @@ class StepRunner:
         result: AgentResult | None = None,
         error: str = "",
         findings: str | None = None,
+        tools_used: list[str] | None = None,
     ) -> None:
         """Record a step's outcome: its answer (`findings` overrides what the trace shows of
-        it), or the error that failed it."""
+        it, `tools_used` which of the answer's tools were the step's), or the error that failed
+        it."""
         ctx = self.ctx
         tracker = require(ctx.tracker, "the run's tracker")
         if result is None:
@@ -205,13 +207,14 @@ class StepRunner:
                 strategy=strategy.value,
             )
             return
-        tracker.update_step_status(step.id, "completed", findings=[result.text], tools_used=result.tools_used)
+        tools = result.tools_used if tools_used is None else tools_used
+        tracker.update_step_status(step.id, "completed", findings=[result.text], tools_used=tools)
         await ctx.emit(
             "step.completed",
             step_id=step.id,
             status="completed",
             findings=summarize(result.text, 600) if findings is None else findings,
-            tools_used=result.tools_used,
+            tools_used=tools,
             strategy=strategy.value,
         )
         await ctx.save_checkpoint()

@@ -171,9 +171,15 @@ class Strategies:
             for step in steps:
                 await self.steps.finish_step(step, strategy, error=describe_error(error))
             return await self.direct()
+        # The tools foreseen for a part are its step's; those the model asked for itself served
+        # the reply as a whole.
+        own = [record.name for record in result.tools if not record.parts]
         for index, step in enumerate(steps):
             shared = "" if index == 0 else f"Answered in the same reply as {steps[0].id}."
-            await self.steps.finish_step(step, strategy, result=result, findings=shared)
+            tools = [record.name for record in result.tools if index in record.parts] + own
+            await self.steps.finish_step(
+                step, strategy, result=result, findings=shared, tools_used=list(dict.fromkeys(tools))
+            )
         return result.text
 
     async def deep(self, analysis: ComplexityAnalysis) -> str:
