@@ -435,6 +435,10 @@ def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str = ""
         raise ValidationError("Keep the comment under 2,000 characters.")
     if not run.answers.exists():
         raise ValidationError("Only an answer can be rated.")
+    before = AnswerFeedback.objects.filter(run=run, user=user).values_list("rating", "comment").first()
+    if before is not None and before[0] != rating and comment == before[1]:
+        # The thumbs post the comment box with them: unchanged, it was about the other verdict.
+        comment = ""
     feedback, _ = AnswerFeedback.objects.update_or_create(
         run=run, user=user, defaults={"rating": rating, "comment": comment, "updated_at": timezone.now()}
     )

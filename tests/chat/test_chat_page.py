@@ -190,6 +190,23 @@ def test_feedback_is_one_verdict_per_person_and_can_change(alice, alice_session,
     assert "It skipped the working" in run_page, "staff see the verdict on the run's page"
 
 
+def test_a_comment_written_for_one_verdict_does_not_follow_a_changed_one(alice, alice_session, client_for):
+    """The thumbs post the whole form, the comment box included: switching 👎 to 👍 kept the
+    complaint ("Thanks, noted: 'bad answer'" under a thumbs up)."""
+    run = ask(alice_session, "What is 2+2?")
+    client = client_for(alice)
+    client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "bad answer"}, **HTMX)
+    response = client.post(url("chat:run-feedback", run), {"rating": "1", "comment": "bad answer"}, **HTMX)
+    assert "bad answer" not in response.content.decode()
+    assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
+    client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missed the units"}, **HTMX)
+    assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missed the units")
+    client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missed the units, twice"}, **HTMX)
+    assert AnswerFeedback.objects.get().comment == "Missed the units, twice", (
+        "the same verdict's comment changes"
+    )
+
+
 def test_a_run_without_an_answer_cannot_be_rated(alice, alice_session, client_for, dispatched):
     run = services.message_post(session=alice_session, content="What is 2+2?")
     response = client_for(alice).post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX)
