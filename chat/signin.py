@@ -24,7 +24,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.contrib.auth.signals import user_logged_in, user_logged_out
-from django.db.models import Sum
+from django.db.models import F, Sum, Value
+from django.db.models.functions import Least
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
@@ -46,10 +47,14 @@ def client_address(request: HttpRequest) -> str:
 
 
 def address_failures(request: HttpRequest) -> int:
-    """Wrong passwords from the request's address within the lockout time, for any user name."""
+    """Wrong passwords from the request's address within the lockout time, for any user name,
+    each name's counted up to its own limit: one name failing on and on (a phone retrying an
+    old password; someone hammering their own paused account) is that name's lockout, not the
+    whole office's."""
     since = timezone.now() - settings.AXES_COOLOFF_TIME
     attempts = AccessAttempt.objects.filter(ip_address=client_address(request), attempt_time__gte=since)
-    return attempts.aggregate(failures=Sum("failures_since_start"))["failures"] or 0
+    capped = Least(F("failures_since_start"), Value(settings.AXES_FAILURE_LIMIT))
+    return attempts.aggregate(failures=Sum(capped))["failures"] or 0
 
 
 class SignInThrottle(AxesStandaloneBackend):

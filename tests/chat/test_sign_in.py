@@ -53,6 +53,16 @@ def test_a_few_wrong_guesses_from_a_shared_address_lock_nobody_else_out(bob, aud
     assert admin.status_code == 302
 
 
+def test_one_name_failing_on_and_on_does_not_lock_out_its_address(alice, bob, settings):
+    """A phone retrying an old password, or someone hammering their own paused account: the
+    name stays paused, its colleagues at the same address do not."""
+    office = Client(REMOTE_ADDR="10.5.5.5")
+    for _ in range(settings.NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT + 10):
+        sign_in(office, "alice", "an old password")
+    assert sign_in(office, "alice", "alice-password-1").status_code == 429
+    assert sign_in(Client(REMOTE_ADDR="10.5.5.5"), "bob", "bob-password-1").status_code == 302
+
+
 def test_a_few_typos_then_the_right_password_signs_in(alice):
     client = Client()
     for _ in range(3):
