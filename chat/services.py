@@ -132,9 +132,9 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
 @dataclass(frozen=True)
 class QueuePlace:
     """Where a queued run stands: how many runs must start or finish before it starts (the
-    queued runs posted before it that are its owner's or already handed to the executor, and,
-    when its owner is at the concurrent-run limit, the owner's running runs that must finish
-    first; others' runs waiting for their owners' turns are not ahead), and whether it is
+    queued runs posted before it that are its owner's or whose owners are under the
+    concurrent-run limit, and, when its owner is at the limit, the owner's running runs that
+    must finish first; others' runs waiting for their owners' turns are not ahead), and whether it is
     stuck: nobody will start it on their own, because its dispatch failed (the queue was down)
     and it is not merely waiting for its owner's earlier runs."""
 
@@ -142,29 +142,34 @@ class QueuePlace:
     stuck: bool
 
 
-# A queued run's place: the queued runs posted before it (its owner's, and others' the executor
-# holds), and its owner's running runs,
-# in one statement (asked for every queued turn a page, a message POST or a socket's queue
-# refresh renders; the ORM's aggregate cost several times the statement's work in CPU).
+# A queued run's place: the queued runs posted before it (its owner's, and others' whose owners
+# are under the concurrent-run limit: runs waiting for their own owner's turn are not ahead, and
+# the sweeper re-sends those now and then, so whether they were dispatched says nothing), and its
+# owner's running runs, in one statement (asked for every queued turn a page, a message POST or a
+# socket's queue refresh renders; the ORM's aggregate cost several times the statement's work).
 QUEUE_PLACE = """
 SELECT
   (SELECT COUNT(*) FROM chat_reasoningrun q JOIN chat_chatsession qs ON qs.id = q.session_id
-    WHERE q.status = %s AND (qs.owner_id = s.owner_id OR q.dispatched_at IS NOT NULL)
+    LEFT JOIN (SELECT bs.owner_id, COUNT(*) AS running FROM chat_reasoningrun b
+               JOIN chat_chatsession bs ON bs.id = b.session_id WHERE b.status = %(running)s
+               GROUP BY bs.owner_id) busy ON busy.owner_id = qs.owner_id
+    WHERE q.status = %(queued)s AND (qs.owner_id = s.owner_id OR COALESCE(busy.running, 0) < %(limit)s)
     AND (q.created_at < r.created_at OR (q.created_at = r.created_at AND q.id < r.id))),
   (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
-    WHERE ms.owner_id = s.owner_id AND m.status = %s)
+    WHERE ms.owner_id = s.owner_id AND m.status = %(running)s)
 FROM chat_reasoningrun r JOIN chat_chatsession s ON s.id = r.session_id
-WHERE r.id = %s
+WHERE r.id = %(run)s
 """
 
 
 def queue_place_of(run: ReasoningRun) -> QueuePlace:
     """The queue place of a queued run as just loaded, in one statement (stuck: no dispatch
     recorded, owner under the concurrent-run limit)."""
-    with connection.cursor() as cursor:
-        cursor.execute(QUEUE_PLACE, [ReasoningRun.Status.QUEUED, ReasoningRun.Status.RUNNING, run.pk])
-        earlier, running = cursor.fetchone() or (0, 0)
     limit = settings.NEXUS_MAX_RUNS_PER_USER
+    names = {"queued": ReasoningRun.Status.QUEUED, "running": ReasoningRun.Status.RUNNING}
+    with connection.cursor() as cursor:
+        cursor.execute(QUEUE_PLACE, {**names, "limit": limit, "run": run.pk})
+        earlier, running = cursor.fetchone() or (0, 0)
     stuck = run.status == ReasoningRun.Status.QUEUED and run.dispatched_at is None and running < limit
     return QueuePlace(ahead=earlier + max(0, running - limit + 1), stuck=stuck)
 

@@ -2,9 +2,11 @@
 
 import asyncio
 import inspect
+from datetime import timedelta
 
 import pytest
 from channels.layers import InMemoryChannelLayer
+from django.db.models import F
 from django.test import override_settings
 from django.urls import reverse
 
@@ -99,6 +101,12 @@ def test_another_persons_waiting_runs_are_not_counted_ahead_of_yours(clients):
     (bobs,) = post_in_new_chats(clients["bob"], 1)
     page = clients["bob"].get(reverse("chat:session", args=[bobs.session_id])).content.decode()
     assert "ahead" not in page and "Starting…" in page
+    waiting = ReasoningRun.objects.filter(pk__in=[second.pk, third.pk, fourth.pk])
+    waiting.update(created_at=F("created_at") - timedelta(seconds=5))  # waited long enough for the sweeper
+    assert set(services.runs_to_recover()) >= {second.pk, third.pk, fourth.pk}
+    assert all(waiting.values_list("dispatched_at", flat=True)), "sent again, stamped as dispatched"
+    page = clients["bob"].get(reverse("chat:session", args=[bobs.session_id])).content.decode()
+    assert "ahead" not in page, "still not ahead once the sweeper has sent them again"
     alices = clients["alice"].get(reverse("chat:session", args=[fourth.session_id])).content.decode()
     assert "Queued (3 ahead)" in alices, "her own earlier runs are ahead of her last one"
 
