@@ -326,24 +326,24 @@
     if (open === was || !drawerMode()) return;
     // The drawer takes the focus as it opens and gives it back to ☰ as it closes.
     const stops = drawerStops();
-    if (open && stops.length > 1) stops[1].focus();
-    if (!open && document.getElementById("sidebar")?.contains(document.activeElement)) stops[0]?.focus();
+    if (open && stops.length) stops[0].focus();
+    if (!open && document.getElementById("sidebar")?.contains(document.activeElement)) {
+      document.querySelector(".chat-head .sidebar-toggle")?.focus();
+    }
   }
 
-  // On a phone the chat list is a drawer over the chat: while it is open, Tab goes round its
-  // links and the ☰ button that closes it, not into the page behind.
+  // On a phone the chat list is a drawer over the chat (and over ☰): while it is open, Tab goes
+  // round its links, not into the page behind; Escape or a tap beside it closes it.
   function drawerMode() {
     const toggle = document.querySelector(".chat-head .sidebar-toggle");
     return Boolean(toggle && toggle.offsetParent !== null);
   }
   function drawerStops() {
-    const toggle = document.querySelector(".chat-head .sidebar-toggle");
     const sidebar = document.getElementById("sidebar");
-    const inside = sidebar
+    return sidebar
       ? Array.from(sidebar.querySelectorAll("a[href], button, input, select, textarea, summary"))
           .filter((el) => !el.disabled && el.getClientRects().length > 0)
       : [];
-    return toggle ? [toggle, ...inside] : inside;
   }
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Tab" || !document.getElementById("app")?.classList.contains("nav-open") || !drawerMode()) return;
