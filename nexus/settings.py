@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "chat.inputs.refuse_malformed_admin_selection",
+    "chat.inputs.refuse_oversized_admin_ids",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "chat.signin.SignedOutAware",  # LoginRequiredMiddleware, with a 401 for htmx requests
     "django.contrib.messages.middleware.MessageMiddleware",

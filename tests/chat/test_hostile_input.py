@@ -339,7 +339,19 @@ def test_an_id_too_large_for_any_column_is_no_page_not_a_server_error(alice, aud
     staff.raise_request_exception = False
     for query in (TOO_LARGE, "²", "12" * 20):
         assert staff.get("/usage/", {"user": query}).status_code == 200, query
-        assert staff.get("/admin/chat/reasoningrun/", {"owner": query}).status_code == 200, query
+        assert staff.get("/admin/chat/reasoningrun/", {"owner": query}).status_code in (200, 400), query
+    for changelist, query in (
+        ("/admin/chat/reasoningrun/", {"id__in": f"1,{TOO_LARGE}"}),
+        ("/admin/chat/chatsession/", {"owner": TOO_LARGE}),
+        ("/admin/chat/chatsession/", {"owner__id__exact": TOO_LARGE}),
+    ):
+        assert staff.get(changelist, query).status_code in (200, 400), (changelist, query)
+    for action in ("delete_selected", "export_json"):
+        selected = {"action": action, "_selected_action": [TOO_LARGE]}
+        assert staff.post("/admin/chat/reasoningrun/", selected).status_code == 400, action
+    assert staff.get("/admin/chat/reasoningrun/", {"q": TOO_LARGE}).status_code == 200, (
+        "any number is searched"
+    )
 
 
 async def test_a_websocket_for_a_chat_id_too_large_is_refused_as_no_such_chat(alice):
