@@ -79,17 +79,21 @@ def test_a_command_expands_its_prompt(alice, alice_session, client_for, dispatch
 
 
 def test_a_command_sent_while_its_tool_server_starts_waits_for_it(
-    alice, alice_session, client_for, dispatched
+    alice, alice_session, client_for, dispatched, monkeypatch
 ):
     """In a process that had not talked to the built-in server yet, the quick look (the one
     completions take) started it, and the patient look that follows did not wait for a
     server already starting: "/summarize" was an unknown command, "Available commands: none"."""
-    from chat import mentions
-    from chat.tools import POOL
+    from chat import mentions, tools
+    from reasoning.tools.mcp_pool import MCPConnectionPool
 
-    POOL.close_sync()  # a fresh process: no connection to any tool server yet
-    mentions.prompts(alice)  # the page's completions, as the person types the slash
-    post(client_for(alice), alice_session, "/summarize the releases")
+    fresh = MCPConnectionPool(on_breaker=tools.record_breaker)  # a process with no connection yet
+    monkeypatch.setattr(mentions, "POOL", fresh)
+    try:
+        mentions.prompts(alice)  # the page's completions, as the person types the slash
+        post(client_for(alice), alice_session, "/summarize the releases")
+    finally:
+        fresh.close_sync()
     run = ReasoningRun.objects.get()
     assert run.query.startswith("Summarise the releases") and run.user_message.content.startswith(
         "/summarize"
