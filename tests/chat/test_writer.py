@@ -59,7 +59,15 @@ def sequences(run: ReasoningRun) -> list[int]:
     return list(TraceEvent.objects.filter(run=run).order_by("sequence").values_list("sequence", flat=True))
 
 
-def test_runs_events_are_stored_together_in_order_and_after_the_run_went_on(runs):
+def test_runs_events_are_stored_together_in_order_and_after_the_run_went_on(runs, monkeypatch):
+    real_store = writer.store
+
+    def unhurried_store(items):  # a transaction takes a moment, as under load: events queue meanwhile
+        time.sleep(0.05)
+        return real_store(items)
+
+    monkeypatch.setattr(writer, "store", unhurried_store)
+
     async def scenario() -> tuple[int, int, int]:
         sinks = [RunSink(run, behind=True) for run in runs]
         for seq in range(1, 6):
@@ -72,7 +80,7 @@ def test_runs_events_are_stored_together_in_order_and_after_the_run_went_on(runs
 
     batches, events, written_before_drain = async_to_sync(scenario)()
     assert written_before_drain < 15, "written behind the runs, not before they go on"
-    assert events == 15 and batches <= 3, "events queued while a batch is written go together"
+    assert events == 15 and batches <= 2, "events queued while a batch is written go together"
     for run in runs:
         assert sequences(run) == [1, 2, 3, 4, 5]
         run.refresh_from_db()
