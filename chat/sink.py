@@ -102,8 +102,9 @@ def sessions_changed(
     *, owner_id: int, session_id: int, deleted: bool = False, run_id: int | None = None
 ) -> None:
     """Tell the owner's open pages that a chat was created, renamed, moved up or deleted; with
-    `run_id`, moved up by a new question, which the chat's other tabs show at once (a run that
-    waits its turn has no events to tell them with)."""
+    `run_id`, moved up by a new question, which the chat's other tabs draw if its first event
+    has not brought it within half a second (a run that waits its turn has none to tell them
+    with; see SessionConsumer._new_turn_later)."""
     _tell_person(
         owner_id,
         {"type": "sessions.changed", "session": session_id, "deleted": deleted, "run": run_id},
