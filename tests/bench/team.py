@@ -113,6 +113,19 @@ def jitter_floor(calls: int, base: float, alone: int = ALONE, trials: int = 2000
     return ratios[trials // 2]
 
 
+def cpu_bound(label: str, cpu: float, single: float, floor: float) -> str:
+    """The least total/one run this machine allows the load, however its runs are scheduled:
+    the CPU the server side spent (Nexus's processes, PostgreSQL, Redis, tool servers; not this
+    benchmark's client) cannot take less wall time than spread over every core, nor can the
+    slowest run beat the jitter."""
+    cores = os.cpu_count() or 1
+    least = max(floor, cpu / cores / single)
+    return (
+        f"  {label}: the server side's {cpu:.1f} CPU s take at least {cpu / cores:.1f} s on this "
+        f"machine's {cores} cores: total/one run >= {least:.2f} here however the runs are scheduled"
+    )
+
+
 def rss_mb(process: Process) -> float:
     for line in Path(f"/proc/{process.popen.pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -295,6 +308,7 @@ def load(
         + "".join(f", {kind} {seconds * 1000 / COUNT:.1f}" for kind, seconds in others.items() if seconds)
         + f", this benchmark's client {client_cpu * 1000 / COUNT:.1f}; the machine's 2 cores were "
         f"{(cpu + sum(others.values()) + client_cpu) / (2 * total):.0%} busy",
+        cpu_bound(label, cpu + sum(others.values()), single, floor),
     ]
     lines += where_time_went(label, run_times, posted)
     if latencies:

@@ -52,7 +52,7 @@ async def synced(ws: ClientConnection, run_id: int) -> None:
     await ws.send(json.dumps({"type": "sync", "cursor": {str(run_id): 0}}))
 
 
-async def event_latencies(site: Site, runs: int = 5) -> list[float]:
+async def event_latencies(site: Site, runs: int = 10) -> list[float]:
     """Emit → receipt of every event of `runs` runs, one after the other, after a first run
     that warms the server (its first imports, template compilation, the tool server)."""
     client = site.login()
