@@ -26,7 +26,8 @@ run: install
 	@echo "  Nexus is running at http://$(HOST):$(PORT)/  (Ctrl+C stops it)"
 	@echo "  Model provider: $$($(BIN)/python manage.py shell -v 0 -c 'from django.conf import settings; print(settings.NEXUS_LLM_PROVIDER)')"
 	@echo ""
-	@DEBUG=$${DEBUG:-true} exec $(BIN)/daphne -b $(HOST) -p $(PORT) nexus.asgi:application
+	@# DEBUG stays off (DEBUG=true shows Django's debug pages); plain HTTP on this machine.
+	@DEBUG=$${DEBUG:-false} NEXUS_HTTPS=$${NEXUS_HTTPS:-false} exec $(BIN)/daphne -b $(HOST) -p $(PORT) nexus.asgi:application
 
 test: install
 	@scripts/test.sh

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction
 from axes.backends import AxesStandaloneBackend
 from axes.exceptions import AxesBackendPermissionDenied
 from axes.models import AccessAttempt
@@ -31,6 +32,8 @@ from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.cache import patch_cache_control
+from django.utils.decorators import sync_and_async_middleware
 
 from chat.sink import account_changed
 
@@ -113,3 +116,28 @@ class SignedOutAware(LoginRequiredMiddleware):
         if request.headers.get("HX-Request") == "true":
             return HttpResponse(SIGNED_OUT, status=401, content_type="text/plain; charset=utf-8")
         return super().handle_no_permission(request, view_func)
+
+
+def _kept_private(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    if settings.SESSION_COOKIE_NAME in request.COOKIES and not response.has_header("Cache-Control"):
+        patch_cache_control(response, private=True, no_store=True)
+    return response
+
+
+@sync_and_async_middleware
+def private_pages(get_response: Any) -> Any:
+    """A signed-in browser's pages are never kept by it or by a proxy: Back after deleting a
+    chat, or after signing out, asks again and hears that it is gone, instead of showing a
+    copy that looks alive (and whose socket is refused). Read off the session cookie, so no
+    response waits for the person to be looked up."""
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return _kept_private(request, await get_response(request))
+
+        return middleware
+
+    def sync_middleware(request: HttpRequest) -> HttpResponse:
+        return _kept_private(request, get_response(request))
+
+    return sync_middleware

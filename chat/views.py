@@ -22,7 +22,7 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect, retarget
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from chat import documents, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
@@ -48,11 +48,15 @@ def _redirect(request: HttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
 
-def _error(request: HttpRequest, message: str, session_id: int, status: int = 200) -> HttpResponse:
-    """An inline error under the composer (htmx), or a flash message on a full page load."""
+def _error(
+    request: HttpRequest, message: str, session_id: int, status: int = 200, *, target: str = "#composer-error"
+) -> HttpResponse:
+    """An inline error (htmx) in `target`, under the composer unless the form has a place of its
+    own, replacing the last one there whatever the form's own swap; or a flash message on a full
+    page load."""
     if request.htmx:
         response = render(request, f"{PAGE}#composer-error", {"error": message}, status=status)
-        return retarget(response, "#composer-error")
+        return reswap(retarget(response, target), "innerHTML")
     flash.error(request, message)
     return redirect("chat:session", session_id=session_id)
 
@@ -119,7 +123,7 @@ def session_rename(request: HttpRequest, session_id: int) -> HttpResponse:
     try:
         services.session_rename(session=session, title=request.POST.get("title", ""))
     except ValidationError as exc:
-        return _error(request, exc.messages[0], session.pk)
+        return _error(request, exc.messages[0], session.pk, target="#rename-error")
     if request.htmx:
         # The header, and out of band the chat list and the tab title: renamed everywhere.
         latest = session.runs.order_by("-created_at", "-id").first()

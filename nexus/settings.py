@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "chat.inputs.refuse_nul_in_address",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "chat.signin.private_pages",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "chat.inputs.refuse_malformed_admin_selection",

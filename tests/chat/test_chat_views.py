@@ -47,6 +47,7 @@ def test_bad_messages_get_an_inline_error_and_store_nothing(
 ):
     response = post(client_for(alice), alice_session, content)
     assert response.status_code == 200 and response["HX-Retarget"] == "#composer-error"
+    assert response["HX-Reswap"] == "innerHTML", "a second error replaces the first"
     assert error in response.content.decode()
     assert not Message.objects.exists() and not ReasoningRun.objects.exists() and not dispatched
 
@@ -185,6 +186,7 @@ def test_session_management(alice, client_for):
     assert session.title == "Release notes"
     response = client.post(reverse("chat:session-rename", args=[session.pk]), {"title": "  "}, **HTMX)
     assert "needs a title" in response.content.decode()
+    assert response["HX-Retarget"] == "#rename-error" and response["HX-Reswap"] == "innerHTML"
     response = client.post(reverse("chat:session-delete", args=[session.pk]), **HTMX)
     assert response["HX-Redirect"] == reverse("chat:home") and not alice.chat_sessions.exists()
 
@@ -252,3 +254,16 @@ def test_titles_are_refused_when_too_long_and_cannot_reorder_what_they_show(alic
     client.post(reverse("chat:session-rename", args=[alice_session.pk]), {"title": "Invoice\u202etxt.exe"})
     alice_session.refresh_from_db()
     assert alice_session.title == "Invoicetxt.exe"
+
+
+def test_a_missing_chat_is_a_page_that_leads_back_to_the_chats(alice, client_for):
+    response = client_for(alice).get(reverse("chat:session", args=[987654]))
+    html = response.content.decode()
+    assert response.status_code == 404 and f'href="{reverse("chat:home")}"' in html
+    assert "may have been deleted" in html
+
+
+def test_a_signed_in_persons_pages_are_not_kept_for_the_back_button(alice, alice_session, client_for):
+    """Back after deleting a chat showed it alive (a kept copy whose socket was refused)."""
+    response = client_for(alice).get(reverse("chat:session", args=[alice_session.pk]))
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]

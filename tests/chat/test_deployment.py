@@ -69,6 +69,14 @@ def test_the_team_path_defaults_to_https_and_says_how_to_run_plain_http():
     assert "NEXUS_HTTPS: ${NEXUS_HTTPS:-true}" in compose and '"127.0.0.1:8000:8000"' in compose
 
 
+def test_make_run_serves_without_debug_pages():
+    """Debug on, any error in a chat (a chat deleted in another tab, say) replaced the page with
+    Django's debug page listing every URL pattern, and django-htmx's debug script broke the CSP."""
+    make = subprocess.run(["make", "-n", "run"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    daphne = next(line for line in make.stdout.splitlines() if "daphne" in line and "exec" in line)
+    assert "DEBUG=${DEBUG:-false}" in daphne and "NEXUS_HTTPS=${NEXUS_HTTPS:-false}" in daphne
+
+
 def test_the_container_runs_as_an_unprivileged_user_without_local_state():
     lines = (ROOT / "Dockerfile").read_text().splitlines()
     users = [line.split()[1] for line in lines if line.startswith("USER ")]

@@ -148,6 +148,17 @@ def test_bad_input_errors_inline(page: Page):
     page.fill("#composer-input", "   ")
     page.click("#composer button[type=submit]")
     expect(page.locator("#composer-error")).to_contain_text("Type a message first.")
+    page.click("#composer button[type=submit]")
+    expect(page.locator("#composer-error .error")).to_have_count(1)  # replaced, not piled up
+    # A refused rename says so in its menu and leaves the composer's error place as it was.
+    page.click("summary[aria-label='Chat actions']")
+    page.fill(".session-actions input[name=title]", "   ")
+    page.click(".session-actions button[type=submit]:has-text('Save')")
+    expect(page.locator("#rename-error")).to_contain_text("A chat needs a title.")
+    page.keyboard.press("Escape")
+    page.fill("#composer-input", "  ")
+    page.click("#composer button[type=submit]")
+    expect(page.locator("#composer-error .error")).to_have_text("Type a message first.")
     page.locator("#composer-input").evaluate("box => box.removeAttribute('maxlength')")
     page.fill("#composer-input", "x" * 20_001)
     page.keyboard.press("Enter")
