@@ -79,6 +79,7 @@ class SharedTurn:
     withheld: bool = False
     attachments: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    versions: int = 1  # how many times the question was asked (regenerated, edited)
 
 
 def _trace_item(event: TraceEvent) -> dict[str, Any]:
@@ -105,8 +106,10 @@ def _documents_read(run: Any, events: list[TraceEvent]) -> set[int]:
 
 def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]:
     """What the link shows `viewer` (see the module docstring for what it never shows). An
-    answer built from a document the viewer may not read is withheld: it may quote it."""
-    thread = services.session_thread(link.session)
+    answer built from a document the viewer may not read is withheld: it may quote it. Of a
+    question asked again (regenerated or edited) the latest version shows, as its owner sees it
+    on opening the chat."""
+    thread = [turn for turn in services.session_thread(link.session) if turn["current"]]
     runs = [turn["run"] for turn in thread if turn["run"] is not None]
     events = {run.pk: list(run.events.all()) for run in runs}
     read = {run.pk: _documents_read(run, events[run.pk]) for run in runs}
@@ -122,6 +125,7 @@ def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]
             answer_html=answer_html(answer.content) if answer and not withheld else None,
             failed=bool(run and run.status == run.Status.FAILED),
             withheld=withheld,
+            versions=turn["variants"],
             attachments=[
                 str(item.get("title", "")) if not _private(item, readable) else "a document you may not read"
                 for item in (run.attachments if run else []) or []

@@ -93,3 +93,17 @@ def test_an_answer_built_from_a_private_document_is_withheld_from_who_may_not_re
     assert "91,234" in client_for(alice).get(url).content.decode(), "the owner may read their own"
     documents.Document.objects.filter(title="Salaries").update(shared=True)
     assert "91,234" in client_for(bob).get(url).content.decode(), "once shared with the team, it shows"
+
+
+def test_a_question_asked_again_shows_once_in_its_latest_version(alice, bob, alice_session, client_for):
+    """Regenerated and edited versions read as separate questions on the shared page."""
+    first = ask(alice_session, "What is 17*23?")
+    again = services.message_resend(run=first)
+    run_now(again.pk)
+    edited = services.message_resend(run=again, content="What is 6*7?", question="What is 6*7?")
+    run_now(edited.pk)
+    ask(alice_session, "What time is it in Tokyo?")
+    html = client_for(bob).get(share(client_for(alice), alice_session)).content.decode()
+    assert html.count('class="shared-turn"') == 2
+    assert "What is 17*23?" not in html and "What is 6*7?" in html and "42" in html
+    assert "(the latest of 3 versions)" in html
