@@ -340,7 +340,7 @@ def session_export(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_GET
 def search(request: HttpRequest) -> HttpResponse:
     """Search the user's own chats: titles and every message."""
-    query = request.GET.get("q", "")[:200]
+    query = request.GET.get("q", "").strip()[:200]
     try:
         results = services.session_search(request.user, query)
     except ValidationError:

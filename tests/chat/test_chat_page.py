@@ -505,3 +505,17 @@ def test_findings_markdown_is_rendered_and_sanitised():
     )
     html = str(event_context(event, None)["findings_html"])
     assert "<strong>391</strong>" in html and "<script" not in html
+
+
+def test_a_question_shows_as_typed_and_a_one_call_answer_says_call(alice, alice_session, client_for):
+    """A code snippet's indentation was lost in the bubble; the trace said "1 model calls"."""
+    ask(alice_session, "What is 17*23?")
+    services.message_post(session=alice_session, content="Why?\ndef f(x):\n    return x*2")
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert '<div class="bubble">Why?\ndef f(x):\n    return x*2</div>' in page
+    assert "· 1 model call ·" in page
+
+
+def test_searching_for_spaces_asks_for_a_word(alice, alice_session, client_for):
+    page = client_for(alice).get(reverse("chat:search"), {"q": "   "}).content.decode()
+    assert "Type a word from a chat" in page and "No chat mentions" not in page
