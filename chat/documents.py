@@ -57,10 +57,10 @@ def document_create(
     document (and its sharing) would take it from teammates who rely on it.
     """
     title = clean_title(title)
-    if not title:
-        raise ValidationError("A document needs a title.")
     if not (content or "").strip():
-        raise ValidationError("The document is empty.")
+        raise ValidationError("The document is empty: choose a file, or paste its text.")
+    if not title:
+        raise ValidationError("Give the pasted text a title (a file takes its name).")
     if len(content.encode()) > settings.NEXUS_MAX_DOCUMENT_BYTES:
         raise ValidationError(f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes.")
     if "\x00" in content:

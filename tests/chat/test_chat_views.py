@@ -267,3 +267,14 @@ def test_a_signed_in_persons_pages_are_not_kept_for_the_back_button(alice, alice
     """Back after deleting a chat showed it alive (a kept copy whose socket was refused)."""
     response = client_for(alice).get(reverse("chat:session", args=[alice_session.pk]))
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+
+
+def test_an_empty_document_form_asks_for_a_file_or_text(alice, client_for):
+    """It said "A document needs a title." though the form says the title is optional."""
+    client = client_for(alice)
+    upload = reverse("chat:document-upload")
+    empty = client.post(upload, {"title": "", "content": ""}).content.decode()
+    assert "The document is empty: choose a file, or paste its text." in empty
+    untitled = client.post(upload, {"title": "", "content": "Some notes"}).content.decode()
+    assert "Give the pasted text a title" in untitled and "Some notes" in untitled
+    assert not Document.objects.exists()
