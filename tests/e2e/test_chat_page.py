@@ -382,6 +382,32 @@ def test_the_header_has_room_for_the_title_and_targets_big_enough_to_tap(tab: Ta
         header_fits(page, target=44, title_room=80)
 
 
+def test_the_smaller_controls_are_big_enough_to_tap_on_a_phone(tab: Tab, width: str):
+    """The drawer's links, the theme menu, Edit, Add a comment and a tool call's arguments were
+    16-23 px tall on a phone (WCAG 2.5.8 asks for 24)."""
+    page = tab.page
+    ask(page, "What is 17*23?")
+    answer = last_answer(page)
+    expect(answer.locator(".answer-foot")).to_be_visible(timeout=30000)
+    page.set_viewport_size({"width": 390, "height": 844})
+    answer.locator(".thumb.down").click()
+    expect(answer.locator(".feedback-comment summary")).to_be_visible()
+    page.locator(".trace-head").last.click()
+    controls = {
+        "drawer links": ".sidebar-foot a, .sidebar-foot button.link",
+        "theme": "#theme-select",
+        "edit": ".edit-question summary",
+        "comment": ".feedback-comment summary",
+        "arguments": ".trace .args summary",
+    }
+    for name, selector in controls.items():
+        found = page.locator(selector)
+        assert found.count(), name
+        for index in range(found.count()):
+            box = found.nth(index).bounding_box()
+            assert box is not None and box["height"] >= 24, (name, index, box)
+
+
 LONG_ANSWER = (
     """## Trade-offs
 
