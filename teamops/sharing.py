@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from chat import services
 from chat.documents import documents_visible_to
-from chat.models import ChatSession, TraceEvent
+from chat.models import ChatSession, Memory, ReasoningRun, TraceEvent
 from chat.presenters import answer_html
 from teamops.models import SharedLink, SharedLinkOpening
 
@@ -104,17 +104,74 @@ def _documents_read(run: Any, events: list[TraceEvent]) -> set[int]:
     return {int(match) for text in texts for match in DOCUMENT_URI.findall(text)}
 
 
+# Stands for a document nobody may read: what a recalled memory came from when that is unknown.
+UNKNOWN_SOURCE = -1
+
+
+def _recalled(events: list[TraceEvent]) -> set[int]:
+    """Ids of the memories a run recalled (the cognitive mode)."""
+    return {
+        int(item["id"])
+        for e in events
+        if e.kind == "memory.recalled"
+        for item in (e.payload or {}).get("items") or []
+        if isinstance(item, dict) and str(item.get("id", "")).isdigit()
+    }
+
+
+def _documents_remembered(memory_ids: set[int]) -> set[int]:
+    """The documents behind recalled memories: what the runs that made them read (and the
+    memories those runs recalled, in turn). A memory staff promoted to the team was reviewed
+    for everyone; a private one whose run is gone counts as a document nobody may read."""
+    documents: set[int] = set()
+    seen_memories: set[int] = set()
+    seen_runs: set[int] = set()
+    pending = set(memory_ids)
+    while pending:
+        seen_memories |= pending
+        memories = Memory.objects.filter(pk__in=pending).prefetch_related("sources")
+        found = {memory.pk: memory for memory in memories}
+        if set(found) != pending:
+            documents.add(UNKNOWN_SOURCE)  # forgotten since: what it held is unknown
+        runs: set[int] = set()
+        pending = set()
+        for memory in found.values():
+            if memory.shared:
+                continue
+            if memory.run_id is None:
+                documents.add(UNKNOWN_SOURCE)
+            else:
+                runs.add(memory.run_id)
+            pending |= {source.pk for source in memory.sources.all()}
+        runs -= seen_runs
+        seen_runs |= runs
+        for run in ReasoningRun.objects.filter(pk__in=runs).prefetch_related("events"):
+            events = list(run.events.all())
+            documents |= _documents_read(run, events)
+            pending |= _recalled(events)
+        pending -= seen_memories
+    return documents
+
+
 def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]:
     """What the link shows `viewer` (see the module docstring for what it never shows). An
-    answer built from a document the viewer may not read is withheld: it may quote it. Of a
-    question asked again (regenerated or edited) the latest version shows, as its owner sees it
-    on opening the chat."""
-    thread = [turn for turn in services.session_thread(link.session) if turn["current"]]
-    runs = [turn["run"] for turn in thread if turn["run"] is not None]
+    answer built from a document the viewer may not read is withheld: it may quote it. A turn
+    counts as having read what it read itself, what the memories it recalled came from, and
+    what every earlier turn of the chat read (their answers were in its conversation).
+
+    Of a question asked again (regenerated or edited) the latest version shows, as its owner
+    sees it on opening the chat."""
+    every = services.session_thread(link.session)
+    runs = [turn["run"] for turn in every if turn["run"] is not None]
     events = {run.pk: list(run.events.all()) for run in runs}
-    read = {run.pk: _documents_read(run, events[run.pk]) for run in runs}
+    read: dict[int, set[int]] = {}
+    earlier: set[int] = set()
+    for run in runs:
+        earlier |= _documents_read(run, events[run.pk]) | _documents_remembered(_recalled(events[run.pk]))
+        read[run.pk] = set(earlier)
     wanted = set().union(*read.values()) if read else set()
     readable = set(documents_visible_to(viewer).filter(pk__in=wanted).values_list("pk", flat=True))
+    thread = [turn for turn in every if turn["current"]]
     turns = []
     for turn in thread:
         run = turn["run"]

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from chat import documents, services
-from chat.models import TraceEvent
+from chat.models import Memory, TraceEvent
 from teamops.models import SharedLink
 from tests.conftest import ask, run_now
 
@@ -107,3 +107,49 @@ def test_a_question_asked_again_shows_once_in_its_latest_version(alice, bob, ali
     assert html.count('class="shared-turn"') == 2
     assert "What is 17*23?" not in html and "What is 6*7?" in html and "42" in html
     assert "(the latest of 3 versions)" in html
+
+
+def _ask_about_salaries(alice, session):
+    documents.document_create(owner=alice, title="Salaries", content="Intro.\n\nDana earns 91,234 a year.")
+    question = "What does Dana earn? @Salaries"
+    prepared = services.message_prepare(user=alice, content=question)
+    run = services.message_post(
+        session=session, content=question, question=prepared.question, attachments=prepared.attachments
+    )
+    run_now(run.pk)
+    return run
+
+
+def test_a_later_turn_is_withheld_with_the_private_document_an_earlier_one_read(
+    alice, bob, alice_session, client_for
+):
+    """The model hears the chat's earlier answers: a later turn may repeat the document."""
+    _ask_about_salaries(alice, alice_session)
+    ask(alice_session, "What is 17*23?")
+    html = client_for(bob).get(share(client_for(alice), alice_session)).content.decode()
+    assert html.count("drew on a document you may not read") == 2 and "391" not in html
+
+
+def test_an_answer_from_a_memory_of_a_private_document_is_withheld(alice, bob, alice_session, client_for):
+    """A memory recalled in another chat carried the document's content past the check."""
+    source = _ask_about_salaries(alice, alice_session)
+    episode = Memory.objects.create(
+        owner=alice, kind="episodic", text="Dana earns 91,234 a year.", session=alice_session, run=source
+    )
+    derived = Memory.objects.create(owner=alice, kind="semantic", text="Dana's pay: 91,234.")
+    derived.sources.set([episode])
+    other = services.session_create(owner=alice, title="Pay")
+    later = ask(other, "What is 17*23?")
+    recall = TraceEvent.objects.create(
+        run=later,
+        sequence=later.next_sequence + 100,
+        kind="memory.recalled",
+        payload={"items": [{"id": derived.pk}]},
+    )
+    url = share(client_for(alice), other)
+    assert "drew on a document you may not read" in client_for(bob).get(url).content.decode()
+    Memory.objects.filter(pk=derived.pk).update(shared=True)  # staff promoted it for the team
+    assert "391" in client_for(bob).get(url).content.decode()
+    recall.payload = {"items": [{"id": 10**6}]}  # forgotten since: what it held is unknown
+    recall.save()
+    assert "drew on a document you may not read" in client_for(bob).get(url).content.decode()
