@@ -245,7 +245,11 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
         return super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return super().has_delete_permission(request, obj) and not (obj is not None and obj.builtin)
+        if obj is not None and (
+            obj.builtin or (self._launches_a_program(obj) and not request.user.is_superuser)
+        ):
+            return False
+        return super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: MCPServer, form: Any, change: bool) -> None:
         # The form already hides these from staff; this holds even for a hand-made POST.
@@ -289,6 +293,15 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     @admin.action(description="Check the connection now", permissions=["change"])
     def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
         for server in queryset:
+            if self._launches_a_program(server) and not request.user.is_superuser:
+                # Checking starts the program, with its stored environment, even when a
+                # superuser disabled the server on purpose.
+                self.message_user(
+                    request,
+                    f"{server.name}: only a superuser checks a server that starts a program on this machine.",
+                    level=messages.ERROR,
+                )
+                continue
             error = async_to_sync(check_server)(server)
             staff_audit.record(
                 request,

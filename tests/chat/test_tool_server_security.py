@@ -93,6 +93,29 @@ def test_staff_without_superuser_rights_cannot_turn_a_server_into_a_shell(
     assert not marker.exists()
 
 
+def test_staff_neither_start_nor_delete_a_server_that_runs_a_program(
+    make_user, auditor, client_for, python_allowed
+):
+    """Staff with the change permission started a disabled stdio server with the check action,
+    and staff with the delete permission could delete one."""
+    staff = make_user("opsperson", is_staff=True)
+    staff.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_mcpserver", "change_mcpserver", "delete_mcpserver"])
+    )
+    server = MCPServer.objects.create(
+        name="faulty", command=PYTHON, args=[str(SERVERS / "faulty.py")], enabled=False
+    )
+    client = client_for(staff)
+    assert "only a superuser checks" in check(client, server).content.decode()
+    server.refresh_from_db()
+    assert server.last_status == "unknown" and server.tool_count == 0, "never started"
+    assert client.get(reverse("admin:chat_mcpserver_delete", args=[server.pk])).status_code == 403
+    bulk = {"action": "delete_selected", "_selected_action": [server.pk], "post": "yes"}
+    client.post(reverse("admin:chat_mcpserver_changelist"), bulk)
+    assert MCPServer.objects.filter(pk=server.pk).exists()
+    assert "connected" in check(client_for(auditor), server).content.decode(), "a superuser may"
+
+
 def test_staff_cannot_share_or_rewrite_another_users_document(make_user, alice, client_for):
     from chat import documents
 
