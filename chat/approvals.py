@@ -19,6 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from chat.inputs import finite_number
 from chat.models import Elicitation, ReasoningRun, ToolApproval
 from chat.services import run_park, run_unpark
 from chat.sink import session_group
@@ -193,7 +194,7 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
                 continue
             if field["kind"] in ("number", "integer"):
                 try:
-                    content[field["name"]] = int(raw) if field["kind"] == "integer" else float(raw)
+                    content[field["name"]] = int(raw) if field["kind"] == "integer" else finite_number(raw)
                 except ValueError:
                     raise ValidationError(f"{field['label']} must be a number.") from None
             elif field["kind"] == "enum" and raw not in field["choices"]:

@@ -8,6 +8,8 @@ refused by the middleware below before any view (the admin's searches and filter
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction
@@ -24,6 +26,29 @@ def refuse_nul(text: str, *, what: str) -> str:
     if "\x00" in (text or ""):
         raise ValidationError(f"{what} contains a NUL character (\\x00), which cannot be stored; remove it.")
     return text
+
+
+def finite_number(raw: str) -> float:
+    """A float from text people typed: ValueError for NaN, infinities and numbers too large for
+    a float, which Python parses but a JSON column refuses (an IntegrityError, a 500)."""
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(f"{raw!r} is not a finite number")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(text: str) -> Any:
+    """JSON people typed, as a JSON column stores it: ValueError for NaN and Infinity (not JSON,
+    though Python's parser takes them), numbers too large for a float, and nesting deep
+    enough to exhaust the parser."""
+    try:
+        return json.loads(text, parse_constant=_not_json, parse_float=finite_number)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 # Invisible characters that reorder what follows them: in a title they make "txt.exe" read

@@ -7,7 +7,6 @@ what its type says."""
 from __future__ import annotations
 
 import base64
-import json
 import re
 
 from django.core.exceptions import ValidationError
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chat.approvals import approval_decide as decide
 from chat.approvals import card_changed, elicitation_answer
 from chat.engine import resume_after_decision
+from chat.inputs import strict_json
 from chat.models import Elicitation, ToolApproval, ToolExecution
 from chat.presenters import approval_for, elicitation_for
 from reasoning.tools.mcp import IMAGE_SIGNATURES, IMAGE_TYPES
@@ -48,7 +48,8 @@ def tool_part(request: HttpRequest, run_id: int, sequence: int, index: int) -> H
         response["Content-Disposition"] = f'attachment; filename="{name}"'
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Cache-Control"] = "private, max-age=3600"
+    # Never kept by the browser: a shared computer's next person could open it after sign-out.
+    response["Cache-Control"] = "private, no-store"
     return response
 
 
@@ -60,12 +61,15 @@ def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
     choice = request.POST.get("decision", "")
     error = ""
     try:
-        arguments = json.loads(request.POST.get("arguments") or "null") if choice == "edit" else None
+        try:
+            arguments = strict_json(request.POST.get("arguments") or "null") if choice == "edit" else None
+        except ValueError:
+            raise ValidationError(
+                'The arguments are not valid JSON; write an object like {"name": "value"}.'
+            ) from None
         decide(approval=approval, user=request.user, choice=choice, arguments=arguments)
         card_changed(approval.session_id, "approval", approval.pk)
         resume_after_decision(approval.run_id, request.user.pk)
-    except json.JSONDecodeError:
-        error = 'The arguments are not valid JSON; write an object like {"name": "value"}.'
     except ValidationError as exc:
         error = exc.messages[0]
     context = {"approval": approval_for(approval.run_id, approval.argument_hash), "error": error}

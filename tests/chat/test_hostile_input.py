@@ -358,3 +358,40 @@ async def test_a_websocket_for_a_chat_id_too_large_is_refused_as_no_such_chat(al
     communicator = await socket(TOO_LARGE, alice)
     connected, code = await communicator.connect()
     assert not connected and code == 4404
+
+
+NOT_JSON_NUMBERS = [
+    '{"expression": NaN}',
+    '{"expression": Infinity}',
+    '{"expression": -Infinity}',
+    '{"n": 1e400}',
+]
+
+
+def test_numbers_a_json_column_refuses_are_a_clear_error_not_a_500(alice, alice_session, client_for):
+    """NaN, infinities, 1e400 and absurd nesting in edited arguments or a server's form were
+    stored as far as the database, which refused them: a 500."""
+    from chat.approvals import approval_request, elicitation_request
+    from chat.models import Elicitation, ToolApproval
+
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    client = client_for(alice)
+    approval = approval_request(
+        run_id=run.pk,
+        payload={"argument_hash": "h1", "tool": "nexus__calculator", "arguments": {"expression": "17*23"}},
+        sequence=None,
+    )
+    url = reverse("chat:approval-decide", args=[approval.pk])
+    for arguments in [*NOT_JSON_NUMBERS, "[" * 50_000 + "]" * 50_000]:
+        response = client.post(url, {"decision": "edit", "arguments": arguments})
+        assert response.status_code == 400 and "not valid JSON" in response.content.decode(), arguments[:30]
+    assert ToolApproval.objects.get(pk=approval.pk).status == "pending"
+    schema = {"type": "object", "properties": {"n": {"type": "number"}}}
+    payload = {"key": "k1", "server": "s", "tool": "t", "message": "A number?", "schema": schema}
+    row = elicitation_request(run_id=run.pk, payload=payload, sequence=None)
+    url = reverse("chat:elicitation-reply", args=[row.pk])
+    for value in ("nan", "inf", "-Infinity", "1e999"):
+        response = client.post(url, {"action": "accept", "n": value})
+        assert response.status_code == 400 and "must be a number" in response.content.decode(), value
+    assert client.post(url, {"action": "accept", "n": "2.5"}).status_code == 200
+    assert Elicitation.objects.get(pk=row.pk).content == {"n": 2.5}
