@@ -29,6 +29,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from chat import staff_audit
+from chat.audit import spreadsheet_cell
 from chat.models import StaffAuditEntry
 
 # Query parameters of a changelist that are not filters (paging, ordering, popups).
@@ -165,19 +166,12 @@ def audit_entries_csv(entries: QuerySet[StaffAuditEntry]) -> Iterator[str]:
     for entry in entries.iterator(chunk_size=2000):
         row = _entry_row(entry)
         row["details"] = json.dumps(row["details"], ensure_ascii=False, sort_keys=True)
-        # A cell starting with =, +, - or @ is a formula to a spreadsheet: quote it as text.
-        yield writer.writerow([_spreadsheet_safe(row[c]) for c in AUDIT_COLUMNS])
+        yield writer.writerow([spreadsheet_cell(row[c]) for c in AUDIT_COLUMNS])
 
 
 def audit_entries_jsonl(entries: QuerySet[StaffAuditEntry]) -> Iterator[str]:
     for entry in entries.iterator(chunk_size=2000):
         yield json.dumps(_entry_row(entry), ensure_ascii=False) + "\n"
-
-
-def _spreadsheet_safe(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 def export_download(

@@ -231,8 +231,9 @@ class _Echo:
         return value
 
 
-def _cell(value: Any) -> Any:
-    # A cell starting with =, +, - or @ is a formula to a spreadsheet: keep it text.
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet reads as text: one starting with =, +, - or @ would be a
+    formula (a user name, a question or a tool's name can start with one)."""
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
     return value
@@ -281,5 +282,5 @@ def runs_summary_csv(queryset: models.QuerySet[ReasoningRun], *, batch: int = 20
                 "feedback_down": run.n_down,
                 "error": run.error,
             }
-            yield writer.writerow([_cell(row[c]) for c in SUMMARY_COLUMNS])
+            yield writer.writerow([spreadsheet_cell(row[c]) for c in SUMMARY_COLUMNS])
         last = chunk[-1].pk

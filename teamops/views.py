@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from chat import staff_audit
+from chat.audit import spreadsheet_cell
 from chat.models import StaffAuditEntry
 from teamops import budgets, quality, usage
 from teamops.rollup import rollup_recent
@@ -89,7 +90,7 @@ def _csv(
     writer = csv.writer(response)
     writer.writerow([label for _, label in columns])
     for row in rows:
-        writer.writerow(["" if row[key] is None else row[key] for key, _ in columns])
+        writer.writerow(["" if row[key] is None else spreadsheet_cell(row[key]) for key, _ in columns])
     return response
 
 

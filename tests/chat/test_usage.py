@@ -8,6 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection, connections
@@ -97,6 +98,11 @@ def test_each_table_downloads_as_csv_and_the_export_is_audited(team_runs, audito
     ]
     entry = StaffAuditEntry.objects.get(action="export", object_type="usage")
     assert entry.object_id == "user" and entry.actor == auditor
+    # A name a spreadsheet would take for a formula stays text, as in the other exports.
+    get_user_model().objects.filter(username="bob").update(username="=HYPERLINK(1)")
+    response = client_for(auditor).get("/usage/", {"csv": "user"})
+    groups = [r["group"] for r in csv.DictReader(io.StringIO(response.content.decode()))]
+    assert "'=HYPERLINK(1)" in groups and "=HYPERLINK(1)" not in groups
 
 
 def test_the_page_costs_the_same_few_queries_for_many_runs(alice, auditor, client_for):
