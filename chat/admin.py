@@ -43,6 +43,9 @@ from chat.models import (
 from chat.search import run_matches
 
 admin.site.site_header = "Nexus audit"
+# The run list is wide (a dozen columns beside the filters): the page keeps its width for it;
+# the app list is one click away on the admin's home page.
+admin.site.enable_nav_sidebar = False
 admin.site.site_title = "Nexus audit"
 admin.site.index_title = "Reasoning runs and their trail"
 
@@ -136,12 +139,11 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         "owner",
         "status",
         "strategies",
-        "escalation_count",
         "quality",
         "total_tokens",
-        "cost",
-        "latency_ms",
-        "created_at",
+        "spent",
+        "time",
+        "created",
     ]
     list_display_links = ["id", "question"]
     list_filter = [
@@ -349,7 +351,22 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
     def strategies(self, obj: ReasoningRun) -> str:
         first = trail.STRATEGY_SHORT.get(obj.initial_strategy, obj.initial_strategy)
         last = trail.STRATEGY_SHORT.get(obj.final_strategy, obj.final_strategy)
-        return first if first == last else f"{first} → {last}"
+        if first == last and not obj.escalation_count:
+            return first
+        # The escalations, counted when the arrow alone does not tell (DIRECT → DEEP by LIGHT).
+        return f"{first} → {last}" + (f" ({obj.escalation_count})" if obj.escalation_count > 1 else "")
+
+    @admin.display(description="cost", ordering="cost")
+    def spent(self, obj: ReasoningRun) -> str:
+        return f"${obj.cost:.4f}"
+
+    @admin.display(description="time", ordering="latency_ms")
+    def time(self, obj: ReasoningRun) -> str:
+        return "–" if obj.latency_ms is None else f"{obj.latency_ms / 1000:.1f} s"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: ReasoningRun) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
 
     @admin.display(description="quality", ordering="final_quality")
     def quality(self, obj: ReasoningRun) -> str:

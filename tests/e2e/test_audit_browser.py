@@ -87,6 +87,10 @@ def test_run_list_and_run_page_read_top_down_at_1400_px(audit_site: Site, browse
     for box in rows.evaluate_all("rows => rows.map(r => r.getBoundingClientRect().height)"):
         assert box < 45, f"a run's row wraps ({box:.0f} px tall)"
     no_page_scroll(page, 1400)
+    # Every column shows without scrolling the list sideways (Status read "Succee" beside the
+    # admin's app list and a question column of half the width).
+    width, room = page.locator("#changelist .results").evaluate("r => [r.scrollWidth, r.clientWidth]")
+    assert width <= room + 1, f"the run list is {width} px wide in {room} px"
     question = page.locator("td.field-question .nexus-clip, th.field-question .nexus-clip").first
     expect(question).to_have_attribute("title", re.compile(r"What is"))
     page.get_by_role("link", name=ESCALATING).click()
