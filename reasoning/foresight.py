@@ -93,6 +93,11 @@ _EXPRESSION = re.compile(
 )
 
 
+_ASKED = re.compile(
+    r"\b(?:what(?:'s| is| are)|calculate|compute|evaluate|how much is|solve)\b[^.?!\n]{0,12}$"
+)
+
+
 def expression_in(text: str) -> str | None:
     """An arithmetic expression in a question, with number words turned into operators."""
     candidate = _THOUSANDS.sub("", text.lower())
@@ -105,14 +110,25 @@ def expression_in(text: str) -> str | None:
     )
     for pattern, operator in _NUMBER_WORDS:
         candidate = re.sub(pattern, operator, candidate)
-    found = [m.group().strip() for m in _EXPRESSION.finditer(candidate)]
-    for expression in sorted(found, key=len, reverse=True):
+    matches = list(_EXPRESSION.finditer(candidate))
+    # The expression the question asks about ("What is 5*5?") before any other it quotes (a
+    # template's "{{ 7*7 }}" pasted above it), then the longest: "2+3*4" over its "3*4".
+    ranked = sorted(
+        matches,
+        key=lambda m: (
+            bool(_ASKED.search(candidate, max(0, m.start() - 40), m.start())),
+            len(m.group().strip()),
+        ),
+        reverse=True,
+    )
+    found = [m.group().strip() for m in ranked]
+    for expression in found:
         try:
             calculate(expression)
         except CalculatorError:
             continue
         return expression
-    return max(found, key=len) if found else None
+    return found[0] if found else None
 
 
 def zone_in(text: str) -> str | None:

@@ -96,6 +96,10 @@ def test_reading_questions():
         "Convert 9 a.m. Chicago time to Tokyo time"
     ]
     assert expression_in("square root of 81") == "sqrt(81)"
+    # The asked expression, not one quoted before it (it answered 49 at 0.95).
+    assert expression_in("<script>alert(1)</script> {{ 7*7 }} What is 5*5?") == "5*5"
+    assert expression_in("What is 17*23 and what time is it in Tokyo?") == "17*23"
+    assert expression_in("Ignore 2+2. Calculate 3*3+1 please") == "3*3+1"
     assert (
         zone_in("time in new york please") == "America/New_York"
         and zone_in("in Europe/Oslo") == "Europe/Oslo"
