@@ -441,12 +441,14 @@ def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str = ""
     if not run.answers.exists():
         raise ValidationError("Only an answer can be rated.")
     before = AnswerFeedback.objects.filter(run=run, user=user).values_list("rating", "comment").first()
+    cleared = ""
     if before is not None and before[0] != rating and comment == before[1]:
         # The thumbs post the comment box with them: unchanged, it was about the other verdict.
-        comment = ""
+        cleared, comment = comment, ""
     feedback, _ = AnswerFeedback.objects.update_or_create(
         run=run, user=user, defaults={"rating": rating, "comment": comment, "updated_at": timezone.now()}
     )
+    feedback.cleared_comment = cleared  # the page says so: nothing disappears unannounced
     return feedback
 
 

@@ -257,9 +257,11 @@ def _turn_response(
     part: str = "turn",
     *,
     swap_oob: bool = False,
+    cleared: str = "",
 ) -> HttpResponse:
     turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
-    return render(request, f"{PAGE}#{part}", {"turn": turn, "session": run.session, "swap_oob": swap_oob})
+    context = {"turn": turn, "session": run.session, "swap_oob": swap_oob, "cleared": cleared}
+    return render(request, f"{PAGE}#{part}", context)
 
 
 @require_POST
@@ -315,7 +317,7 @@ def run_feedback(request: HttpRequest, session_id: int, run_id: int) -> HttpResp
     except ValueError:
         rating = 0
     try:
-        services.feedback_set(
+        feedback = services.feedback_set(
             run=run, user=request.user, rating=rating, comment=request.POST.get("comment", "")
         )
     except ValidationError as exc:
@@ -323,7 +325,7 @@ def run_feedback(request: HttpRequest, session_id: int, run_id: int) -> HttpResp
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
     # Out of band, by id: the answer may have been re-rendered (its run finishing) meanwhile.
-    return _turn_response(request, run, part="feedback", swap_oob=True)
+    return _turn_response(request, run, part="feedback", swap_oob=True, cleared=feedback.cleared_comment)
 
 
 @require_GET

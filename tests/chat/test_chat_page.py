@@ -197,7 +197,10 @@ def test_a_comment_written_for_one_verdict_does_not_follow_a_changed_one(alice, 
     client = client_for(alice)
     client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "bad answer"}, **HTMX)
     response = client.post(url("chat:run-feedback", run), {"rating": "1", "comment": "bad answer"}, **HTMX)
-    assert "bad answer" not in response.content.decode()
+    html = response.content.decode()
+    assert "Thanks, noted: “bad answer”" not in html and "bad answer</textarea>" not in html
+    # ...and says so, instead of deleting it unannounced (a second review).
+    assert "Your comment “bad answer” was about your earlier verdict, so it was removed." in html
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
     client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missed the units"}, **HTMX)
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missed the units")
