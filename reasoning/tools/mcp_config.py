@@ -7,9 +7,11 @@ paused (its circuit opens) instead of making every run wait for it again.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote, quote_plus
@@ -82,17 +84,22 @@ class MCPServerConfig:
     def redact(self, text: str) -> str:
         """`text` from the server with every secret it was given replaced by [redacted], and
         NUL characters (which PostgreSQL cannot store) by U+FFFD."""
-        for secret in self._secrets():
-            text = text.replace(secret, "[redacted]")
+        if self._secret_pattern is not None:
+            text = self._secret_pattern.sub("[redacted]", text)
         return text.replace("\x00", "\ufffd")
 
-    def _secrets(self) -> list[str]:
-        # Whole values, and the long words in them (the token of "Bearer <token>"), as written
-        # and as JSON or a URL would quote them; values shorter than MIN_SECRET_CHARS would
-        # garble ordinary output and protect nothing.
+    @functools.cached_property
+    def _secret_pattern(self) -> re.Pattern[str] | None:
+        """One pattern for every form of every secret, built once per configuration (every
+        tool result passes through it): whole values and the long words in them (the token of
+        "Bearer <token>"), as written, as JSON or a URL would quote them, and base64- or
+        hex-encoded; in any letter case, since a server that prints a token in capitals
+        still prints the token. Values shorter than MIN_SECRET_CHARS would garble ordinary
+        output and protect nothing."""
         found: set[str] = set()
         for value in self.secret_values:
             for secret in (value, *(word for word in value.split() if len(word) >= 8)):
+                raw = secret.encode()
                 found.update(
                     (
                         secret,
@@ -100,9 +107,17 @@ class MCPServerConfig:
                         json.dumps(secret, ensure_ascii=False)[1:-1],
                         quote(secret, safe=""),
                         quote_plus(secret),
+                        base64.b64encode(raw).decode(),
+                        base64.b64encode(raw).decode().rstrip("="),
+                        base64.urlsafe_b64encode(raw).decode(),
+                        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+                        raw.hex(),
                     )
                 )
-        return sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+        secrets = sorted((s for s in found if len(s) >= MIN_SECRET_CHARS), key=len, reverse=True)
+        if not secrets:
+            return None
+        return re.compile("|".join(re.escape(s) for s in secrets), re.IGNORECASE)
 
 
 def _short(exc: BaseException) -> str:
