@@ -593,6 +593,11 @@ def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
     )
 
 
+def runs_mark_undispatched(run_ids: list[int]) -> None:
+    """Record that these queued runs never reached the job queue (one statement)."""
+    ReasoningRun.objects.filter(pk__in=run_ids, status=ReasoningRun.Status.QUEUED).update(dispatched_at=None)
+
+
 def runs_next_for_owner(owner_id: int) -> list[int]:
     """The owner's oldest queued runs that fit under the concurrent-run limit now, to dispatch
     when one of their runs finishes (first come, first served)."""

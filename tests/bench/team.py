@@ -213,9 +213,9 @@ async def watch(site: Site, client, session_id: int, ready: threading.Event, don
                 return
 
 
-def teammates(sites: list[Site]) -> list[tuple[Site, httpx2.Client]]:
-    """PEOPLE signed-in clients, spread over the daphne processes."""
-    keys = manage(sites[0].env, "shell", "-v", "0", "-c", TEAM_SESSIONS.format(count=PEOPLE)).split()
+def teammates(sites: list[Site], count: int = PEOPLE) -> list[tuple[Site, httpx2.Client]]:
+    """`count` signed-in clients, spread over the daphne processes."""
+    keys = manage(sites[0].env, "shell", "-v", "0", "-c", TEAM_SESSIONS.format(count=count)).split()
     clients = []
     for number, key in enumerate(keys):
         site = sites[number % len(sites)]

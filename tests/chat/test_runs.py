@@ -122,6 +122,33 @@ def test_a_run_whose_dispatch_failed_is_handed_on_at_the_next_sweep(alice_sessio
     assert run.dispatched_at is not None  # stamped: re-sent at most once per interval
 
 
+def test_a_sweep_that_finds_the_queue_down_leaves_every_unsent_run_for_the_next(
+    alice, bob, alice_session, monkeypatch
+):
+    """It stamped every waiting run as sent, failed on the first, and un-stamped only that one:
+    the others waited for the lost-job interval (minutes) after the queue came back."""
+    from kombu.exceptions import OperationalError
+
+    from chat import tasks
+
+    sessions = [alice_session, *(services.session_create(owner=bob, title=f"b{n}") for n in range(2))]
+    runs = [services.message_post(session=session, content="hi").pk for session in sessions]
+    ReasoningRun.objects.update(dispatched_at=None, created_at=timezone.now() - timedelta(seconds=2))
+    sent: list[int] = []
+
+    def broker_down(args, **options):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.execute_run_task, "apply_async", broker_down)
+    with pytest.raises(OperationalError):
+        tasks.sweep_runs_task()
+    assert (
+        list(ReasoningRun.objects.filter(pk__in=runs).values_list("dispatched_at", flat=True)) == [None] * 3
+    )
+    monkeypatch.setattr(tasks.execute_run_task, "apply_async", lambda args, **options: sent.append(args[0]))
+    assert tasks.sweep_runs_task() == 3 and sorted(sent) == sorted(runs), "all sent at the next sweep"
+
+
 def test_history_holds_only_approved_turns(alice_session):
     first = ask(alice_session, "What is 2+2?")
     ReasoningRun.objects.filter(pk=first.pk).update(status="failed")

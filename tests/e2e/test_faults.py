@@ -16,6 +16,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from tests.bench.team import teammates
 from tests.e2e.conftest import Site, free_port, unavailable, wait_for_port
 from tests.e2e.test_team import answers_for, collect_events, run_row
 
@@ -118,8 +119,22 @@ def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_ba
         "a websocket opened while Redis is down is closed with a clear code, not a server error"
     )
 
+    # More messages, and a sweep that fails while Redis is down (one every 1.5 s here): every
+    # one of them starts soon after Redis is back. Only the first the failed sweep tried used
+    # to; the rest waited for the lost-job interval (30 s here, three minutes by default).
+    # Three colleagues, so no run of the same person starts the next as it finishes.
+    for _site, colleague in teammates([fault_site], count=3):
+        fault_site.ask(colleague, fault_site.new_session(colleague), "What is 2+3?")
+    time.sleep(4)
     private_redis.start()
-    wait_for_status(fault_site, run_id, "succeeded")
+    back = time.monotonic()
+    with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+        runs = [i for (i,) in db.execute("select id from chat_reasoningrun order by id")]
+    assert len(runs) == 4
+    while time.monotonic() - back < 20 and any(run_row(fault_site, r)["status"] != "succeeded" for r in runs):
+        time.sleep(0.3)
+    late = {r: run_row(fault_site, r)["status"] for r in runs}
+    assert set(late.values()) == {"succeeded"}, f"20 s after Redis came back: {late}"
     answers = answers_for(fault_site, run_id)
     assert len(answers) == 1 and "42" in answers[0]
     assert worker.popen.poll() is None, "the worker outlived the broker outage"
