@@ -29,6 +29,7 @@ from reasoning.tools.mcp_pool import (
     MCPConnection,
     MCPConnectionPool,
     _retrieve,
+    connection_lost,
     kill_children,
 )
 from reasoning.tools.registry import (
@@ -226,7 +227,7 @@ async def request_on(connection: MCPConnection, method: str, *args: Any, **kwarg
             f"{config.name} did not answer {method} within {config.call_timeout:g}s"
         ) from None
     except MCPError as exc:
-        if connection.client is None:
+        if connection.client is None or connection_lost(exc):
             connection.failed(f"{method} failed: {exc}", broken=True)
         raise MCPRequestError(config.redact(str(exc))) from None
 

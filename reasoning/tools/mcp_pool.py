@@ -180,6 +180,14 @@ class CircuitBreaker:
 # -- one connection ---------------------------------------------------------------------------
 
 
+def connection_lost(exc: BaseException) -> bool:
+    """Whether an SDK error says the session ended (the server's process died, say): the
+    connection is then replaced, never asked again."""
+    from mcp_types import CONNECTION_CLOSED
+
+    return getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED
+
+
 @dataclass
 class _Session:
     """One live (or starting) SDK client and the task that owns it."""
@@ -490,6 +498,10 @@ class MCPConnection:
             self.failed(error, broken=False)
             raise MCPUnavailable(error, server=self.config.name) from None
         except MCPError as exc:
+            if connection_lost(exc):  # not "no such listing": the next request reconnects
+                error = self.config.redact(f"MCP server {self.config.name!r} closed the connection ({exc})")
+                self.failed(error, broken=True)
+                raise MCPUnavailable(error, server=self.config.name) from None
             if kind != "tools":  # a server without resources or prompts answers with an error
                 self.listings[kind] = (time.monotonic(), [])
                 return []

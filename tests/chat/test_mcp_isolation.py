@@ -292,3 +292,28 @@ def test_a_server_paused_by_one_process_shows_paused_in_the_admin_of_another(aud
     assert server.last_status == "paused" and "timed out" in server.last_error
     page = client_for(auditor).get(reverse("admin:chat_mcpserver_changelist")).content.decode()
     assert "paused until" in page and "after repeated failures" in page
+
+
+async def test_a_server_that_died_while_idle_is_restarted_for_prompts_and_listings(pool):
+    """Its process killed between requests, a daphne kept asking the dead session: /commands
+    failed with "Connection closed" and, once the listing expired, were unknown for good."""
+    from reasoning.tools.mcp import MCPRequestError
+
+    config = faulty()
+    provider = MCPToolProvider(pool, config)
+    assert "trip" in [prompt.name for prompt in await provider.list_prompts()]
+    connection = pool.connection(config)
+    dead = connection.pids[0]
+    os.killpg(dead, signal.SIGKILL)
+    await asyncio.to_thread(wait_until, lambda: not _alive(dead))
+    with pytest.raises(MCPRequestError, match="Connection closed"):
+        await provider.get_prompt("trip", {"city": "Oslo"})
+    said = await provider.get_prompt("trip", {"city": "Oslo"})
+    assert "Plan a trip to Oslo" in said[0]["content"], "the next request reconnected"
+    dead = connection.pids[-1]
+    os.killpg(dead, signal.SIGKILL)
+    await asyncio.to_thread(wait_until, lambda: not _alive(dead))
+    connection.listings.clear()  # the listing expired
+    with pytest.raises(MCPUnavailable, match="closed the connection"):
+        await pool._run(connection.listing("prompts"))
+    assert "trip" in [p.name for p in await pool._run(connection.listing("prompts"))], "never cached empty"
