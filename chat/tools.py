@@ -173,6 +173,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         headers=headers,
         secret_values=secret_values,
         call_timeout=server.call_timeout,
+        start_wait=settings.NEXUS_TOOL_SERVER_START_WAIT,
         elicitation_timeout=_person_budget(),
         tool_policies=policies,
         **approvals,

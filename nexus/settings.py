@@ -258,6 +258,9 @@ NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimu
 # on PATH at start-up). Only the operator decides this, never the database; the built-in
 # server is always allowed. Empty: no other stdio server can start.
 NEXUS_MCP_ALLOWED_COMMANDS = env_commands("NEXUS_MCP_ALLOWED_COMMANDS")
+# Seconds a run waits for an added tool server that is not connected yet (starting, or hung
+# at start) before answering without its tools; the built-in server is always waited for.
+NEXUS_TOOL_SERVER_START_WAIT = env_int("NEXUS_TOOL_SERVER_START_WAIT", 3, minimum=1)
 
 # --- auth ----------------------------------------------------------------------------
 

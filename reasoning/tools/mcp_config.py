@@ -54,6 +54,10 @@ class MCPServerConfig:
     # listing is reused before it is refreshed in the background.
     list_timeout: float = 10.0
     listing_ttl: float = 60.0
+    # How long a run waits for the tools of a server that is not connected yet (0: the connect
+    # and list budgets). A run that stops waiting answers without them; the connection attempt
+    # goes on for the next run. A server hung at start then costs each run this, not 20 s.
+    start_wait: float = 0.0
     # Consecutive failures (no connection, a timed-out or crashed call) that pause the server,
     # and for how long at first (doubling while it keeps failing, at most 16 times as long).
     breaker_threshold: int = 3

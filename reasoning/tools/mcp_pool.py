@@ -601,9 +601,8 @@ class MCPConnectionPool:
 
     async def tools(self, config: MCPServerConfig, meta: dict[str, Any] | None = None) -> list[Any]:
         connection = self.connection(config)
-        return await self._run(
-            connection.listing("tools", meta, budget=config.connect_timeout + config.list_timeout)
-        )
+        budget = config.start_wait or config.connect_timeout + config.list_timeout
+        return await self._run(connection.listing("tools", meta, budget=budget))
 
     def listings_within(
         self,

@@ -317,3 +317,24 @@ async def test_a_server_that_died_while_idle_is_restarted_for_prompts_and_listin
     with pytest.raises(MCPUnavailable, match="closed the connection"):
         await pool._run(connection.listing("prompts"))
     assert "trip" in [p.name for p in await pool._run(connection.listing("prompts"))], "never cached empty"
+
+
+async def test_a_run_waits_only_briefly_for_a_server_hung_at_start(pool, never_retrieved):
+    """Every run waited the whole 20 s connect budget for a server that never finished starting."""
+    config = hung(connect_timeout=600.0, start_wait=0.5)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.refresh()
+    assert registry.names() == [] and "no tools listing after 0.5s" in registry.error_details["hung"]
+    connection = pool.connection(config)
+    assert len(connection.pids) == 1 and _alive(connection.pids[0]), "still trying, for later runs"
+    await registry.refresh()
+    assert len(connection.pids) == 1, "the next run joins the same attempt"
+    assert not never_retrieved()
+
+
+@pytest.mark.django_db
+def test_added_servers_get_the_short_wait_and_the_built_in_one_the_whole_budget(settings):
+    settings.NEXUS_TOOL_SERVER_START_WAIT = 4
+    added = MCPServer(name="remote", transport="http", url="https://mcp.example.com/mcp")
+    assert tools.config_for(added).start_wait == 4
+    assert tools.config_for(MCPServer.objects.get(builtin=True)).start_wait == 0
