@@ -279,10 +279,11 @@ class MCPConnection:
 
     async def ensure(self, budget: float | None = None) -> Any:
         """The live client, connecting if needed; waits at most `budget` (default: the connect
-        budget) for a connection attempt that others may share and that outlives this wait."""
+        budget) for a connection attempt that others may share and that outlives this wait. A
+        paused server is refused at once, connected or not: its calls kept failing."""
+        self._refuse_if_paused()
         if self._session is not None and self._session.alive():
             return self._session.client
-        self._refuse_if_paused()
         if self._connecting is None or self._connecting.done():
             self._connecting = asyncio.create_task(self._connect(), name=f"mcp-connect:{self.config.name}")
             self._connecting.add_done_callback(_retrieve)
@@ -508,7 +509,8 @@ class MCPConnection:
             raise MCPUnavailable(self.config.redact(str(exc)), server=self.config.name) from None
         items = list(getattr(result, kind))
         self.listings[kind] = (time.monotonic(), items)
-        self.succeeded()
+        # Not a success for the breaker: a server that lists its tools while every call to
+        # them hangs must still be paused.
         return items
 
     def _retire(self, session: _Session) -> None:

@@ -338,3 +338,17 @@ def test_added_servers_get_the_short_wait_and_the_built_in_one_the_whole_budget(
     added = MCPServer(name="remote", transport="http", url="https://mcp.example.com/mcp")
     assert tools.config_for(added).start_wait == 4
     assert tools.config_for(MCPServer.objects.get(builtin=True)).start_wait == 0
+
+
+async def test_a_paused_server_is_refused_at_once_even_while_connected(pool):
+    """A connected server kept getting calls (each waiting out its timeout) after it was paused;
+    and its listing refreshes, which still worked, reset the failure count."""
+    config = faulty(call_timeout=0.5, breaker_threshold=2, breaker_cooldown=600.0, listing_ttl=0.0)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    first = await registry.execute("faulty__hang", {})
+    await registry.refresh()  # a listing that works between the failing calls
+    second = await registry.execute("faulty__hang", {})
+    assert "timed out" in first.error and "timed out" in second.error
+    third = await registry.execute("faulty__echo", {"text": "hi"})
+    assert not third.success and "unavailable" in third.error and "is paused" in third.detail, third
