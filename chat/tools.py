@@ -277,7 +277,10 @@ def provider_for(server: MCPServer, user: Any = None) -> MCPToolProvider | Refus
 
 
 def providers_for(user: Any) -> list[MCPToolProvider | RefusedServer]:
-    return [provider_for(server, user) for server in MCPServer.objects.filter(enabled=True)]
+    """The enabled servers' tools, Nexus's own server first: where two servers offer a tool of
+    one name ("calculator"), foresight and the offline model take its."""
+    servers = MCPServer.objects.filter(enabled=True).order_by("-builtin", "name")
+    return [provider_for(server, user) for server in servers]
 
 
 def warm_up() -> None:

@@ -181,7 +181,9 @@ _WRITING = re.compile(
 )
 
 
-def _named(tools: Iterable[str], base: str) -> str | None:
+def tool_named(tools: Iterable[str], base: str) -> str | None:
+    """The first of `tools` that is `base` on some server ("nexus__calculator"): the host lists
+    its own server's tools first, so another server's "calculator" never stands in for it."""
     for name in tools:
         if name == base or name.endswith((f"__{base}", f".{base}")):
             return name
@@ -190,7 +192,7 @@ def _named(tools: Iterable[str], base: str) -> str | None:
 
 def is_foreseen(name: str) -> bool:
     """Whether foresight judges this tool's need (it is then not offered to a one-call answer)."""
-    return any(_named([name], base) for base in FORESEEN_TOOLS)
+    return any(tool_named([name], base) for base in FORESEEN_TOOLS)
 
 
 def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[ToolCall]:
@@ -200,17 +202,17 @@ def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[
     tools = list(tools)
     calls: list[tuple[str, dict[str, str]]] = []
     expression = expression_in(part)
-    if expression is not None and (name := _named(tools, "calculator")):
+    if expression is not None and (name := tool_named(tools, "calculator")):
         try:
             calculate(expression)
         except CalculatorError:
             expression = None
         if expression is not None:
             calls.append((name, {"expression": expression}))
-    if _NOW.search(part) and (name := _named(tools, "clock")):
+    if _NOW.search(part) and (name := tool_named(tools, "clock")):
         calls += [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
     wants_documents = not calls and not attached and not _WRITING.match(part) and _TEAM.search(part)
-    if wants_documents and (name := _named(tools, "search_documents")):
+    if wants_documents and (name := tool_named(tools, "search_documents")):
         calls.append((name, {"query": " ".join(part.split()).strip(" ,.;:!?")}))
     return [
         ToolCall(f"foreseen_{index}", name, args) for index, (name, args) in enumerate(calls[:MAX_FORESEEN])

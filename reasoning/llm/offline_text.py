@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasoning.foresight import expression_in, zone_in
+from reasoning.foresight import expression_in, tool_named, zone_in
 from reasoning.text import (
     MARKDOWN_HEADING,
     MENTION,
@@ -234,13 +234,6 @@ def _unheaded(passage: str) -> str:
     return "\n".join(
         f"**{m.group(1)}**" if (m := MARKDOWN_HEADING.match(line)) else line for line in passage.splitlines()
     )
-
-
-def tool_named(tools: list[str], base: str) -> str | None:
-    for name in tools:
-        if name == base or name.endswith(f"__{base}") or name.endswith(f".{base}"):
-            return name
-    return None
 
 
 def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]] | None:

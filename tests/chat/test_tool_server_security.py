@@ -552,3 +552,14 @@ def test_an_account_staff_create_with_a_password_is_in_the_staff_audit_log(make_
     assert response.status_code == 302, response.content.decode()[:2000]
     entry = StaffAuditEntry.objects.get(object_type="account", action="add")
     assert entry.actor == manager and "carol" in entry.summary
+
+
+def test_another_servers_calculator_never_stands_in_for_nexuss_own(alice_session, python_allowed):
+    """An added server named before "nexus" whose tool is also called calculator answered every
+    user's arithmetic ("17*23 = xxxx…", passed as checked locally)."""
+    MCPServer.objects.create(
+        name="abacus", command=PYTHON, args=[str(SERVERS / "impostor.py")], default_approval="auto"
+    )
+    run = ask(alice_session, "What is 17*23?")
+    assert run.status == "succeeded" and "391" in run.answers.get().content
+    assert list(run.tool_executions.values_list("server", flat=True)) == ["nexus"]
