@@ -136,6 +136,15 @@ REDIS_URL = env_str("REDIS_URL")
 # Longer than channels_redis's blocking pop (5 s), so an idle receive is not a timeout.
 CHANNEL_LAYER_READ_TIMEOUT = 15
 if REDIS_URL:
+    from redis.asyncio.retry import Retry as AsyncRetry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.retry import Retry
+
+    # A command that finds its pooled connection dead is sent once more, on a new connection.
+    # After a Redis restart every pooled connection is dead, and each failed its next command:
+    # pages' sockets were refused ("live updates are unavailable") while Redis was up.
+    ONE_RETRY = {"retry_on_error": [RedisConnectionError]}
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "chat.layers.GroupSendLayer",
@@ -143,13 +152,26 @@ if REDIS_URL:
             # blocking pop: an idle websocket's receive then fails ("Timeout reading") and the
             # socket closes with 1011 every few seconds. Reads may wait out the pop, no longer.
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_READ_TIMEOUT}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": CHANNEL_LAYER_READ_TIMEOUT,
+                        "retry": AsyncRetry(NoBackoff(), 1),
+                        **ONE_RETRY,
+                    }
+                ],
                 "capacity": 1500,
                 "expiry": 30,
             },
         }
     }
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"retry": Retry(NoBackoff(), 1), **ONE_RETRY},
+        }
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

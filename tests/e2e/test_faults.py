@@ -5,6 +5,7 @@ shared one) and its own throw-away PostgreSQL database."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import time
@@ -98,6 +99,45 @@ async def websocket_close_code(site: Site, client, session_id: int) -> int | Non
     return None
 
 
+async def first_frame_or_close(
+    site: Site, client, session_id: int, run_id: int | None = None, hold: float = 10
+) -> str | int | None:
+    """What a page's socket gets first after asking for a run's events: a frame (text), the
+    close code it is refused with, or "open" when it was neither within `hold` seconds."""
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
+    try:
+        async with connect(
+            uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10
+        ) as ws:
+            cursor = {str(run_id): 0} if run_id is not None else {}
+            await ws.send(json.dumps({"type": "sync", "cursor": cursor}))
+            return await asyncio.wait_for(ws.recv(), timeout=hold)
+    except ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd else None
+    except TimeoutError:
+        return "open"
+
+
+def test_pages_sockets_open_right_after_a_redis_restart(fault_site, private_redis):
+    """Each connection the web process pooled before a Redis restart was dead, and refused one
+    page's socket with 4503 ("live updates are unavailable") while Redis was up."""
+    fault_site.start_web()
+    client = fault_site.login()
+    session_id = fault_site.new_session(client)
+
+    async def pages(count: int) -> list[str | int | None]:
+        return await asyncio.gather(
+            *(first_frame_or_close(fault_site, client, session_id, hold=1.5) for _ in range(count))
+        )
+
+    assert asyncio.run(pages(4)) == ["open"] * 4  # four at once: four pooled connections
+    private_redis.stop()
+    private_redis.start()
+    after = [asyncio.run(first_frame_or_close(fault_site, client, session_id, hold=1.5)) for _ in range(4)]
+    assert after == ["open"] * 4, after
+
+
 def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_back(fault_site, private_redis):
     worker = fault_site.start_worker()
     fault_site.start_web()
@@ -137,6 +177,11 @@ def test_a_message_posted_while_redis_is_down_is_kept_and_answered_when_it_is_ba
     answers = answers_for(fault_site, run_id)
     assert len(answers) == 1 and "42" in answers[0]
     assert worker.popen.poll() is None, "the worker outlived the broker outage"
+    # The web process's connections from before the outage are dead: its pages' sockets still
+    # open (each dead connection refused one with 4503 while Redis was up).
+    for _ in range(3):
+        frame = asyncio.run(first_frame_or_close(fault_site, client, session_id, run_id))
+        assert isinstance(frame, str), f"a socket after Redis came back got {frame!r}"
 
     # No sticky sessions: a second daphne and a second worker; the message goes in through one
     # daphne and its events stream to a websocket on the other.
