@@ -586,6 +586,10 @@ async def test_resuming_from_a_checkpoint_skips_finished_work():
     )
     assert sink.events[0].payload["resumed"] is True
     assert second.requests_for("analysis") == []
+    # A worker that died before the run's first checkpoint left events, not a tracker: the
+    # run starts over, and its page says it was resumed (it said "Run started" a second time).
+    _, again = await run(engine(ScriptedClient(default="x")), "Q", resume=ResumeState(next_sequence=3))
+    assert again.events[0].kind == "run.started" and again.events[0].payload["resumed"] is True
     assert [e.payload["step_id"] for e in sink.of("step.started")] == ["step_2"]
     assert (
         result.answer == "**A**\n\na\n\n**B**\n\nb"

@@ -74,6 +74,9 @@ class AdaptiveReasoningLoop(Mode):
             analysis_cache=self.analysis_cache,
             force=force_strategy or self.config.force_strategy,
             tracker_state=resume.tracker_state,
+            # Events of an earlier delivery are stored: the run goes on where it stopped, even
+            # when it stopped before its first checkpoint.
+            resumed=resume.tracker_state is not None or resume.next_sequence > 1,
         )
         return await run.execute()
 

@@ -63,8 +63,10 @@ class AdaptiveRun:
         analysis_cache: AnalysisCache | None,
         force: ExecutionStrategy | None,
         tracker_state: dict[str, Any] | None,
+        resumed: bool = False,
     ) -> None:
         self.ctx = ctx
+        self.resumed = resumed or tracker_state is not None
         self.config = ctx.config
         self.force = force
         self.tracker_state = tracker_state
@@ -85,7 +87,7 @@ class AdaptiveRun:
             mode="Analyzing",
             query=summarize(ctx.question, 500),
             attachments=[{"kind": a.kind, "title": a.title} for a in ctx.attachments],
-            resumed=self.tracker_state is not None,
+            resumed=self.resumed,
         )
         try:
             await ctx.tools.ensure_loaded()
