@@ -9,6 +9,7 @@ database, and so the admin, never decides alone what this process executes.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import re
@@ -280,7 +281,9 @@ def providers_for(user: Any) -> list[MCPToolProvider | RefusedServer]:
     """The enabled servers' tools, Nexus's own server first: where two servers offer a tool of
     one name ("calculator"), foresight and the offline model take its."""
     servers = MCPServer.objects.filter(enabled=True).order_by("-builtin", "name")
-    return [provider_for(server, user) for server in servers]
+    providers = [provider_for(server, user) for server in servers]
+    POOL.retire_all_but({p.config.key for p in providers if isinstance(p, MCPToolProvider)})
+    return providers
 
 
 def warm_up() -> None:
@@ -311,8 +314,11 @@ def registry_for(user: Any) -> ToolRegistry:
 
 
 async def check_server(server: MCPServer) -> str | None:
-    """Connect now and list tools; returns the error (for staff), or None when the server answers."""
+    """Connect now and list tools; returns the error (for staff), or None when the server answers.
+    Waits the whole connect budget: a check is asked for, unlike a run's look at its tools."""
     provider = provider_for(server)
+    if isinstance(provider, MCPToolProvider):
+        provider.config = dataclasses.replace(provider.config, start_wait=0.0)
     try:
         await provider.list_tools()
     except Exception as exc:

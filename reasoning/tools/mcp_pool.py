@@ -601,6 +601,16 @@ class MCPConnectionPool:
                 connection.breaker.cooldown = config.breaker_cooldown
             return connection
 
+    def retire_all_but(self, keys: set[str]) -> None:
+        """Close, in the background, the connections no enabled server uses any more: a server
+        disabled or removed, or changed (a new command, address or secret is a new connection),
+        whose process would otherwise run on, with its old secret, until this one exits."""
+        with self._guard:
+            gone = [key for key in self._connections if key not in keys]
+            retired = [self._connections.pop(key) for key in gone]
+        for connection in retired:
+            self.submit(connection.close())
+
     async def tools(self, config: MCPServerConfig, meta: dict[str, Any] | None = None) -> list[Any]:
         connection = self.connection(config)
         budget = config.start_wait or config.connect_timeout + config.list_timeout

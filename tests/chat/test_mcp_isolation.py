@@ -352,3 +352,28 @@ async def test_a_paused_server_is_refused_at_once_even_while_connected(pool):
     assert "timed out" in first.error and "timed out" in second.error
     third = await registry.execute("faulty__echo", {"text": "hi"})
     assert not third.success and "unavailable" in third.error and "is paused" in third.detail, third
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_disabled_or_changed_server_stops_its_process(settings):
+    """Disabled servers' processes (and ones with an old secret) ran on in every worker and web
+    process until that process stopped."""
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {sys.executable: (sys.executable,)}
+    server = MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+
+    def started() -> int:
+        provider = next(p for p in tools.providers_for(None) if p.name == "faulty")
+        tools.POOL.submit(provider.list_tools()).result(30)
+        return tools.POOL.connection(provider.config).pids[-1]
+
+    first = started()
+    server.env = {"TOKEN": "a-new-secret"}
+    server.save()
+    second = started()  # the next run's look at the servers
+    wait_until(lambda: not _alive(first))
+    assert _alive(second)
+    server.enabled = False
+    server.save()
+    tools.providers_for(None)
+    wait_until(lambda: not _alive(second))
+    assert all(c.config.name != "faulty" for c in tools.POOL._connections.values())
