@@ -6,6 +6,7 @@ Reads live in selectors below the services; nothing here imports tasks or views.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -281,9 +282,14 @@ def session_delete(*, session: ChatSession) -> None:
 # --- messages and runs -------------------------------------------------------------------
 
 
+LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
+
+
 def message_validate(content: str) -> str:
-    text = refuse_nul(content or "", what="The message").strip()
-    if not text:
+    """The message as stored: without blank lines around it, but with its first line's
+    indentation (a pasted code snippet stays aligned)."""
+    text = LEADING_BLANK_LINES.sub("", refuse_nul(content or "", what="The message")).rstrip()
+    if not text.strip():
         raise ValidationError("Type a message first.")
     limit = settings.NEXUS_MAX_MESSAGE_CHARS
     if len(text) > limit:
@@ -307,7 +313,7 @@ class PreparedMessage:
 def message_prepare(*, user: Any, content: str) -> PreparedMessage:
     """Expand a /command and attach @mentioned documents; raises ValidationError for bad input."""
     text = message_validate(content)
-    expansion = mentions.expand_command(user, text)
+    expansion = mentions.expand_command(user, text.lstrip())  # "  /summarize x" is a command too
     question = expansion.question if expansion is not None else text
     attachments, notes = mentions.attachments_for(user, question)
     if expansion is not None:
@@ -353,7 +359,7 @@ def message_post(
         )
         updates = {"updated_at": timezone.now()}
         if session.title == "New chat":
-            updates["title"] = text.splitlines()[0][:TITLE_CHARS]
+            updates["title"] = text.splitlines()[0].strip()[:TITLE_CHARS]
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
         sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=run.pk)
@@ -431,10 +437,13 @@ def run_stop(run: ReasoningRun) -> bool:
     )
 
 
-def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str = "") -> AnswerFeedback:
-    """Record (or change) a person's verdict on an answer: one row per person and run."""
+def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str | None = "") -> AnswerFeedback:
+    """Record (or change) a person's verdict on an answer: one row per person and run.
+    `comment` None (a thumb clicked): the saved comment stays with its verdict, and goes when
+    the verdict changes (`cleared_comment` says so)."""
     if rating not in (AnswerFeedback.Rating.UP, AnswerFeedback.Rating.DOWN):
         raise ValidationError("Rate an answer up or down.")
+    thumb = comment is None
     comment = refuse_nul(comment or "", what="The comment").strip()
     if len(comment) > 2000:
         raise ValidationError("Keep the comment under 2,000 characters.")
@@ -442,8 +451,11 @@ def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str = ""
         raise ValidationError("Only an answer can be rated.")
     before = AnswerFeedback.objects.filter(run=run, user=user).values_list("rating", "comment").first()
     cleared = ""
-    if before is not None and before[0] != rating and comment == before[1]:
-        # The thumbs post the comment box with them: unchanged, it was about the other verdict.
+    if thumb and before is not None:
+        comment = before[1] if before[0] == rating else ""
+        cleared = before[1] if before[0] != rating else ""
+    elif before is not None and before[0] != rating and comment == before[1]:
+        # A form posting the comment with the verdict: unchanged, it was about the other one.
         cleared, comment = comment, ""
     feedback, _ = AnswerFeedback.objects.update_or_create(
         run=run, user=user, defaults={"rating": rating, "comment": comment, "updated_at": timezone.now()}

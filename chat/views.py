@@ -318,7 +318,7 @@ def run_feedback(request: HttpRequest, session_id: int, run_id: int) -> HttpResp
         rating = 0
     try:
         feedback = services.feedback_set(
-            run=run, user=request.user, rating=rating, comment=request.POST.get("comment", "")
+            run=run, user=request.user, rating=rating, comment=request.POST.get("comment")
         )
     except ValidationError as exc:
         return _error(request, exc.messages[0], run.session_id, 400)

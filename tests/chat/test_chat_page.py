@@ -210,6 +210,23 @@ def test_a_comment_written_for_one_verdict_does_not_follow_a_changed_one(alice, 
     )
 
 
+def test_a_thumb_never_carries_the_comment_box(alice, alice_session, client_for):
+    """A comment typed under 👎 and not saved was stored with 👍: the thumbs and the comment box
+    were one form, so a thumb posted the box too."""
+    run = ask(alice_session, "What is 2+2?")
+    client = client_for(alice)
+    client.post(url("chat:run-feedback", run), {"rating": "-1"}, **HTMX)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    thumbs = re.search(r'<form class="feedback-verdict".*?</form>', page, re.S).group(0)
+    assert 'class="thumb up"' in thumbs and "<textarea" not in thumbs
+    client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missing detail"}, **HTMX)
+    client.post(url("chat:run-feedback", run), {"rating": "-1"}, **HTMX)
+    assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missing detail")
+    html = client.post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX).content.decode()
+    assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
+    assert "Your comment “Missing detail” was about your earlier verdict, so it was removed." in html
+
+
 def test_a_run_without_an_answer_cannot_be_rated(alice, alice_session, client_for, dispatched):
     run = services.message_post(session=alice_session, content="What is 2+2?")
     response = client_for(alice).post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX)
@@ -517,6 +534,13 @@ def test_a_question_shows_as_typed_and_a_one_call_answer_says_call(alice, alice_
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert '<div class="bubble">Why?\ndef f(x):\n    return x*2</div>' in page
     assert "· 1 model call ·" in page
+    # The first line's indentation too (a second review); blank lines around it go.
+    other = services.session_create(owner=alice)
+    services.message_post(session=other, content="\n  \n    x = compute()\n    print(x)\nwhy is x None?\n\n")
+    page = client_for(alice).get(reverse("chat:session", args=[other.pk])).content.decode()
+    assert '<div class="bubble">    x = compute()\n    print(x)\nwhy is x None?</div>' in page
+    other.refresh_from_db()
+    assert other.title == "x = compute()"
 
 
 def test_searching_for_spaces_asks_for_a_word(alice, alice_session, client_for):

@@ -239,7 +239,7 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
 def test_feedback_thumbs_and_comment_are_stored(tab: Tab):
     page = tab.page
     ask(page, "What is 2+2?")
-    feedback = last_answer(page).locator("form.feedback")
+    feedback = last_answer(page).locator(".feedback")
     expect(feedback).to_be_visible(timeout=20000), "rating opens once the run is done"
     feedback.locator(".thumb.down").click()
     expect(last_answer(page).locator(".thumb.down")).to_have_attribute("aria-pressed", "true")
@@ -406,6 +406,15 @@ def test_the_smaller_controls_are_big_enough_to_tap_on_a_phone(tab: Tab, width: 
         for index in range(found.count()):
             box = found.nth(index).bounding_box()
             assert box is not None and box["height"] >= 24, (name, index, box)
+    # In the header's menus (a second review): Export, and the share dialog's checkbox line.
+    for menu, selector in (
+        (".session-actions > summary", ".session-actions .export"),
+        (".share-dialog > summary", ".share-dialog label"),
+    ):
+        page.locator(menu).click()
+        box = page.locator(selector).first.bounding_box()
+        assert box is not None and box["height"] >= 24, (selector, box)
+        page.keyboard.press("Escape")
 
 
 LONG_ANSWER = (
