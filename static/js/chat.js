@@ -132,6 +132,8 @@
   function showError(text) {
     const box = document.getElementById("composer-error") || document.getElementById("page-error");
     if (!box) return;
+    // The chat was deleted in another tab: that says more than any error about it can.
+    if (box.querySelector(".gone")) return;
     const p = document.createElement("p");
     p.className = "error";
     p.setAttribute("role", "alert");

@@ -529,6 +529,24 @@ def test_two_tabs_on_one_chat_stay_in_sync(tab: Tab, context):
     other.assert_clean()
 
 
+def test_a_chat_deleted_in_another_tab_says_so_and_keeps_saying_so(tab: Tab, context):
+    """Sending in the tab left behind replaced the note with "That is no longer there (404)"."""
+    page = tab.page
+    other = Tab(context.new_page())
+    other.page.goto(page.url)
+    expect(other.page.locator("#composer-input")).to_be_visible()
+    page.wait_for_timeout(500)  # its socket is open
+    other.page.on("dialog", lambda dialog: dialog.accept())
+    other.page.click("summary[aria-label='Chat actions']")
+    other.page.click(".session-actions button.danger")
+    note = page.locator("#composer-error .gone")
+    expect(note).to_contain_text("This chat was deleted in another tab or window.")
+    ask(page, "Are you there?")
+    page.wait_for_timeout(1000)  # the post's 404 has come back
+    expect(note).to_contain_text("This chat was deleted in another tab or window.")
+    expect(page.locator("#composer-error")).not_to_contain_text("no longer there")
+
+
 def test_the_message_box_grows_with_the_text_and_shrinks_after_sending(tab: Tab):
     page = tab.page
     box = page.locator("#composer-input")
