@@ -264,6 +264,8 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
     @admin.display(description="status", ordering="last_status")
     def status(self, obj: MCPServer) -> str:
+        if not obj.enabled:  # its last status is history: nothing will try it again
+            return format_html('<span class="server-status paused">{}</span>', "disabled")
         if obj.last_status == MCPServer.Status.ERROR:
             return format_html(
                 '<span class="server-status error">✗ {}</span>', Truncator(obj.last_error).chars(200)

@@ -292,6 +292,10 @@ def test_a_server_paused_by_one_process_shows_paused_in_the_admin_of_another(aud
     assert server.last_status == "paused" and "timed out" in server.last_error
     page = client_for(auditor).get(reverse("admin:chat_mcpserver_changelist")).content.decode()
     assert "paused until" in page and "after repeated failures" in page
+    # Disabled, it is not tried again: no pause (or its end) to speak of.
+    MCPServer.objects.filter(pk=server.pk).update(enabled=False)
+    page = client_for(auditor).get(reverse("admin:chat_mcpserver_changelist")).content.decode()
+    assert "paused until" not in page and '<span class="server-status paused">disabled</span>' in page
 
 
 async def test_a_server_that_died_while_idle_is_restarted_for_prompts_and_listings(pool):
