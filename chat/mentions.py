@@ -238,6 +238,7 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     if not match:
         return None
     name, rest = match.group(1), (match.group(2) or "").strip()
+    typed = name  # what messages name: "/github__summarize" as written, not "/summarize"
     available = prompts(user)
     if not any(name in (p["name"], f"{p['server']}{SEPARATOR}{p['name']}") for p in available):
         available = prompts(user, EXPANSION_BUDGET, patient=True)  # a server still starting may offer it
@@ -247,17 +248,17 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
         prompt = next((p for p in available if (p["server"], p["name"]) == (server, bare)), None)
         name = bare
     if prompt is None and (gone := _offered_by_a_server_now_gone("prompts", name)):
-        raise ValidationError(f"/{name} failed: tool server {gone} is unavailable")
+        raise ValidationError(f"/{typed} failed: tool server {gone} is unavailable")
     if prompt is None:
         names = ", ".join(f"/{p['name']}" for p in available) or "none"
         raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
-    arguments = _arguments(prompt["arguments"], rest)
+    arguments = _arguments(prompt["arguments"], rest, command=typed)
     try:
         messages = async_to_sync(_provider(user, prompt["server"]).get_prompt)(name, arguments)
     except MCPUnavailable as exc:  # its details (the server's own output) are for staff only
-        raise ValidationError(f"/{name} failed: {exc.public}") from None
+        raise ValidationError(f"/{typed} failed: {exc.public}") from None
     except Exception as exc:  # the server refused: its message, secrets redacted
-        raise ValidationError(f"/{name} failed: {exc}") from None
+        raise ValidationError(f"/{typed} failed: {exc}") from None
     # The last message from the user is the request; anything before it is the prompt's context.
     last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
     question = str(messages[last]["content"]) if messages else ""
@@ -267,7 +268,7 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     return CommandExpansion(question or text, attachments)
 
 
-def _arguments(declared: list[Any], rest: str) -> dict[str, str]:
+def _arguments(declared: list[Any], rest: str, *, command: str = "…") -> dict[str, str]:
     """The prompt's arguments from what follows `/name`: `name=value` pairs, or values in
     order (required arguments first when fewer values than arguments are given). Only
     required arguments must be there; optional ones left out are not sent."""
@@ -290,7 +291,9 @@ def _arguments(declared: list[Any], rest: str) -> dict[str, str]:
         return {n: pairs[n] for n in names if n in pairs}
     if not rest:
         if required:
-            raise ValidationError(f"Say what to use as {', '.join(required)}: /… {_usage(arguments)}.")
+            raise ValidationError(
+                f"Say what to use as {', '.join(required)}: /{command} {_usage(arguments)}."
+            )
         return {}
     if len(names) == 1:
         return {names[0]: rest}

@@ -137,7 +137,9 @@ def test_prompts_take_optional_arguments_and_each_server_is_named(alice, alice_s
         assert ReasoningRun.objects.latest("pk").query == expected, (typed, html[-1500:])
         ReasoningRun.objects.update(status=ReasoningRun.Status.SUCCEEDED)  # the next may be sent
     html = client.post(url, {"content": "/trip"}, HTTP_HX_REQUEST="true").content.decode()
-    assert "Say what to use as city" in html
+    assert "Say what to use as city: /trip city=" in html, "it names the command (it said /…)"
+    html = client.post(url, {"content": "/faulty__trip"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Say what to use as city: /faulty__trip city=" in html, "as typed, with its server"
     cache.clear()
 
 
