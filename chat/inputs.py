@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction
@@ -66,20 +67,34 @@ def clean_title(title: str, *, what: str = "The title") -> str:
     return cleaned
 
 
-def _refusing(check: Any) -> Any:
-    """Middleware from `check(request) -> HttpResponse | None`: its answer, or the view's."""
+def _no_answer(request: HttpRequest) -> None:
+    return None
+
+
+def _unchanged(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    return response
+
+
+def middleware_from(
+    *,
+    check: Callable[[HttpRequest], HttpResponse | None] = _no_answer,
+    then: Callable[[HttpRequest, HttpResponse], HttpResponse] = _unchanged,
+) -> Any:
+    """Middleware for sync and async stacks alike, from plain functions: `check(request)`
+    answers instead of the view (or returns None), `then(request, response)` adjusts the
+    answer on its way out."""
 
     @sync_and_async_middleware
     def factory(get_response: Any) -> Any:
         if iscoroutinefunction(get_response):
 
             async def middleware(request: HttpRequest) -> HttpResponse:
-                return check(request) or await get_response(request)
+                return then(request, check(request) or await get_response(request))
 
             return middleware
 
         def sync_middleware(request: HttpRequest) -> HttpResponse:
-            return check(request) or get_response(request)
+            return then(request, check(request) or get_response(request))
 
         return sync_middleware
 
@@ -144,6 +159,6 @@ def _oversized_ids_in_admin_address(request: HttpRequest) -> HttpResponse | None
 
 # A query string with a NUL character is a 400 that says so, for every page at once (admin
 # searches and filters included), before any of it reaches a query.
-refuse_nul_in_address = _refusing(_nul_in_address)
-refuse_malformed_admin_selection = _refusing(_malformed_admin_selection)
-refuse_oversized_admin_ids = _refusing(_oversized_ids_in_admin_address)
+refuse_nul_in_address = middleware_from(check=_nul_in_address)
+refuse_malformed_admin_selection = middleware_from(check=_malformed_admin_selection)
+refuse_oversized_admin_ids = middleware_from(check=_oversized_ids_in_admin_address)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction
 from axes.backends import AxesStandaloneBackend
 from axes.exceptions import AxesBackendPermissionDenied
 from axes.models import AccessAttempt
@@ -33,8 +32,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
-from django.utils.decorators import sync_and_async_middleware
 
+from chat.inputs import middleware_from
 from chat.sink import account_changed
 
 
@@ -124,20 +123,8 @@ def _kept_private(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     return response
 
 
-@sync_and_async_middleware
-def private_pages(get_response: Any) -> Any:
-    """A signed-in browser's pages are never kept by it or by a proxy: Back after deleting a
-    chat, or after signing out, asks again and hears that it is gone, instead of showing a
-    copy that looks alive (and whose socket is refused). Read off the session cookie, so no
-    response waits for the person to be looked up."""
-    if iscoroutinefunction(get_response):
-
-        async def middleware(request: HttpRequest) -> HttpResponse:
-            return _kept_private(request, await get_response(request))
-
-        return middleware
-
-    def sync_middleware(request: HttpRequest) -> HttpResponse:
-        return _kept_private(request, get_response(request))
-
-    return sync_middleware
+# A signed-in browser's pages are never kept by it or by a proxy: Back after deleting a chat, or
+# after signing out, asks again and hears that it is gone, instead of showing a copy that looks
+# alive (and whose socket is refused). Read off the session cookie, so no response waits for
+# the person to be looked up.
+private_pages = middleware_from(then=_kept_private)
