@@ -232,7 +232,7 @@ def start_next_runs(owner_id: int) -> None:
             dispatch_run(run_id)
         except DispatchError:
             return  # the sweeper retries once the queue is back
-        services.run_mark_dispatched(run_id)
+        services.runs_mark_dispatched([run_id])
 
 
 async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:

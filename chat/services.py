@@ -451,12 +451,12 @@ def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str | No
         raise ValidationError("Only an answer can be rated.")
     before = AnswerFeedback.objects.filter(run=run, user=user).values_list("rating", "comment").first()
     cleared = ""
-    if thumb and before is not None:
-        comment = before[1] if before[0] == rating else ""
-        cleared = before[1] if before[0] != rating else ""
-    elif before is not None and before[0] != rating and comment == before[1]:
-        # A form posting the comment with the verdict: unchanged, it was about the other one.
-        cleared, comment = comment, ""
+    if before is not None and before[0] != rating and (thumb or comment == before[1]):
+        # A changed verdict: the saved comment was about the other one (a form that posts it
+        # unchanged with the verdict says the same).
+        cleared, comment = before[1], ""
+    elif thumb and before is not None:
+        comment = before[1]
     feedback, _ = AnswerFeedback.objects.update_or_create(
         run=run, user=user, defaults={"rating": rating, "comment": comment, "updated_at": timezone.now()}
     )
@@ -598,16 +598,12 @@ def _run_has_turn(run_id: int) -> bool:
     return False
 
 
-def run_mark_dispatched(run_id: int, *, dispatched: bool = True) -> None:
-    """Record that a queued run was handed to the job queue (or, `dispatched=False`, that it was not)."""
-    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.QUEUED).update(
+def runs_mark_dispatched(run_ids: list[int], *, dispatched: bool = True) -> None:
+    """Record that these queued runs were handed to the job queue (or, `dispatched=False`, that
+    they never reached it), in one statement."""
+    ReasoningRun.objects.filter(pk__in=run_ids, status=ReasoningRun.Status.QUEUED).update(
         dispatched_at=timezone.now() if dispatched else None
     )
-
-
-def runs_mark_undispatched(run_ids: list[int]) -> None:
-    """Record that these queued runs never reached the job queue (one statement)."""
-    ReasoningRun.objects.filter(pk__in=run_ids, status=ReasoningRun.Status.QUEUED).update(dispatched_at=None)
 
 
 def runs_next_for_owner(owner_id: int) -> list[int]:
@@ -647,5 +643,5 @@ def runs_to_recover() -> list[int]:
         .order_by("created_at", "pk")
         .values_list("pk", flat=True)[:200]
     )
-    ReasoningRun.objects.filter(pk__in=waiting, status=ReasoningRun.Status.QUEUED).update(dispatched_at=now)
+    runs_mark_dispatched(waiting)
     return orphaned + unparked + waiting

@@ -84,7 +84,7 @@ execute_run_task.backend = DisabledBackend(execute_run_task.app)
 @shared_task(name="chat.sweep_runs")
 def sweep_runs_task() -> int:
     """Re-queue runs whose worker died (stale heartbeat) or whose dispatch was lost."""
-    from chat.services import runs_mark_undispatched, runs_to_recover
+    from chat.services import runs_mark_dispatched, runs_to_recover
 
     run_ids = runs_to_recover()
     for index, run_id in enumerate(run_ids):
@@ -93,7 +93,7 @@ def sweep_runs_task() -> int:
         except Exception:
             # The queue is down: this run and the ones after it were not sent (they were all
             # stamped as sent). The next sweep sends them, not one lost-job interval later.
-            runs_mark_undispatched(run_ids[index:])
+            runs_mark_dispatched(run_ids[index:], dispatched=False)
             raise
     return len(run_ids)
 

@@ -158,7 +158,7 @@ def dispatch_stored_run(run: ReasoningRun) -> bool:
     try:
         dispatch_run(run.pk)
     except DispatchError:
-        services.run_mark_dispatched(run.pk, dispatched=False)
+        services.runs_mark_dispatched([run.pk], dispatched=False)
         run.dispatched_at = None
         return False
     return True
@@ -365,7 +365,7 @@ def run_retry(request: HttpRequest, session_id: int, run_id: int) -> HttpRespons
         dispatch_run(run.pk)
     except DispatchError as exc:
         return _error(request, f"{exc} Try again in a moment.", session.pk, status=503)
-    services.run_mark_dispatched(run.pk)
+    services.runs_mark_dispatched([run.pk])
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 

@@ -115,7 +115,7 @@ def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     (run,) = post_in_new_chats(clients["alice"], 1)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
     assert "Starting…" in page and "Retry now" not in page
-    services.run_mark_dispatched(run.pk, dispatched=False)
+    services.runs_mark_dispatched([run.pk], dispatched=False)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
     assert "Retry now" in page
 

@@ -115,7 +115,7 @@ def test_queued_runs_whose_dispatch_was_lost_are_recovered(alice_session):
 
 def test_a_run_whose_dispatch_failed_is_handed_on_at_the_next_sweep(alice_session):
     run = services.message_post(session=alice_session, content="hi")
-    services.run_mark_dispatched(run.pk, dispatched=False)  # what the view does when the queue is down
+    services.runs_mark_dispatched([run.pk], dispatched=False)  # what the view does when the queue is down
     ReasoningRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=2))
     assert services.runs_to_recover() == [run.pk]
     run.refresh_from_db()
