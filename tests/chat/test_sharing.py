@@ -66,16 +66,21 @@ def test_only_the_owner_shares_a_chat(alice, bob, alice_session, client_for):
     assert 'id="share-dialog"' in client_for(alice).get(f"/sessions/{alice_session.pk}/").content.decode()
 
 
-def test_an_answer_built_from_a_private_document_is_withheld_from_who_may_not_read_it(
-    alice, bob, alice_session, client_for
-):
+def _ask_about_salaries(alice, session):
     documents.document_create(owner=alice, title="Salaries", content="Intro.\n\nDana earns 91,234 a year.")
     question = "What does Dana earn? @Salaries"
     prepared = services.message_prepare(user=alice, content=question)
     run = services.message_post(
-        session=alice_session, content=question, question=prepared.question, attachments=prepared.attachments
+        session=session, content=question, question=prepared.question, attachments=prepared.attachments
     )
     run_now(run.pk)
+    return run
+
+
+def test_an_answer_built_from_a_private_document_is_withheld_from_who_may_not_read_it(
+    alice, bob, alice_session, client_for
+):
+    run = _ask_about_salaries(alice, alice_session)
     assert "91,234" in run.answers.get().content, "the answer quotes the document"
     # A real model writes its steps after reading the document, and may quote it there too.
     run.refresh_from_db()
@@ -107,17 +112,6 @@ def test_a_question_asked_again_shows_once_in_its_latest_version(alice, bob, ali
     assert html.count('class="shared-turn"') == 2
     assert "What is 17*23?" not in html and "What is 6*7?" in html and "42" in html
     assert "(the latest of 3 versions)" in html
-
-
-def _ask_about_salaries(alice, session):
-    documents.document_create(owner=alice, title="Salaries", content="Intro.\n\nDana earns 91,234 a year.")
-    question = "What does Dana earn? @Salaries"
-    prepared = services.message_prepare(user=alice, content=question)
-    run = services.message_post(
-        session=session, content=question, question=prepared.question, attachments=prepared.attachments
-    )
-    run_now(run.pk)
-    return run
 
 
 def test_a_later_turn_is_withheld_with_the_private_document_an_earlier_one_read(

@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -84,13 +85,16 @@ def wait_for_status(site: Site, run_id: int, status: str, timeout: float = 60) -
     raise AssertionError(f"run {run_id} is {row['status']}, not {status}")
 
 
-async def websocket_close_code(site: Site, client, session_id: int) -> int | None:
+def page_socket(site: Site, client, session_id: int) -> Any:
+    """A chat page's websocket, opened with the signed-in client's cookies."""
     cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
     uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
+    return connect(uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10)
+
+
+async def websocket_close_code(site: Site, client, session_id: int) -> int | None:
     try:
-        async with connect(
-            uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10
-        ) as ws:
+        async with page_socket(site, client, session_id) as ws:
             await asyncio.wait_for(ws.recv(), timeout=10)
     except ConnectionClosed as closed:
         return closed.rcvd.code if closed.rcvd else None
@@ -104,12 +108,8 @@ async def first_frame_or_close(
 ) -> str | int | None:
     """What a page's socket gets first after asking for a run's events: a frame (text), the
     close code it is refused with, or "open" when it was neither within `hold` seconds."""
-    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
-    uri = f"ws://127.0.0.1:{site.port}/ws/sessions/{session_id}/"
     try:
-        async with connect(
-            uri, origin=site.url, additional_headers={"Cookie": cookie}, open_timeout=10
-        ) as ws:
+        async with page_socket(site, client, session_id) as ws:
             cursor = {str(run_id): 0} if run_id is not None else {}
             await ws.send(json.dumps({"type": "sync", "cursor": cursor}))
             return await asyncio.wait_for(ws.recv(), timeout=hold)
