@@ -6,11 +6,8 @@ through `session_get_for_user`, so another user's session is a 404.
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
 from django.contrib import messages as flash
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.http import (
     HttpRequest,
@@ -24,15 +21,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from chat import documents, mentions, services
+from chat import documents, limits, mentions, services
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
-
-logger = logging.getLogger(__name__)
 
 PAGE = "chat/session.html"
 MAX_COMPLETION_QUERY = 200
@@ -166,23 +161,7 @@ def dispatch_stored_run(run: ReasoningRun) -> bool:
 
 def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
     """Whether the user did `what` (messages, uploads) more than the limit allows this minute."""
-    limit = settings.NEXUS_RATE_LIMIT_PER_MINUTE
-    if not limit:
-        return False
-    key = f"nexus:rate:{what}:{request.user.pk}"
-    try:
-        cache.add(key, 0, 60)
-        try:
-            count = cache.incr(key)
-        except ValueError:
-            cache.set(key, 1, 60)
-            count = 1
-    except Exception as exc:
-        # The counter lives in Redis; losing a message because Redis is down would be worse
-        # than letting a burst through for the minute or two it takes to come back.
-        logger.warning("rate limit not checked (cache unreachable): %s", exc)
-        return False
-    return count > limit
+    return limits.over_limit(request.user.pk, what, settings.NEXUS_RATE_LIMIT_PER_MINUTE)
 
 
 @require_POST

@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "chat.inputs.refuse_oversized_admin_ids",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "chat.signin.SignedOutAware",  # LoginRequiredMiddleware, with a 401 for htmx requests
+    "chat.limits.limit_writes",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -266,6 +267,9 @@ NEXUS_CHAT_MODE_CHOICE = env_bool("NEXUS_CHAT_MODE_CHOICE", False)
 NEXUS_MEMORY = env_bool("NEXUS_MEMORY", True)
 NEXUS_MAX_MESSAGE_CHARS = env_int("NEXUS_MAX_MESSAGE_CHARS", 20_000, minimum=1)
 NEXUS_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_RATE_LIMIT_PER_MINUTE", 20, minimum=0)
+# Every other change a signed-in person posts (new chats, renames, share links, feedback, the
+# admin's forms) per minute; 0 turns it off.
+NEXUS_WRITE_RATE_LIMIT_PER_MINUTE = env_int("NEXUS_WRITE_RATE_LIMIT_PER_MINUTE", 120, minimum=0)
 
 # OpenTelemetry export of every run as a trace (teamops/telemetry.py): on when the standard
 # OTLP endpoint variable is set; the SDK reads OTEL_EXPORTER_OTLP_HEADERS and friends itself.

@@ -28,6 +28,7 @@ os.environ["NEXUS_HTTPS"] = "false"
 os.environ["NEXUS_SECRETS_KEY"] = "ZXJ0e1CP3fbcN3p8Zs4c0VgCk6cd0WbQIgk9y3dcnJw="
 os.environ.setdefault("NEXUS_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"
+os.environ["NEXUS_WRITE_RATE_LIMIT_PER_MINUTE"] = "1000"
 # In-process tests start tool servers when a test needs one; real processes (tests/e2e) warm up.
 os.environ["NEXUS_WARM_TOOL_SERVERS"] = "false"
 # The suite imports the server into its own process: its objects are not to be frozen (real

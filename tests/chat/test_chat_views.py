@@ -278,3 +278,27 @@ def test_an_empty_document_form_asks_for_a_file_or_text(alice, client_for):
     untitled = client.post(upload, {"title": "", "content": "Some notes"}).content.decode()
     assert "Give the pasted text a title" in untitled and "Some notes" in untitled
     assert not Document.objects.exists()
+
+
+@override_settings(NEXUS_WRITE_RATE_LIMIT_PER_MINUTE=3)
+def test_other_changes_have_their_own_rate_limit_that_stores_nothing_past_it(alice, bob, alice_session, client_for):
+    """A script with someone's session cannot fill the database with share links or chats."""
+    from django.core.cache import cache
+
+    from chat.models import ChatSession
+    from teamops.models import SharedLink
+
+    cache.clear()
+    client = client_for(alice)
+    for _ in range(3):
+        assert client.post(f"/sessions/{alice_session.pk}/share/").status_code == 302
+    refused = client.post(f"/sessions/{alice_session.pk}/share/", HTTP_HX_REQUEST="true")
+    assert refused.status_code == 429 and refused["Retry-After"] == "60"
+    assert "too quickly" in refused.content.decode()
+    assert SharedLink.objects.count() == 3
+    sessions = ChatSession.objects.count()
+    assert client.post(reverse("chat:session-new")).status_code == 429
+    assert ChatSession.objects.count() == sessions
+    assert client.get(reverse("chat:session", args=[alice_session.pk])).status_code == 200, "reading goes on"
+    assert client_for(bob).post(reverse("chat:session-new")).status_code == 302, "per person"
+    cache.clear()

@@ -206,6 +206,7 @@ def base_env(tmp: Path, **extra: str) -> dict[str, str]:
             "NEXUS_ADMIN_PASSWORD": PASSWORD,
             "LOG_LEVEL": "INFO",
             "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
+            "NEXUS_WRITE_RATE_LIMIT_PER_MINUTE": "0",
             "NEXUS_WARM_TOOL_SERVERS": "true",
             "NEXUS_GC_FREEZE": "true",
         }

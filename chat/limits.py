@@ -1,0 +1,59 @@
+"""Per-person rate limits, counted in the cache (Redis in a team, so every daphne process
+shares one count).
+
+Messages and uploads have their own, tighter limit (each one costs model calls or storage);
+every other write (new chats, renames, share links, feedback, admin changes) has a looser one
+so that a script with someone's session cannot fill the database with rows.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+
+from chat.inputs import middleware_from
+
+logger = logging.getLogger(__name__)
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+def over_limit(user_pk: int, what: str, limit: int) -> bool:
+    """Count one more `what` for the user this minute; True once the count passes `limit`
+    (0: no limit). A cache that cannot be reached lets the request through: losing a message
+    because Redis is down would be worse than a burst for the minute it takes to come back."""
+    if not limit:
+        return False
+    key = f"nexus:rate:{what}:{user_pk}"
+    try:
+        cache.add(key, 0, 60)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, 60)
+            count = 1
+    except Exception as exc:
+        logger.warning("rate limit not checked (cache unreachable): %s", exc)
+        return False
+    return count > limit
+
+
+def _too_many_writes(request: HttpRequest) -> HttpResponse | None:
+    if request.method in SAFE_METHODS or not request.user.is_authenticated:
+        return None
+    if not over_limit(request.user.pk, "writes", settings.NEXUS_WRITE_RATE_LIMIT_PER_MINUTE):
+        return None
+    response = HttpResponse(
+        "You are making changes too quickly; wait a minute and try again.",
+        status=429,
+        content_type="text/plain; charset=utf-8",
+    )
+    response["Retry-After"] = "60"
+    return response
+
+
+# After authentication (it counts per person); sign-in itself is django-axes's to limit.
+limit_writes = middleware_from(check=_too_many_writes)
