@@ -80,7 +80,12 @@ def _decode(data: str) -> bytes | None:
         return None
 
 
-def _image_part(mime: str, data: str) -> tuple[str, dict[str, Any] | None]:
+# Where a server's binary content goes: beside a tool result the chat shows images and offers
+# downloads; a /command's prompt or an @resource is text the question carries, nothing more.
+NOT_ATTACHED = "not attached: only text reaches the question"
+
+
+def _image_part(mime: str, data: str, *, offer: bool = True) -> tuple[str, dict[str, Any] | None]:
     raw = _decode(data)
     mime = (mime or "").lower()
     if raw is None:
@@ -90,6 +95,8 @@ def _image_part(mime: str, data: str) -> tuple[str, dict[str, Any] | None]:
             f"[{mime or 'unknown'} image, {_size(len(raw))}; not shown: only PNG, JPEG, GIF and WebP]",
             None,
         )
+    if not offer:
+        return f"[{mime} image, {_size(len(raw))}; {NOT_ATTACHED}]", None
     if len(raw) > MAX_IMAGE_BYTES:
         return (
             f"[{mime} image, {_size(len(raw))}; too large to show (at most {_size(MAX_IMAGE_BYTES)})]",
@@ -99,20 +106,27 @@ def _image_part(mime: str, data: str) -> tuple[str, dict[str, Any] | None]:
     return f"[{mime} image, {_size(len(raw))}, shown to the user]", part
 
 
-def _blob_part(uri: str, mime: str | None, data: str) -> tuple[str, dict[str, Any] | None]:
+def _blob_part(
+    uri: str, mime: str | None, data: str, *, offer: bool = True
+) -> tuple[str, dict[str, Any] | None]:
     raw = _decode(data)
     mime = mime or "application/octet-stream"
     if raw is None:
         return f"[binary resource {uri} ({mime}) that is not valid base64]", None
+    if not offer:
+        return f"[binary resource {uri} ({mime}, {_size(len(raw))}); {NOT_ATTACHED}]", None
     if len(raw) > MAX_BLOB_BYTES:
         return f"[binary resource {uri} ({mime}, {_size(len(raw))}); too large to offer]", None
     part = {"type": "blob", "uri": uri, "mime_type": mime, "data": data, "bytes": len(raw)}
     return f"[binary resource {uri} ({mime}, {_size(len(raw))}), offered to the user as a download]", part
 
 
-def content_of(content: list[Any], redact: Callable[[str], str]) -> tuple[str, list[dict[str, Any]]]:
+def content_of(
+    content: list[Any], redact: Callable[[str], str], *, offer: bool = True
+) -> tuple[str, list[dict[str, Any]]]:
     """The text the model reads and the parts the chat shows, for a list of MCP content
-    blocks; server-given strings are redacted."""
+    blocks; server-given strings are redacted. `offer`: whether the chat will show the parts
+    (a tool result) or only the text goes on (a prompt), which the text must then say."""
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
     for block in content or []:
@@ -121,7 +135,7 @@ def content_of(content: list[Any], redact: Callable[[str], str]) -> tuple[str, l
         if kind == "text":
             text = block.text
         elif kind == "image":
-            text, part = _image_part(block.mime_type, block.data)
+            text, part = _image_part(block.mime_type, block.data, offer=offer)
         elif kind == "audio":
             text = f"[{block.mime_type} audio; not played here]"
         elif kind == "resource_link":
@@ -134,7 +148,9 @@ def content_of(content: list[Any], redact: Callable[[str], str]) -> tuple[str, l
             if getattr(resource, "text", None) is not None:
                 text = resource.text
             else:
-                text, part = _blob_part(redact(str(resource.uri)), resource.mime_type, resource.blob)
+                text, part = _blob_part(
+                    redact(str(resource.uri)), resource.mime_type, resource.blob, offer=offer
+                )
         else:
             text = f"[{kind or 'unknown'} content]"
         texts.append(redact(text))
@@ -382,23 +398,15 @@ class MCPToolProvider(ToolProvider):
         return list(result.resources)
 
     async def read_resource(self, uri: str) -> str:
-        text, _ = await self.read_resource_parts(uri)
-        return text
-
-    async def read_resource_parts(self, uri: str) -> tuple[str, list[dict[str, Any]]]:
-        """A resource's text and, for binary contents, download parts."""
+        """A resource's text, as an @mention attaches it; binary contents are named, not sent."""
         result = await self.pool.request(self.config, "read_resource", uri, meta=self.meta or None)
-        texts: list[str] = []
-        parts: list[dict[str, Any]] = []
-        for contents in result.contents:
-            if getattr(contents, "text", None) is not None:
-                texts.append(self.config.redact(contents.text))
-            else:
-                text, part = _blob_part(str(contents.uri), contents.mime_type, contents.blob)
-                texts.append(self.config.redact(text))
-                if part is not None:
-                    parts.append(part)
-        return "\n".join(texts), parts
+        texts = [
+            contents.text
+            if getattr(contents, "text", None) is not None
+            else _blob_part(str(contents.uri), contents.mime_type, contents.blob, offer=False)[0]
+            for contents in result.contents
+        ]
+        return self.config.redact("\n".join(texts))
 
     async def list_prompts(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_prompts", meta=self.meta or None)
@@ -407,6 +415,6 @@ class MCPToolProvider(ToolProvider):
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[dict[str, str]]:
         result = await self.pool.request(self.config, "get_prompt", name, arguments, meta=self.meta or None)
         return [
-            {"role": m.role, "content": content_of([m.content], self.config.redact)[0]}
+            {"role": m.role, "content": content_of([m.content], self.config.redact, offer=False)[0]}
             for m in result.messages
         ]

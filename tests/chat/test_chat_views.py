@@ -281,7 +281,9 @@ def test_an_empty_document_form_asks_for_a_file_or_text(alice, client_for):
 
 
 @override_settings(NEXUS_WRITE_RATE_LIMIT_PER_MINUTE=3)
-def test_other_changes_have_their_own_rate_limit_that_stores_nothing_past_it(alice, bob, alice_session, client_for):
+def test_other_changes_have_their_own_rate_limit_that_stores_nothing_past_it(
+    alice, bob, alice_session, client_for
+):
     """A script with someone's session cannot fill the database with share links or chats."""
     from django.core.cache import cache
 

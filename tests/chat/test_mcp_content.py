@@ -52,11 +52,17 @@ async def test_binary_resources_become_downloads_and_links_keep_their_uri(regist
     assert "resource link: notes <faulty://notes> (the notes)" in outcome.content
 
 
-async def test_a_binary_resource_is_read_as_a_download(pool):
+async def test_binary_content_a_prompt_or_resource_brings_is_named_never_promised(pool):
+    """A /command's prompt and an @resource become text in the question: no download or
+    picture reaches the person from them, so the text must not say one does."""
     provider = MCPToolProvider(pool, MCPServerConfig(name="faulty", command=sys.executable, args=(FAULTY,)))
-    text, parts = await provider.read_resource_parts("faulty://report.bin")
-    assert "faulty://report.bin" in text and parts[0]["type"] == "blob" and parts[0]["bytes"] == 8
-    assert (await provider.read_resource("faulty://report.bin")) != "", "no longer read as empty"
+    text = await provider.read_resource("faulty://report.bin")
+    assert "faulty://report.bin" in text and "8 bytes" in text and "not attached" in text
+    messages = await provider.get_prompt("chart", {})
+    said = " ".join(m["content"] for m in messages)
+    assert "Describe the attached chart." in said
+    assert "image/png image, 67 bytes; not attached" in said and "faulty://chart.bin" in said
+    assert "download" not in said and "shown to the user" not in said
 
 
 async def test_progress_of_a_long_tool_reaches_the_caller(pool):

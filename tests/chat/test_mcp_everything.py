@@ -76,8 +76,8 @@ async def test_over_stdio_every_content_type_reaches_the_person(pool, everything
         "demo://resource/dynamic/text/2",
     ]
     assert "<demo://resource/dynamic/text/2>" in links.content, "the model sees the URI too"
-    _text, parts = await provider.read_resource_parts("demo://resource/dynamic/blob/1")
-    assert parts and parts[0]["type"] == "blob", "read_resource no longer returns nothing for a blob"
+    text = await provider.read_resource("demo://resource/dynamic/blob/1")
+    assert "demo://resource/dynamic/blob/1" in text and "not attached" in text, "named, not read as nothing"
 
     prompt = next(p for p in await provider.list_prompts() if p.name == "args-prompt")
     declared = [{"name": a.name, "required": bool(a.required)} for a in prompt.arguments]

@@ -6,6 +6,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp_types import (
     BlobResourceContents,
     EmbeddedResource,
@@ -122,6 +123,21 @@ def trip(city: str, state: str | None = None) -> str:
 def summarize(topic: str) -> str:
     """The same name as the built-in server's prompt."""
     return f"Faulty summary of {topic}."
+
+
+@server.prompt()
+def chart() -> list[UserMessage]:
+    """A prompt that brings a picture and a binary file along with its text."""
+    blob = BlobResourceContents(
+        uri="faulty://chart.bin",
+        mime_type="application/octet-stream",
+        blob=base64.b64encode(b"chart").decode(),
+    )
+    return [
+        UserMessage("Describe the attached chart."),
+        UserMessage(ImageContent(type="image", data=PNG, mime_type="image/png")),
+        UserMessage(EmbeddedResource(type="resource", resource=blob)),
+    ]
 
 
 @server.resource("faulty://report.bin", name="report", mime_type="application/octet-stream")
