@@ -31,6 +31,9 @@ os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"
 os.environ["NEXUS_WRITE_RATE_LIMIT_PER_MINUTE"] = "1000"
 # In-process tests start tool servers when a test needs one; real processes (tests/e2e) warm up.
 os.environ["NEXUS_WARM_TOOL_SERVERS"] = "false"
+# Test servers start cold, on a machine the other tests keep busy: past the 3 s a run waits by
+# default, a run would go on without them. The wait itself is tested with its own values.
+os.environ["NEXUS_TOOL_SERVER_START_WAIT"] = "60"
 # The suite imports the server into its own process: its objects are not to be frozen (real
 # processes, tests/e2e and the benchmarks, freeze as deployed).
 os.environ["NEXUS_GC_FREEZE"] = "false"

@@ -207,6 +207,7 @@ def base_env(tmp: Path, **extra: str) -> dict[str, str]:
             "LOG_LEVEL": "INFO",
             "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
             "NEXUS_WRITE_RATE_LIMIT_PER_MINUTE": "0",
+            "NEXUS_TOOL_SERVER_START_WAIT": "60",  # servers start cold on a busy machine
             "NEXUS_WARM_TOOL_SERVERS": "true",
             "NEXUS_GC_FREEZE": "true",
         }
