@@ -369,7 +369,8 @@
   document.addEventListener("click", (event) => {
     closeMenus(event.target.closest(".session-actions, .share-dialog"));
     const stop = event.target.closest("#stop-button");
-    if (stop) { stopRun(stop); return; }
+    // Stop appears where Send was: the second click of a double-click on Send is not a Stop.
+    if (stop) { if (event.detail < 2) stopRun(stop); return; }
     if (event.target.closest("#jump-latest")) {
       const thread = document.getElementById("thread");
       if (thread) thread.scrollTo({ top: thread.scrollHeight, behavior: "smooth" });
@@ -407,9 +408,10 @@
   document.addEventListener("keydown", (event) => {
     const input = event.target.closest && event.target.closest("#composer-input");
     if (input && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault(); // never a newline: Enter picks a completion or sends
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
-      event.preventDefault();
       if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
+      if (input.form.dataset.sending === "true") return; // the last one is on its way; keep this
       if (input.value.trim()) input.form.requestSubmit();
       return;
     }
@@ -578,13 +580,34 @@
     const target = event.detail.target;
     if (!target || target.id !== "thread") return;
     const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
-    if (elt && elt.id === "composer") elt.reset();
     const turns = target.querySelectorAll("article.turn");
     afterThreadChange(turns[turns.length - 1] || null);
     scrollThread(true);
     sync();
   });
   document.addEventListener("htmx:afterSettle", () => updateComposer());
+  // Sending: the box empties at once, so what the person types next is theirs to keep (the
+  // reply does not reset the form over it); a refused or failed send puts the text back.
+  document.addEventListener("htmx:beforeSend", (event) => {
+    const form = event.detail.elt;
+    if (!form || form.id !== "composer") return;
+    const input = form.querySelector("#composer-input");
+    form.dataset.sending = "true";
+    form.dataset.sent = input.value;
+    input.value = "";
+    fitComposer(input);
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail.elt;
+    if (!form || form.id !== "composer" || form.dataset.sending !== "true") return;
+    const input = form.querySelector("#composer-input");
+    const sent = form.dataset.sent || "";
+    form.dataset.sending = "false";
+    form.dataset.sent = "";
+    if (event.detail.successful && afterSuccess(event.detail.xhr)) return;
+    if (sent && !input.value.startsWith(sent)) input.value = sent + (input.value ? "\n" + input.value : "");
+    fitComposer(input);
+  });
   // Renamed: the header was drawn again, and focus would fall back to the page's top; a
   // keyboard user goes on from the chat menu they used.
   document.addEventListener("htmx:afterSwap", (event) => {

@@ -21,10 +21,22 @@
     return null;
   }
 
+  // The box is a combobox: assistive technology hears whether the list is open and which
+  // completion Enter or Tab would pick.
+  function announce() {
+    const el = input();
+    if (!el) return;
+    const open = items.length > 0 && !box().hidden;
+    el.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open && selected >= 0) el.setAttribute("aria-activedescendant", "completion-" + selected);
+    else el.removeAttribute("aria-activedescendant");
+  }
+
   function close() {
     const list = box();
     if (list) { list.hidden = true; list.replaceChildren(); }
     items = []; selected = -1; token = null;
+    announce();
   }
 
   function render() {
@@ -34,6 +46,8 @@
       const option = document.createElement("button");
       option.type = "button";
       option.setAttribute("role", "option");
+      option.id = "completion-" + index;
+      option.tabIndex = -1;
       option.setAttribute("aria-selected", index === selected ? "true" : "false");
       const label = document.createElement("strong");
       label.textContent = item.label;
@@ -45,6 +59,7 @@
       list.appendChild(option);
     });
     list.hidden = items.length === 0;
+    announce();
   }
 
   function choose(index) {

@@ -597,6 +597,74 @@ def test_renaming_by_keyboard_keeps_the_focus_on_the_chat_menu(tab: Tab):
     expect(page.locator("#session-title .session-actions summary")).to_be_focused()
 
 
+def test_what_is_typed_while_a_message_is_on_its_way_is_kept_and_nothing_is_sent_twice(tab: Tab):
+    """The box held the first question until the reply came: a second one typed meanwhile was
+    appended to it, Enter queued another POST, and the reply's reset sent that one empty ("Type
+    a message first.") and threw the typed text away."""
+    page = tab.page
+    held = []
+    page.route("**/messages/", lambda route: held.append(route))
+    ask(page, "What is 3*3?")
+    while not held:
+        page.wait_for_timeout(20)
+    box = page.locator("#composer-input")
+    expect(box).to_have_value("")
+    box.press_sequentially("What is 5*5?")
+    box.press("Enter")
+    page.locator("#composer button.send").click()
+    page.wait_for_timeout(300)
+    assert len(held) == 1, "one message on its way, nothing queued behind it"
+    held[0].continue_()
+    page.unroute("**/messages/")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("9", timeout=20000)
+    expect(box).to_have_value("What is 5*5?")
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+    expect(page.locator("article.turn")).to_have_count(1)
+    # A send that fails gives the text back, ahead of anything typed since.
+    page.route("**/messages/", lambda route: held.append(route))
+    box.press("Enter")
+    while len(held) < 2:
+        page.wait_for_timeout(20)
+    box.press_sequentially("and then?")
+    held[1].fulfill(status=500, body="Server Error (500)")
+    page.unroute("**/messages/")
+    expect(page.locator("#composer-error")).to_contain_text("Nexus hit an error (500)")
+    expect(box).to_have_value("What is 5*5?\nand then?")
+
+
+def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):
+    """The second click of a double-click sent an empty message (a false "Type a message
+    first.") or, once Stop had taken Send's place, stopped the run the first click started."""
+    page = tab.page
+    page.fill("#composer-input", "What is 6*7?")
+    page.locator("#composer button.send").dblclick()
+    expect(last_answer(page).locator(".markdown")).to_contain_text("42", timeout=20000)
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+    page.fill("#composer-input", "What is 6*8?")
+    send = page.locator("#composer button.send").bounding_box()
+    x, y = send["x"] + send["width"] / 2, send["y"] + send["height"] / 2
+    page.mouse.click(x, y)
+    expect(page.locator("#stop-button")).to_be_visible()
+    page.mouse.down(click_count=2)  # the second click of the double-click lands on Stop
+    page.mouse.up(click_count=2)
+    expect(last_answer(page).locator(".markdown")).to_contain_text("48", timeout=20000)
+    expect(page.locator("article.turn")).to_have_count(2)
+    expect(last_answer(page)).not_to_contain_text("Stopped")
+
+
+def test_enter_on_a_completion_picks_it_without_a_new_line(tab: Tab):
+    page = tab.page
+    box = page.locator("#composer-input")
+    box.press_sequentially("/summ")
+    expect(page.locator("#completions [role=option]").first).to_contain_text("/summarize", timeout=20000)
+    expect(box).to_have_attribute("aria-expanded", "true")
+    expect(box).to_have_attribute("aria-activedescendant", "completion-0")
+    box.press("Enter")
+    expect(box).to_have_value(re.compile(r"^/summarize \S*$"))
+    expect(box).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("article.turn")).to_have_count(0)
+
+
 def test_the_chat_list_drawer_on_a_phone_keeps_the_keyboard_in_it(tab: Tab, width: str):
     """Open on a phone, the chat list covers the chat: Tab went on into the header's controls
     behind it. Now it takes the focus, Tab goes round it, and Escape gives the focus back to ☰."""
@@ -609,6 +677,11 @@ def test_the_chat_list_drawer_on_a_phone_keeps_the_keyboard_in_it(tab: Tab, widt
         page.keyboard.press("Tab")
         assert not page.evaluate(f"({inside})(document.activeElement)"), "Tab left the chat list"
         return
+    # Closed, the drawer is off screen: Tab from the top of the page never lands in it.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        assert not page.evaluate(f"({inside})(document.activeElement)"), "Tab went into the closed drawer"
     toggle.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#app")).to_have_class(re.compile("nav-open"))
