@@ -340,8 +340,12 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
     if run.final_quality >= threshold and run.answer_kind != "low_confidence":
         return None
     attempt = run.attempts.exclude(evaluation={}).order_by("-number").first()
-    missing = list((attempt.evaluation or {}).get("missing_aspects") or []) if attempt else []
-    return {"quality": run.final_quality, "threshold": threshold, "missing": missing}
+    missing = "; ".join(
+        str(m).strip() for m in (attempt.evaluation or {}).get("missing_aspects") or [] if attempt
+    )
+    # The sentence ends once: an aspect given as a question or a sentence brings its own mark.
+    ending = "" if missing.endswith((".", "?", "!")) else "."
+    return {"quality": run.final_quality, "threshold": threshold, "missing": missing, "ending": ending}
 
 
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:

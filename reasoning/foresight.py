@@ -12,7 +12,10 @@ what is missing (and escalates to a strategy with the full tool loop when that c
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
+import zoneinfo
 from collections.abc import Iterable
 
 from reasoning.llm.base import ToolCall
@@ -63,22 +66,136 @@ CITY_ZONES = {
     "cairo": "Africa/Cairo",
     "johannesburg": "Africa/Johannesburg",
     "lagos": "Africa/Lagos",
+    "california": "America/Los_Angeles",
+    "texas": "America/Chicago",
+    "florida": "America/New_York",
+    "new jersey": "America/New_York",
+    "washington dc": "America/New_York",
+    "hawaii": "Pacific/Honolulu",
+    "alaska": "America/Anchorage",
+    "spain": "Europe/Madrid",
+    "italy": "Europe/Rome",
+    "netherlands": "Europe/Amsterdam",
+    "ireland": "Europe/Dublin",
+    "portugal": "Europe/Lisbon",
+    "switzerland": "Europe/Zurich",
+    "sweden": "Europe/Stockholm",
+    "norway": "Europe/Oslo",
+    "poland": "Europe/Warsaw",
+    "greece": "Europe/Athens",
+    "turkey": "Europe/Istanbul",
+    "israel": "Asia/Jerusalem",
+    "egypt": "Africa/Cairo",
+    "nigeria": "Africa/Lagos",
+    "kenya": "Africa/Nairobi",
+    "south africa": "Africa/Johannesburg",
+    "china": "Asia/Shanghai",
+    "south korea": "Asia/Seoul",
+    "korea": "Asia/Seoul",
+    "thailand": "Asia/Bangkok",
+    "vietnam": "Asia/Ho_Chi_Minh",
+    "indonesia": "Asia/Jakarta",
+    "philippines": "Asia/Manila",
+    "pakistan": "Asia/Karachi",
+    "brazil": "America/Sao_Paulo",
+    "argentina": "America/Argentina/Buenos_Aires",
+    "colombia": "America/Bogota",
+    "peru": "America/Lima",
+    "new zealand": "Pacific/Auckland",
     "utc": "UTC",
     "gmt": "UTC",
 }
 _IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
+# Abbreviations people write for a place's time, read in capitals only ("est" is a word).
+ZONE_ABBREVIATIONS = {
+    "PST": "America/Los_Angeles",
+    "PDT": "America/Los_Angeles",
+    "MST": "America/Denver",
+    "MDT": "America/Denver",
+    "CST": "America/Chicago",
+    "CDT": "America/Chicago",
+    "EST": "America/New_York",
+    "EDT": "America/New_York",
+    "BST": "Europe/London",
+    "CET": "Europe/Paris",
+    "CEST": "Europe/Paris",
+    "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo",
+    "KST": "Asia/Seoul",
+    "AEST": "Australia/Sydney",
+    "AEDT": "Australia/Sydney",
+    "NZST": "Pacific/Auckland",
+    "LA": "America/Los_Angeles",
+    "SF": "America/Los_Angeles",
+    "NYC": "America/New_York",
+    "UK": "Europe/London",
+    "UAE": "Asia/Dubai",
+}
+_ABBREVIATION = re.compile(rf"\b({'|'.join(ZONE_ABBREVIATIONS)})\b")
+# The IANA database's cities ("Asia/Kathmandu": Kathmandu) are places too, except its legacy
+# regions and the ones that are also ordinary words ("Pacific/Wake", "America/Resolute").
+# fmt: off
+_NOT_PLACES = frozenset({
+    "north", "south", "east", "west", "central", "eastern", "western", "mountain", "pacific",
+    "atlantic", "center", "general", "jersey", "universal", "zulu", "easter", "midway", "wake",
+    "christmas", "reunion", "virgin", "yap", "truk", "resolute", "canary", "stanley", "regina",
+    "dawson", "casey", "davis", "palmer", "troll", "vostok",
+})
+# fmt: on
+_LEGACY_REGIONS = ("Etc/", "SystemV/", "US/", "Canada/", "Mexico/", "Brazil/", "Chile/", "Antarctica/")
 
+
+def fold(text: str) -> str:
+    """Lower case without accents: "São Paulo" and "Zürich" as people also type them."""
+    decomposed = unicodedata.normalize("NFKD", text or "")
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+@functools.cache
+def _places() -> tuple[dict[str, str], re.Pattern[str]]:
+    """Every place name known, folded, with its zone, and one pattern that finds them."""
+    places: dict[str, str] = {}
+    for zone in sorted(zoneinfo.available_timezones()):
+        if "/" not in zone or zone.startswith(_LEGACY_REGIONS):
+            continue
+        city = fold(zone.rsplit("/", 1)[1].replace("_", " "))
+        if city not in _NOT_PLACES:
+            places.setdefault(city, zone)
+    places.update(CITY_ZONES)  # the list above decides where a name is ambiguous
+    names = sorted(places, key=len, reverse=True)
+    return places, re.compile(rf"\b({'|'.join(re.escape(name) for name in names)})\b")
+
+
+# Digit groups: "1,234" and "1 000 000" (spaces, narrow or not) are one number.
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
-# "15% of 2400": a share of an amount.
-_PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?)")
+_SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
+# "15% of 2400": a share of an amount; the innermost first in "50% of 50% of 80".
+_PERCENT_OF = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:%|percent))"
+)
+# What the question does to the result afterwards: "3 plus 4, then doubled", "1/7 rounded to
+# 3 decimals", "3/4 as a percentage" (number words are operators by then).
+_THEN = re.compile(
+    r"\s*,?\s*(?:and\s+)?then\s+(?:(?P<word>double|triple|halve|quadruple)[ds]?(?:\s+it)?|"
+    r"(?P<op>\*\*|[-+*/%])\s*(?P<number>\d+(?:\.\d+)?))\b",
+    re.IGNORECASE,
+)
+_THEN_WORDS = {"double": "*2", "triple": "*3", "quadruple": "*4", "halve": "/2"}
+_ROUNDED = re.compile(
+    r"\s*,?\s*(?:and\s+)?(?:then\s+)?round(?:ed)?(?:\s+it)?\s+(?:to\s+)?(?:(?P<places>\d+)\s*"
+    r"(?:decimal(?:\s+places?|s)?|dp|places?|digits? after the (?:decimal )?point)|the nearest (?:whole )?"
+    r"(?:number|integer))",
+    re.IGNORECASE,
+)
+_AS_PERCENT = re.compile(r"\s*,?\s*(?:as|in|into)\s+(?:a\s+)?percent(?:age)?\b", re.IGNORECASE)
 _NUMBER_WORDS = [
     (r"\bmultiplied by\b|\btimes\b|\bx\b(?=\s*\d)", "*"),
     (r"\bdivided by\b|\bover\b(?=\s*\d)", "/"),
     (r"\bplus\b", "+"),
     (r"\bminus\b", "-"),
     (r"\bto the power of\b|\braised to\b", "**"),
-    (r"\bsquared\b", "**2"),
-    (r"\bcubed\b", "**3"),
+    (r"\s*\bsquared\b", "**2"),
+    (r"\s*\bcubed\b", "**3"),
     (r"\bmod(?:ulo)?\b", "%"),
 ]
 _FUNCTION_WORDS = re.compile(
@@ -86,9 +203,12 @@ _FUNCTION_WORDS = re.compile(
     r"(-?\d+(?:\.\d+)?)\s*\)?",
     re.IGNORECASE,
 )
+# A number: digits, decimals, an exponent ("1e3"). An expression never starts inside a word,
+# a number or a time of day ("1e3" is not "3", "12:30" not "30").
+_NUM = r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _EXPRESSION = re.compile(
-    r"(?:[a-z]+\()?[-+(]*\s*\d+(?:\.\d+)?(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?\d+(?:\.\d+)?\)*)+\)*"
-    r"|(?:sqrt|log|ln|sin|cos|tan|exp|factorial)\(\s*-?\d+(?:\.\d+)?\s*\)",
+    rf"(?<![\w.:])(?:(?:[a-z]+\()?[-+(]*\s*{_NUM}\)*(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?{_NUM}\)*)+"
+    rf"|(?:sqrt|log|ln|sin|cos|tan|exp|factorial)\(\s*-?{_NUM}\s*\))",
     re.IGNORECASE,
 )
 
@@ -101,7 +221,11 @@ _ASKED = re.compile(
 def expression_in(text: str) -> str | None:
     """An arithmetic expression in a question, with number words turned into operators."""
     candidate = _THOUSANDS.sub("", text.lower())
-    candidate = _PERCENT_OF.sub(r"\1/100*\2", candidate)
+    candidate = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), candidate)
+    for _ in range(5):
+        candidate, changed = _PERCENT_OF.subn(r"\1/100*\2", candidate, count=1)
+        if not changed:
+            break
     candidate = _FUNCTION_WORDS.sub(
         lambda m: (
             f"{'sqrt' if m.group(1).lower() in ('square root', 'sqrt') else m.group(1).lower()}({m.group(2)})"
@@ -121,37 +245,80 @@ def expression_in(text: str) -> str | None:
         ),
         reverse=True,
     )
-    found = [m.group().strip() for m in ranked]
-    for expression in found:
+    for match in ranked:
+        expression = _then(match.group().strip(), candidate[match.end() :])
         try:
             calculate(expression)
         except CalculatorError:
             continue
         return expression
-    return found[0] if found else None
+    return _then(ranked[0].group().strip(), candidate[ranked[0].end() :]) if ranked else None
+
+
+def _then(expression: str, rest: str) -> str:
+    """`expression` with what the words after it do to its result ("then doubled", "rounded
+    to 3 decimals", "as a percentage"): an answer that left them out would be wrong."""
+    for _ in range(5):
+        step = _THEN.match(rest)
+        if step is None:
+            break
+        operation = _THEN_WORDS[step["word"].lower()] if step["word"] else f"{step['op']}{step['number']}"
+        expression, rest = f"({expression}){operation}", rest[step.end() :]
+    if percent := _AS_PERCENT.match(rest):
+        expression, rest = f"({expression})*100", rest[percent.end() :]
+    if rounded := _ROUNDED.match(rest):
+        places = f", {rounded['places']}" if rounded["places"] else ""
+        expression = f"round({expression}{places})"
+    return expression
 
 
 def zone_in(text: str) -> str | None:
-    iana = _IANA.search(text or "")
-    if iana:
-        return iana.group(1)
-    lowered = (text or "").lower()
-    for city in sorted(CITY_ZONES, key=len, reverse=True):
-        if re.search(rf"\b{re.escape(city)}\b", lowered):
-            return CITY_ZONES[city]
-    return None
+    """The first time zone a text names."""
+    zones = zones_in(text)
+    return zones[0] if zones else None
 
 
 def zones_in(text: str) -> list[str]:
-    """Every time zone a text names, in the order it names them ("Berlin and Tokyo": two)."""
-    named = [match.group(1) for match in _IANA.finditer(text or "")]
-    lowered = (text or "").lower()
-    placed: list[tuple[int, str]] = []
-    for city in sorted(CITY_ZONES, key=len, reverse=True):
-        pattern = rf"\b{re.escape(city)}\b"
-        placed += [(match.start(), CITY_ZONES[city]) for match in re.finditer(pattern, lowered)]
-        lowered = re.sub(pattern, lambda match: " " * len(match.group()), lowered)
-    return list(dict.fromkeys([*named, *(zone for _, zone in sorted(placed))]))
+    """Every time zone a text names, in the order it names them ("Berlin and Tokyo": two):
+    IANA names, places (accents optional), and abbreviations in capitals (PST, LA)."""
+    text = text or ""
+    places, pattern = _places()
+    found = [(m.start(), m.group(1)) for m in _IANA.finditer(text)]
+    found += [(m.start(), ZONE_ABBREVIATIONS[m.group(1)]) for m in _ABBREVIATION.finditer(text)]
+    found += [(m.start(), places[m.group(1)]) for m in pattern.finditer(fold(text))]
+    return list(dict.fromkeys(zone for _, zone in sorted(found, key=lambda item: item[0])))
+
+
+# "What time is it in Londn?": a place after the time question that no zone is known for.
+_PLACE_ASKED = re.compile(
+    r"\b(?:time|date|day|clock|hour)\b[^?!.]*?\b(?:in|at)\s+"
+    r"(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2})",
+    re.IGNORECASE,
+)
+# fmt: off
+_NOT_A_PLACE = frozenset({
+    "the", "a", "an", "my", "our", "your", "their", "his", "her", "this", "that", "here", "there",
+    "it", "iso", "words", "format", "figures", "digits", "numbers", "seconds", "minutes", "hours",
+    "days", "weeks", "months", "years", "total", "general", "morning", "afternoon", "evening",
+    "night", "now", "today", "tonight", "currently", "right", "moment", "am", "pm", "o'clock",
+})
+# fmt: on
+
+
+def unknown_place(text: str) -> str | None:
+    """The place a time question asks about when no time zone is known for it (so the answer
+    says so instead of giving another place's time); None when it names none, or a known one."""
+    if zones_in(text):
+        return None
+    asked = _PLACE_ASKED.search(text or "")
+    if not asked:
+        return None
+    words = asked.group("place").strip(" .’'").split()
+    while words and fold(words[-1]) in _NOT_A_PLACE:
+        words.pop()
+    if not words or any(fold(word) in _NOT_A_PLACE for word in words):
+        return None
+    return " ".join(words)
 
 
 # "What time is it", "today's date", "what week number is it", "what year is it now": the
@@ -166,6 +333,14 @@ _NOW = re.compile(
     r"this (?:year|month|week)\b)",
     re.IGNORECASE,
 )
+
+
+def asks_now(text: str) -> bool:
+    """Whether a text asks for the present moment (the time, today's date), which only a clock
+    knows; "how many seconds in a day" does not."""
+    return bool(_NOW.search(text or ""))
+
+
 # The team's own knowledge, which its documents may hold: a document named with @, or the
 # team's policies, handbooks and processes.
 _TEAM = re.compile(
@@ -209,7 +384,7 @@ def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[
             expression = None
         if expression is not None:
             calls.append((name, {"expression": expression}))
-    if _NOW.search(part) and (name := tool_named(tools, "clock")):
+    if asks_now(part) and (name := tool_named(tools, "clock")) and not unknown_place(part):
         calls += [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
     wants_documents = not calls and not attached and not _WRITING.match(part) and _TEAM.search(part)
     if wants_documents and (name := tool_named(tools, "search_documents")):

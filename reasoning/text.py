@@ -18,6 +18,23 @@ def keywords(text: str) -> list[str]:
     return [w for w in words if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
+_SUFFIXES = ("ies", "es", "s", "ing", "ed")
+
+
+def stem(word: str) -> str:
+    """A word without its plural or tense ending, enough for "expenses" to match "expense"
+    and "releasing" to match "release" (not a linguist's stemmer: only for overlap counts)."""
+    for suffix in _SUFFIXES:
+        if (
+            word.endswith(suffix)
+            and len(word) > len(suffix) + 2
+            and not (suffix == "s" and word.endswith("ss"))
+        ):
+            base = word[: -len(suffix)]
+            return base + "y" if suffix == "ies" else base.rstrip("e")
+    return word.rstrip("e") if len(word) > 3 else word
+
+
 # A document mention: `@name`, `@"a title"` (a `"` or `\` inside written with a backslash
 # before it) and optionally `#id`. Groups: the quoted title, the bare name, the id.
 MENTION = re.compile(r'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
@@ -41,10 +58,14 @@ _ASKS = re.compile(
 )
 
 
+_LEADING_JOINER = re.compile(r"^(?:also|and|plus|then|so)\b[\s,]*(?=\w)", re.IGNORECASE)
+
+
 def as_ask(part: str) -> str:
     """A part of a message as a step or heading: capitalised, a question ending in "?", a
-    request ("Design a recovery plan") in "." rather than a "?" that makes it read oddly."""
-    part = " ".join((part or "").split())
+    request ("Design a recovery plan") in "." rather than a "?" that makes it read oddly; a
+    joining word it kept from the message ("Also, what time is it?") goes."""
+    part = _LEADING_JOINER.sub("", " ".join((part or "").split()))
     part = part[:1].upper() + part[1:]
     if part.endswith(("?", ".", "!")):
         return part
@@ -111,6 +132,16 @@ def search_hits(text: str) -> list[tuple[str, str]]:
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
+
+
+_BOLD_HEADING = re.compile(r"\A\s*\*\*[^\n]+\*\*\s*\n")
+
+
+def under_heading(title: str, text: str) -> str:
+    """`text` under `title` as a bold heading, unless it starts with headings of its own (a
+    step that answered several asks, each under its own)."""
+    text = text.strip()
+    return text if _BOLD_HEADING.match(text) else f"**{markdown_inline(title)}**\n\n{text}"
 
 
 def markdown_inline(text: str) -> str:

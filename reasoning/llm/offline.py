@@ -25,6 +25,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+from reasoning.foresight import zone_in
 from reasoning.llm.base import LLMClient, LLMRequest, LLMResponse, ToolCall, Usage
 from reasoning.llm.offline_structured import structured_answer, synthesize
 from reasoning.llm.offline_text import (
@@ -36,12 +37,12 @@ from reasoning.llm.offline_text import (
     expression_in,
     part_kind,
     plan_tool_call,
+    plan_tool_calls,
     question_parts,
     recalls,
     remembered_lines,
-    zone_in,
 )
-from reasoning.text import EARLIER_CHAT, markdown_inline
+from reasoning.text import EARLIER_CHAT, as_ask, markdown_inline
 
 STREAM_WORDS = 4
 
@@ -119,6 +120,10 @@ class OfflineClient(LLMClient):
             return self.parts_turn(
                 parts or question_parts(question) or [question], request, context, remembered
             )
+        if not parts and request.hints.get("step"):
+            # A plan step that holds several asks (a light plan's last step takes every part
+            # beyond its first) answers each of them.
+            parts = question_parts(question) if len(question_parts(question)) > 1 else []
         if parts:
             return self.parts_turn(parts, request)
         results = _tool_results(request.messages)
@@ -145,20 +150,20 @@ class OfflineClient(LLMClient):
         results = _tool_results(request.messages)
         tools = [t.name for t in request.tools]
         wanted = [
-            plan_tool_call(part, tools)
+            plan_tool_calls(part, tools)
             if context is None or part_kind(part) in ("arithmetic", "time")
-            else None
+            else []
             for part in parts
         ]
         if not results and any(wanted) and (request.tool_choice or {}).get("type") != "none":
             calls = [
                 ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
-                for name, arguments in (call for call in wanted if call is not None)
+                for name, arguments in (call for calls in wanted for call in calls)
             ]
             return self._response("", calls, request, "tool_use")
         sections = []
-        for part, call in zip(parts, wanted, strict=True):
-            mine = [r for r in results if call is not None and (r[0], r[1]) == call]
+        for part, calls in zip(parts, wanted, strict=True):
+            mine = [r for r in results if (r[0], r[1]) in calls]
             if not mine and part_kind(part) == "documents":
                 # Found by a search made for the whole question or another part: read it too.
                 mine = [r for r in results if r[0].split("__")[-1] == "search_documents"]
@@ -171,7 +176,7 @@ class OfflineClient(LLMClient):
             sections.append((part, text))
         if context is not None and len(sections) == 1:
             return self._response(sections[0][1], [], request)
-        text = "\n\n".join(f"**{markdown_inline(part)}**\n\n{answer}" for part, answer in sections)
+        text = "\n\n".join(f"**{markdown_inline(as_ask(part))}**\n\n{answer}" for part, answer in sections)
         return self._response(text, [], request)
 
     def _response(

@@ -13,6 +13,7 @@ from reasoning.llm.offline_text import (
     covers,
     declined_for,
     found_nothing,
+    honestly_unanswerable,
     is_refusal,
     keywords,
     part_kind,
@@ -23,7 +24,7 @@ from reasoning.llm.offline_text import (
     tool_named,
 )
 from reasoning.routing import Router
-from reasoning.text import as_ask, markdown_inline
+from reasoning.text import as_ask, under_heading
 
 
 def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +95,7 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
     # same tools give the same results however the question is planned.
     # So is "you declined the calculator, so I didn't compute …": the person said no to it.
     unanswerable = [
-        p
-        for p in missing
-        if (part_kind(p) in ("general", "documents") and is_refusal(strip_label(response)))
-        or declined_for(p, strip_label(response))
+        p for p in missing if honestly_unanswerable(p, response) or declined_for(p, strip_label(response))
     ]
     if missing and len(unanswerable) == len(missing):
         return {
@@ -160,7 +158,7 @@ def synthesize(hints: dict[str, Any]) -> str:
     for result in results:
         finding = strip_label(str(result.get("result", "")))
         if finding:
-            blocks.append(f"**{markdown_inline(result.get('query', ''))}**\n\n{finding}")
+            blocks.append(under_heading(str(result.get("query", "")), finding))
     if not blocks:
         return answer_without_tools(hints.get("query", ""))
     return "\n\n".join(blocks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasoning.foresight import expression_in, tool_named, zone_in
+from reasoning.foresight import asks_now, expression_in, tool_named, unknown_place, zones_in
 from reasoning.text import (
     MARKDOWN_HEADING,
     MENTION,
@@ -20,6 +20,7 @@ from reasoning.text import (
     markdown_inline,
     paragraphs,
     search_hits,
+    stem,
 )
 from reasoning.tools.approval import declined_tool
 from reasoning.tools.builtin import CalculatorError, calculate, format_number
@@ -38,6 +39,11 @@ _WH = (
     r"describe|name|convert"
 )
 _SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE)
+# "What is 1+1, what is 2+2 and …": a comma before another question word starts a part, once
+# the text before it asks something ("If it rains, what should I do?" is one question).
+_SPLIT_COMMA = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\b)", re.IGNORECASE)
+_ASKING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
+_QUESTION_START = re.compile(rf"^\W*(?:please\s+|kindly\s+)?(?:{_WH})\b", re.IGNORECASE)
 _TIME = re.compile(
     r"\b(time|date|day|today|tonight|now|clock|o'clock|weekday|year is it|month is it)\b", re.IGNORECASE
 )
@@ -52,6 +58,7 @@ _DOCS = re.compile(
 )
 _ONLY_MENTIONS = re.compile(rf"(?:\s*{MENTION.pattern}[\s,.;:!?]*)+")
 _HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
+_QUOTED_DOCUMENT = re.compile(r"^From \*\*.+\*\*:$", re.MULTILINE)
 _GREETING = re.compile(
     r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
 )
@@ -72,13 +79,23 @@ def question_parts(query: str) -> list[str]:
         if c.strip()
     ]
     parts: list[str] = []
+    questions: list[str] = []
     for chunk in chunks:
+        pieces = []
         for piece in _SPLIT_AND.split(chunk):
+            head, *rest = _SPLIT_COMMA.split(piece)
+            pieces += [head, *rest] if rest and _ASKING.search(head) else [piece]
+        for number, piece in enumerate(pieces):
             cleaned = piece.strip(" ,.;:!?")
-            if WORD.search(cleaned):
-                parts.append(cleaned)
-    # A greeting before the question, or a mention after it, is not a part to answer.
-    asked = [p for p in parts if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
+            if not WORD.search(cleaned):
+                continue
+            parts.append(cleaned)
+            asked = chunk.rstrip().endswith("?") and number == len(pieces) - 1
+            if asked or _QUESTION_START.match(cleaned) or part_kind(cleaned) != "general":
+                questions.append(cleaned)
+    # A greeting before the question, a mention after it, or a remark beside it ("I love
+    # pizza. What is 2+2?") is not a part to answer.
+    asked = [p for p in questions if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
     return distinct(asked or parts)[:MAX_PARTS]
 
 
@@ -117,16 +134,33 @@ def covers(part: str, answer: str) -> bool:
         return bool(answer_text)
     if is_refusal(answer_text):
         return False
-    wanted = set(keywords(part))
+    wanted = {stem(word) for word in keywords(part)}
     if not wanted:
         return bool(answer_text)
     # A heading that repeats the question answers nothing: judge the text under it.
-    found = set(keywords(_HEADING.sub("", answer_text)))
-    return len(wanted & found) / len(wanted) >= 0.5
+    found = {stem(word) for word in keywords(_HEADING.sub("", answer_text))}
+    shared = len(wanted & found)
+    # Passages quoted from the team's documents were picked for the ask's words; an ask that
+    # also says how to answer ("…in five bullet points, cite the documents") has more words
+    # than its subject, so two of them found there are enough.
+    quoted = kind == "documents" and _QUOTED_DOCUMENT.search(answer_text) is not None
+    return shared / len(wanted) >= 0.5 or (quoted and shared >= 2)
+
+
+UNKNOWN_PLACE = "I don't know where"
 
 
 def is_refusal(text: str) -> bool:
-    return "can't answer that offline" in text or "didn't find a question" in text
+    return "can't answer that offline" in text or "didn't find a question" in text or UNKNOWN_PLACE in text
+
+
+def honestly_unanswerable(part: str, answer: str) -> bool:
+    """An honest "I can't" is all the offline model can give this part at any depth: general
+    knowledge, the team's documents when their search found nothing, a time question the clock
+    cannot answer (a place no zone is known for, or no present moment asked for)."""
+    kind = part_kind(part)
+    clock_cannot = kind == "time" and (unknown_place(part) is not None or not asks_now(part))
+    return (kind in ("general", "documents") or clock_cannot) and is_refusal(strip_label(answer))
 
 
 def declined_for(part: str, answer: str) -> bool:
@@ -179,13 +213,13 @@ def _best_passages(question: str, pieces: list[tuple[str, str]], titles: set[str
     """The pieces that answer the question: scored by the question's words, each weighed by
     how few pieces hold it (a word every piece has, like the document's name, tells none
     apart), keeping those near the best and at most three."""
-    named = {word for title in titles for word in keywords(title)}
+    named = {stem(word) for title in titles for word in keywords(title)}
     wanted = (
-        set(keywords(MENTION.sub(" ", question))) - named - {"say", "says", "said", "document", "documents"}
+        {stem(word) for word in keywords(MENTION.sub(" ", question))} - named - {"say", "said", "document"}
     )
     if not wanted or not pieces:
         return []
-    words = [set(keywords(passage)) for _, passage in pieces]
+    words = [{stem(word) for word in keywords(passage)} for _, passage in pieces]
     weight = {w: 1.0 / sum(w in have for have in words) for w in wanted if any(w in have for have in words)}
     scores = [sum(weight.get(w, 0.0) for w in have & wanted) for have in words]
     best = max(scores)
@@ -236,16 +270,24 @@ def _unheaded(passage: str) -> str:
     )
 
 
+def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the offline model makes for one part: the clock once per place it names
+    ("in Paris and in Tokyo": two), none for a place it does not know."""
+    kind = part_kind(part)
+    if kind == "arithmetic" and (name := tool_named(tools, "calculator")):
+        return [(name, {"expression": expression_in(part)})]
+    if kind == "time" and (name := tool_named(tools, "clock")) and not unknown_place(part):
+        return [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
+    if kind == "documents" and (name := tool_named(tools, "search_documents")):
+        return [(name, {"query": part})]
+    return []
+
+
 def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
     """The one tool call the offline model makes for the first part it can act on."""
     for part in question_parts(question) or [question]:
-        kind = part_kind(part)
-        if kind == "arithmetic" and (name := tool_named(tools, "calculator")):
-            return name, {"expression": expression_in(part)}
-        if kind == "time" and (name := tool_named(tools, "clock")):
-            return name, {"timezone": zone_in(part) or "UTC"}
-        if kind == "documents" and (name := tool_named(tools, "search_documents")):
-            return name, {"query": part}
+        if calls := plan_tool_calls(part, tools):
+            return calls[0]
     return None
 
 
@@ -330,6 +372,11 @@ def answer_without_tools(question: str) -> str:
             'Offline I can: calculate ("What is 17*23?"), tell the time anywhere ("What time is it '
             "in Tokyo?\"), and find passages in your team's documents. With ANTHROPIC_API_KEY set, "
             "Claude answers instead, with the same planning, tools and quality checks."
+        )
+    if kind == "time" and (place := unknown_place(first)):
+        return (
+            f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "
+            "city (London, São Paulo), a time zone (Europe/London) or an abbreviation (PST)."
         )
     if kind == "arithmetic":
         expression = expression_in(first) or ""

@@ -41,6 +41,10 @@ _SEQUENCE = re.compile(
     rf"\s*(?:[,;:]|\s[-–—]+)\s*(?:and\s+)?then\s+|,?\s+and\s+also\s+|,\s+(?=(?:{_TASK_VERBS})\s+(?:me|us)\b)|,\s+and\s+(?=(?:about|for|on|regarding)\s)",
     re.IGNORECASE,
 )
+# "What is 1+1, what is 2+2 …": after a comma, another question word starts another ask once
+# the text before it asked something ("If it rains, what should I do?" is one ask).
+_COMMA_QUESTION = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\s)", re.IGNORECASE)
+_ASKS_SOMETHING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[?!.;])\s+(?=\S)|\n+")
 # What comes before the question proper: a greeting, thanks, an apology, a filler.
 PREAMBLE = re.compile(
@@ -278,9 +282,15 @@ def clean(question: str) -> str:
     return " ".join(text.split())
 
 
+def _comma_questions(piece: str) -> list[str]:
+    head, *rest = _COMMA_QUESTION.split(piece)
+    return [head, *rest] if rest and _ASKS_SOMETHING.search(head) else [piece]
+
+
 def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two)."""
     asks: list[str] = []
+    remarks: list[str] = []  # statements before the first ask ("I love pizza. What is 2+2?")
     for sentence in _SENTENCES.split(text):
         sentence = PREAMBLE.sub("", sentence).strip(" .;:!")
         if not sentence.strip("?"):
@@ -288,18 +298,25 @@ def split_asks(text: str) -> list[str]:
         pieces = [
             p.strip(" ,.;:!?")
             for sequenced in _SEQUENCE.split(sentence)
-            for p in _SPLIT_JOIN.split(sequenced)
+            for joined in _SPLIT_JOIN.split(sequenced)
+            for p in _comma_questions(joined)
         ]
         for index, piece in enumerate(pieces):
             if not re.search(r"\w", piece):
                 continue
+            statement = index == 0 and not _ASK_START.match(piece) and not sentence.endswith("?")
             # A sentence that starts no ask of its own (the list after a colon, a short
             # fragment) continues the previous ask, unless it is a question of its own.
-            if asks and index == 0 and not _ASK_START.match(piece) and not sentence.endswith("?"):
+            if asks and statement:
                 asks[-1] = f"{asks[-1]}: {piece}"
                 continue
+            if statement and len(pieces) == 1:
+                remarks.append(piece)
+                continue
             asks.append(piece)
-    return asks
+    # Remarks are context for the asks after them, not asks; a message of remarks alone is
+    # what is asked.
+    return asks or remarks
 
 
 def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Reading:

@@ -10,7 +10,7 @@ import ast
 import math
 import operator
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -33,10 +33,23 @@ _BINARY = {
     ast.Pow: operator.pow,
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+
+
+def _round(value: float, places: int = 0) -> int | float:
+    """Rounding as people do it, halves away from zero (Python's round(2.5) is 2)."""
+    if not isinstance(places, int) or abs(places) > 100:
+        raise CalculatorError("round takes a whole number of places, at most 100")
+    try:
+        rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        raise CalculatorError(f"cannot round {value!r} to {places} places") from None
+    return int(rounded) if places <= 0 else float(rounded)
+
+
 _FUNCTIONS = {
     "sqrt": math.sqrt,
     "abs": abs,
-    "round": round,
+    "round": _round,
     "floor": math.floor,
     "ceil": math.ceil,
     "exp": math.exp,
@@ -133,7 +146,10 @@ def _check_size(left: Any, right: Any) -> None:
 
 
 def format_number(value: int | float) -> str:
+    """A result as people write it: a float's digits past the 15th are binary rounding noise
+    (0.1+0.2 gives 0.30000000000000004), so they are not shown."""
     if isinstance(value, float):
+        value = float(f"{value:.15g}")
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
         return format(Decimal(repr(value)).normalize(), "f") if abs(value) < 1e15 else repr(value)

@@ -251,6 +251,11 @@ def test_an_answer_below_its_threshold_says_so_with_what_it_misses(alice, alice_
     assert "Low confidence" in page and "the answer may miss the Tokyo time; the sources" in page
     assert 'class="q-fair" title="Quality score from the evaluator">quality 0.54' in page
     assert "did not pass the quality check" in page and "Answer approved and shown" not in page
+    # An aspect the evaluator gave as a question ends the sentence itself (it read "day?.").
+    attempt.evaluation = {**attempt.evaluation, "missing_aspects": ["How many seconds are in a day?"]}
+    attempt.save(update_fields=["evaluation"])
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "the answer may miss How many seconds are in a day?</div>" in page
 
 
 def test_one_colour_scale_for_every_quality_score():

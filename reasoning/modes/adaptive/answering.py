@@ -89,7 +89,12 @@ class Answerer:
         specs = {spec.name: spec for spec in ctx.tools.specs() if spec.approval == "auto"}
         calls: list[ToolCall] = []
         served: list[list[int]] = []  # the parts each call is run for
-        for index, part in enumerate(parts):
+        # A step that holds several asks ("What is 2+2; what is 3+3": a light plan's last step
+        # takes the parts beyond its first) needs each one's calls.
+        asks = [
+            (index, ask.strip()) for index, part in enumerate(parts) for ask in part.split(";") if ask.strip()
+        ]
+        for index, part in asks:
             for call in foresee(part, specs, attached=bool(ctx.attachments)):
                 known = [(c.name, c.arguments) for c in calls]
                 if (call.name, call.arguments) in known:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.routing.features import split_asks
-from reasoning.text import as_ask, distinct, markdown_inline
+from reasoning.text import as_ask, distinct, under_heading
 from reasoning.types import ResearchPlan, SubTask
 
 MAX_LIGHT_PARTS = 3
@@ -13,7 +13,7 @@ MAX_LIGHT_PARTS = 3
 
 def combine(results: list[dict[str, Any]]) -> str:
     """Findings under their steps as headings (Markdown-safe: a step may contain `2**16`)."""
-    return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result'].strip()}" for r in results)
+    return "\n\n".join(under_heading(r["query"], r["result"]) for r in results)
 
 
 def question_parts(question: str) -> list[str]:

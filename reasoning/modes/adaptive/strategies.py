@@ -32,7 +32,6 @@ from reasoning.modes.adaptive.parts import combine, parts_plan, question_parts
 from reasoning.modes.adaptive.steps import StepRunner
 from reasoning.routing import Router
 from reasoning.synthesizer import Synthesizer
-from reasoning.text import markdown_inline
 from reasoning.types import (
     ComplexityAnalysis,
     ComplexityLevel,
@@ -241,7 +240,7 @@ class Strategies:
             await ctx.degrade(
                 "synthesizer", describe_error(error), "returning the findings without synthesis"
             )
-            return "\n\n".join(f"**{markdown_inline(r['query'])}**\n\n{r['result']}" for r in results)
+            return combine(results)
         except BaseException:
             draft.stop()
             raise

@@ -1,0 +1,142 @@
+"""Labelled questions the offline model is meant to handle, asked through the whole engine.
+
+Each was answered wrongly with a confident score (0.90–0.95) by an earlier build: a number
+read out of the middle of another ("1e3 + 1" as 3 + 1), words that change the result
+ignored ("then doubled"), questions after commas or beside a remark merged or answered as
+questions, one of two places dropped, an unknown place given UTC's time, binary rounding
+noise shown as the result. An answer must hold the right value; where the model cannot know,
+it must say so instead of answering something else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning import AdaptiveReasoningLoop, ListSink, ReasoningConfig
+from reasoning.llm.offline import OfflineClient
+from reasoning.text import keywords, search_hit, stem
+from reasoning.tools.builtin import calculator
+from reasoning.tools.local import LocalToolProvider, builtin_provider
+from reasoning.tools.registry import ToolRegistry
+
+
+async def answer_to(question: str):
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(), ToolRegistry([builtin_provider()]), ReasoningConfig.from_env({}, provider="offline")
+    )
+    result = await engine.run(question, sink=ListSink())
+    return result, result.answer.split("\n\n---")[0]
+
+
+ARITHMETIC = [
+    ("What is 1e3 + 1?", ["**1001**"]),
+    ("What is 1 000 000 + 1?", ["**1000001**"]),
+    ("What is 50% of 50% of 80?", ["**20**"]),
+    ("What's 3 plus 4, then doubled?", ["**14**"]),
+    ("What is 3/4 as a percentage?", ["**75**"]),
+    ("How much is 1/7 rounded to 3 decimals?", ["**0.143**"]),
+    ("What is 10 divided by 4, rounded to the nearest whole number?", ["**3**"]),
+    ("What is 0.1+0.2?", ["**0.3**"]),
+    ("What is 1.1 * 3?", ["**3.3**"]),
+    ("What is (-3)^2?", ["**9**"]),
+    ("I love pizza. What is 2+2?", ["**4**"]),
+    ("What is 1+1, what is 2+2, what is 3+3 and what is 4+4?", ["**2**", "**4**", "**6**", "**8**"]),
+    (
+        "Research and compare: what is 12 * 450, what is 15% of 5400, and what time is it in London?",
+        ["**5400**", "**810**", "Europe/London"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), ARITHMETIC, ids=[q for q, _ in ARITHMETIC])
+async def test_each_value_asked_for_is_in_the_answer(question, expected):
+    result, answer = await answer_to(question)
+    assert all(value in answer for value in expected), answer
+    assert result.quality is not None and result.quality >= 0.9, (result.quality, answer)
+    assert "can't answer" not in answer, "no part of it is a remark answered as a question"
+
+
+PLACES = [
+    ("What time is it in São Paulo?", ["America/Sao_Paulo"]),
+    ("What time is it in Kathmandu?", ["Asia/Kathmandu"]),
+    ("What time is it in Zurich?", ["Europe/Zurich"]),
+    ("What time is it in PST?", ["America/Los_Angeles"]),
+    ("What time is it in LA?", ["America/Los_Angeles"]),
+    ("What is 2+2 and what time is it in Paris and in Tokyo?", ["**4**", "Europe/Paris", "Asia/Tokyo"]),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), PLACES, ids=[q for q, _ in PLACES])
+async def test_the_time_is_told_for_every_place_named(question, expected):
+    _result, answer = await answer_to(question)
+    assert all(value in answer for value in expected), answer
+    assert " UTC" not in answer
+
+
+@pytest.mark.parametrize(
+    "question", ["What time is it in Londn?", "What's the time in Nowhereville right now?"]
+)
+async def test_a_place_no_zone_is_known_for_is_said_plainly_never_given_utc(question):
+    result, answer = await answer_to(question)
+    assert "I don't know where" in answer and "UTC" not in answer and "from the clock" not in answer
+    assert result.escalations == 0 and result.quality == 0.65, "an honest decline, not a wrong time"
+
+
+def test_results_leave_out_binary_rounding_noise_and_round_halves_up():
+    assert calculator("0.1+0.2") == "0.1+0.2 = 0.3"
+    assert calculator("10/3") == "10/3 = 3.33333333333333"
+    assert calculator("round(2.5)") == "round(2.5) = 3" and calculator("round(-2.5)") == "round(-2.5) = -3"
+    assert calculator("2**0.5").startswith("2**0.5 = 1.41421356237")
+
+
+HANDBOOK = {
+    "Release process": "We release on Tuesdays after the staging checks pass. Rollback: redeploy the "
+    "previous tag and tell #ops.",
+    "Handbook": "Expenses up to 500 EUR are approved by your manager; above that, by finance.",
+}
+
+
+def documents() -> LocalToolProvider:
+    def search_documents(query: str, limit: int = 5) -> str:
+        wanted = {stem(word) for word in keywords(query)}
+        hits = [
+            search_hit(title, True, f"nexus://documents/{number}", text)
+            for number, (title, text) in enumerate(HANDBOOK.items(), 1)
+            if wanted & {stem(word) for word in keywords(text)}
+        ]
+        return "\n\n".join(hits[:limit]) or "No documents match."
+
+    provider = LocalToolProvider("nexus")
+    provider.add(
+        "search_documents",
+        search_documents,
+        description="Search the team's documents.",
+        input_schema={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    )
+    return provider
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        # /summarize's prompt: the ask's subject is two of its many words.
+        (
+            "Summarise our release process for a busy teammate: five bullet points at most, the most "
+            "important first, and cite the team documents you used.",
+            "We release on Tuesdays",
+        ),
+        ("What is the expense approval limit according to the handbook?", "500 EUR"),
+    ],
+)
+async def test_a_passage_quoted_for_the_ask_is_judged_to_answer_it(question, quoted):
+    """Both were answered with the right passage and scored 0.00 with a low-confidence banner:
+    the check counted the ask's instructions as words to find, and "expense" missed
+    "Expenses"."""
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(),
+        ToolRegistry([builtin_provider(), documents()]),
+        ReasoningConfig.from_env({}, provider="offline"),
+    )
+    result = await engine.run(question, sink=ListSink())
+    assert quoted in result.answer
+    assert result.quality is not None and result.quality >= 0.9, result.quality
