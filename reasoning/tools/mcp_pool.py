@@ -359,7 +359,13 @@ class MCPConnection:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=dict(self.config.headers), timeout=self.config.call_timeout)
+            # Every request's own budget is kept above the transport (a call's clock, a
+            # listing's wait): a read timeout in the transport fails the whole session, every
+            # other call in flight on it included, so it only backs those budgets up.
+            config = self.config
+            ceiling = config.call_timeout + config.elicitation_timeout + config.connect_timeout
+            timeout = httpx2.Timeout(ceiling, connect=config.connect_timeout)
+            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout)
             return streamable_http_client(self.config.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -198,6 +198,52 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
         await asyncio.wait_for(process.wait(), 10)
 
 
+async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
+    """The faulty server over streamable HTTP on a free port, once it accepts connections."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        FAULTY,
+        "--http",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            await asyncio.sleep(0.1)
+    return process, MCPServerConfig(
+        name="remote", transport="http", url=f"http://127.0.0.1:{port}/mcp", **pool_config
+    )
+
+
+async def test_over_http_one_call_timing_out_leaves_the_others_on_that_connection_alone(pool):
+    """The HTTP transport's read timeout was the call's own: when it fired before the call's
+    clock, it failed the whole session, and every other call in flight on it was told the
+    server had failed ("Connection closed") and counted toward pausing it."""
+    process, config = await http_faulty({"call_timeout": 2.0})
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        await registry.ensure_loaded()
+
+        async def block(delay: float):
+            await asyncio.sleep(delay)
+            return await registry.execute("remote__block", {"seconds": 30})
+
+        outcomes = await asyncio.gather(*(block(0.5 * n) for n in range(6)))
+        assert [o.error for o in outcomes] == ["block on remote timed out after 2s"] * 6
+    finally:
+        process.kill()  # its threads sleep on: a graceful stop would wait for them
+        await asyncio.wait_for(process.wait(), 10)
+
+
 def test_a_run_goes_on_without_a_broken_server(alice_session, settings):
     settings.NEXUS_MCP_ALLOWED_COMMANDS = {"/nonexistent/server": ("/nonexistent/server",)}
     MCPServer.objects.create(name="broken", command="/nonexistent/server")

@@ -4,6 +4,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
@@ -29,6 +30,13 @@ def echo(text: str) -> str:
 async def hang() -> str:
     """Never answers."""
     await asyncio.sleep(3600)
+
+
+@server.tool()
+def block(seconds: float = 3600) -> str:
+    """Never answers, and cannot be cancelled: a blocking call in the server's thread pool."""
+    time.sleep(seconds)
+    return "woke"
     return "unreachable"
 
 
