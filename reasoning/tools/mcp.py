@@ -13,7 +13,9 @@ import asyncio
 import base64
 import binascii
 import contextvars
+import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -270,6 +272,23 @@ def callable_by_us(tool: Any) -> bool:
     return getattr(execution, "task_support", None) != "required"
 
 
+# What model APIs accept as a tool's name (Anthropic's and OpenAI's rule); MCP also allows
+# dots, slashes and longer names, which would get every request refused.
+_MODEL_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+MODEL_NAME_LIMIT = 64
+
+
+def model_tool_name(server: str, tool: str) -> str:
+    """`<server>__<tool>` as a model may be offered it: unchanged when it already may, else
+    with other characters made "_" and a short hash of the tool's own name, so that names
+    that differ only there, or past the limit, stay apart."""
+    name = f"{server}{SEPARATOR}{tool}"
+    if len(name) <= MODEL_NAME_LIMIT and not _MODEL_NAME_CHARS.search(name):
+        return name
+    digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+    return f"{_MODEL_NAME_CHARS.sub('_', name)[: MODEL_NAME_LIMIT - 9]}_{digest}"
+
+
 class MCPToolProvider(ToolProvider):
     """One server's tools, named `<server>__<tool>` so two servers can both have `search`."""
 
@@ -300,7 +319,7 @@ class MCPToolProvider(ToolProvider):
         self.hidden = [tool.name for tool in tools if not callable_by_us(tool)]
         return [
             ToolSpec(
-                name=f"{self.name}{SEPARATOR}{tool.name}"[:64],
+                name=model_tool_name(self.name, tool.name),
                 description=(tool.description or tool.name)[:1000],
                 input_schema=tool.input_schema or {"type": "object", "properties": {}},
                 server=self.name,

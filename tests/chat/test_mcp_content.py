@@ -12,6 +12,7 @@ from reasoning.tools.mcp import (
     MCPServerConfig,
     MCPToolProvider,
     callable_by_us,
+    model_tool_name,
 )
 from reasoning.tools.registry import ToolRegistry
 
@@ -203,3 +204,19 @@ def test_a_run_shows_images_downloads_links_and_progress_in_its_panel(
     assert download["Content-Disposition"] == 'attachment; filename="report.bin"'
     assert download.content == base64.b64decode(report.parts[0]["data"]) == b"\x00\x01report"
     assert client_for(bob).get(image_url).status_code == 404, "only the run's owner"
+
+
+async def test_tool_names_a_model_would_refuse_are_offered_under_names_it_accepts(registry):
+    """MCP allows dots and slashes in a tool's name; the Anthropic and OpenAI APIs refuse the
+    whole request for one (^[a-zA-Z0-9_-]{1,64}$), so one such tool failed every run."""
+    import re
+
+    await registry.ensure_loaded()
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in registry.names()), registry.names()
+    assert "faulty__echo" in registry.names(), "valid names are unchanged"
+    name = next(n for n in registry.names() if n.startswith("faulty__lookup_v2_beta_"))
+    outcome = await registry.execute(name, {"key": "k"})
+    assert outcome.success and outcome.content == "v2 k"
+    assert model_tool_name("s", "a.b") != model_tool_name("s", "a_b") == "s__a_b"
+    long = [model_tool_name("server", "x" * 70 + end) for end in ("1", "2")]
+    assert len(set(long)) == 2 and all(len(n) <= 64 for n in long)

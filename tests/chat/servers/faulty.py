@@ -109,6 +109,12 @@ async def slow(ctx: Context, steps: int = 3) -> str:
     return "done"
 
 
+@server.tool(name="lookup.v2/beta")
+def lookup_v2(key: str) -> str:
+    """A name MCP allows and model APIs refuse (dots, a slash)."""
+    return f"v2 {key}"
+
+
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True))
 def lookup(key: str) -> str:
     """A read-only lookup in a closed world: its result may be reused."""
