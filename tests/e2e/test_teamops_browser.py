@@ -120,9 +120,27 @@ def test_a_teammate_opens_a_shared_link_and_the_owner_sees_it(team_browser):
     expect(teammate.locator("meta[name=robots]")).to_have_attribute("content", "noindex, nofollow, noarchive")
     teammate.click("text=Reasoning steps")
     expect(teammate.locator(".shared-trace")).to_contain_text("Tool called")
+    # A title with a long unbroken token (a pasted URL) made the page 3,000 px wide on a phone;
+    # a question lost the line breaks it was typed with.
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        "from chat.models import ChatSession; "
+        "ChatSession.objects.update(title='https://example.com/' + 'x' * 180)",
+    )
+    teammate.set_viewport_size({"width": 390, "height": 844})
+    teammate.reload()
+    assert teammate.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (
+        "no sideways scroll"
+    )
+    white = teammate.locator(".shared-question .shared-text").first.evaluate(
+        "e => getComputedStyle(e).whiteSpace"
+    )
+    assert white == "pre-wrap"
     teammate.context.close()
     page.reload()
     page.click("#share-dialog summary")
-    expect(page.locator("#share-dialog .share-opening")).to_contain_text("bob opened it 1×")
+    expect(page.locator("#share-dialog .share-opening")).to_contain_text("bob opened it 2×")  # and the reload
     page.click("#share-dialog button.danger")
     expect(page.locator("#share-dialog .share-link.revoked")).to_have_count(1)
