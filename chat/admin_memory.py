@@ -13,6 +13,7 @@ from django.utils.text import Truncator
 
 from chat.memory import memories_erase, memory_promote
 from chat.models import EpisodicMemory, Memory, SemanticMemory
+from reasoning.text import counted
 
 
 class MemoryAdmin(admin.ModelAdmin):
@@ -43,7 +44,10 @@ class MemoryAdmin(admin.ModelAdmin):
     @admin.action(description="Share with the team (after reading them)", permissions=["change"])
     def promote(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         count = memory_promote(memories=queryset, by=request.user)
-        self.message_user(request, f"{count} item(s) are now recalled for everyone.")
+        self.message_user(
+            request,
+            f"{counted(count, 'item')} {'is' if count == 1 else 'are'} now recalled for everyone.",
+        )
 
 
 @admin.register(EpisodicMemory)

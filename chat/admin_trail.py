@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from chat.models import Attempt, ReasoningRun, ToolExecution
-from chat.presenters import answer_html
+from chat.presenters import answer_html, low_confidence
 
 STRATEGY_SHORT = {"direct": "DIRECT", "light_planning": "LIGHT", "deep_reasoning": "DEEP", "": "?"}
 
@@ -113,6 +113,15 @@ def summary_card(run: ReasoningRun, *, diff_url: str, session_url: str) -> str:
     rendered: str | SafeString = answer_html(answer) if answer else format_html("<em>{}</em>", "no answer")
     latency = "–" if run.latency_ms is None else f"{run.latency_ms / 1000:.1f} s"
     quality = "–" if run.final_quality is None else f"{run.final_quality:.2f}"
+    # What the person was shown: the evaluator's approved answer, or the best one Nexus had,
+    # under a low-confidence note (the strategy path beside it says "rejected").
+    heading = (
+        "Answer"
+        if not answer
+        else "Answer shown with a low-confidence note"
+        if low_confidence(run)
+        else "Approved answer"
+    )
     facts = [
         ("status", format_html('<span class="nexus-status nexus-{}">{}</span>', run.status, run.status)),
         (
@@ -138,9 +147,10 @@ def summary_card(run: ReasoningRun, *, diff_url: str, session_url: str) -> str:
     ]
     return format_html(
         '<div class="nexus-card"><div class="nexus-card-question"><h3>Question</h3>{}</div>'
-        '<div class="nexus-card-answer"><h3>Approved answer</h3><div class="markdown">{}</div>{}</div>'
+        '<div class="nexus-card-answer"><h3>{}</h3><div class="markdown">{}</div>{}</div>'
         '<dl class="nexus-facts">{}</dl></div>',
         long_text(run.user_message.content, 600),
+        heading,
         rendered,
         format_html('<p class="nexus-error">error: {}</p>', run.error) if run.error else "",
         format_html_join("", "<dt>{}</dt><dd>{}</dd>", facts),

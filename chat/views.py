@@ -188,7 +188,7 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         return _error(request, exc.messages[0], session.pk)
     except services.RunActive as exc:
         return _error(
-            request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk
+            request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk, 409
         )
     notice = ""
     if not dispatch_stored_run(run):

@@ -12,6 +12,7 @@ from chat import memory, services
 from chat.models import SessionMode
 from chat.presenters import session_links
 from reasoning.modes import MODE_NAMES
+from reasoning.text import counted
 
 
 @require_GET
@@ -49,7 +50,10 @@ def memory_lesson_delete(request: HttpRequest) -> HttpResponse:
 @require_POST
 def memory_forget(request: HttpRequest) -> HttpResponse:
     count = memory.memory_forget_all(user=request.user)
-    flash.success(request, f"Forgot everything: {count} item(s) and your runs' lessons are gone.")
+    flash.success(
+        request,
+        f"Forgot everything: {counted(count, 'item')} and your runs' lessons are gone.",
+    )
     return redirect("chat:memory")
 
 

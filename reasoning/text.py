@@ -61,6 +61,11 @@ _ASKS = re.compile(
 _LEADING_JOINER = re.compile(r"^(?:also|and|plus|then|so)\b[\s,]*(?=\w)", re.IGNORECASE)
 
 
+def counted(count: int, noun: str) -> str:
+    """ "1 part", "3 parts": a count with its noun in the right number (regular plurals only)."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def as_ask(part: str) -> str:
     """A part of a message as a step or heading: capitalised, a question ending in "?", a
     request ("Design a recovery plan") in "." rather than a "?" that makes it read oddly; a

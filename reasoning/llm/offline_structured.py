@@ -24,7 +24,7 @@ from reasoning.llm.offline_text import (
     tool_named,
 )
 from reasoning.routing import Router
-from reasoning.text import as_ask, under_heading
+from reasoning.text import as_ask, counted, under_heading
 
 
 def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +73,9 @@ def _plan(hints: dict[str, Any]) -> dict[str, Any]:
     return {
         "subtasks": subtasks,
         "estimated_complexity": "low" if len(parts) == 1 else "medium",
-        "strategy_summary": f"Answer each of the {len(parts)} part(s) separately, then combine.",
+        "strategy_summary": f"Answer each of the {counted(len(parts), 'part')} separately, then combine."
+        if len(parts) > 1
+        else "Answer the question directly.",
         "confidence": 0.8,
     }
 
@@ -113,7 +115,9 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
         }
     coverage = (len(parts) - len(missing)) / len(parts)
     confidence = round(0.9 * coverage + (0.05 if coverage == 1 else 0), 2)
-    reasoning = f"The answer covers {len(parts) - len(missing)} of {len(parts)} part(s) of the question."
+    reasoning = (
+        f"The answer covers {len(parts) - len(missing)} of the question's {counted(len(parts), 'part')}."
+    )
     return {
         "is_sufficient": not missing,
         "confidence": confidence,
@@ -225,7 +229,7 @@ def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
         if attempt.get("strategy") == "direct" and missed:
             lessons.append(
                 "Questions with several separate parts need one plan step per part; a direct answer "
-                f"left {missed} part(s) unanswered."
+                f"left {counted(missed, 'part')} unanswered."
             )
         insights.append(
             {

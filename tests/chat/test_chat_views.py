@@ -56,6 +56,7 @@ def test_a_second_message_while_answering_is_refused_clearly(alice, alice_sessio
     client = client_for(alice)
     post(client, alice_session, "First question")
     response = post(client, alice_session, "Second question")
+    assert response.status_code == 409, "a conflict, as a resend while answering is"
     assert "still answering your previous message" in response.content.decode()
     assert "was not sent" in response.content.decode()
     assert Message.objects.count() == 1 and len(dispatched) == 1

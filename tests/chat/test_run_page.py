@@ -40,6 +40,19 @@ def test_the_summary_card_comes_first_with_the_answer_rendered_and_sanitised(
     assert "👍 0 · 👎 1" in card and "bob 👎: missed the timezone" in card
 
 
+def test_the_card_says_an_answer_shown_below_its_threshold_was_not_approved(
+    auditor, alice_session, client_for
+):
+    """It read "Approved answer" beside "LIGHT (rejected 0.00)"."""
+    from chat.models import ReasoningRun
+
+    run = full_run(alice_session)
+    assert "<h3>Approved answer</h3>" in run_page(client_for(auditor), run)
+    ReasoningRun.objects.filter(pk=run.pk).update(final_quality=0.0, answer_kind="low_confidence")
+    card = run_page(client_for(auditor), run)
+    assert "<h3>Answer shown with a low-confidence note</h3>" in card and "Approved answer" not in card
+
+
 def test_sections_are_collapsible_and_say_how_many_rows_they_hold(auditor, alice_session, client_for):
     run = full_run(alice_session)
     page = run_page(client_for(auditor), run)

@@ -18,7 +18,7 @@ from reasoning.context import RunContext
 from reasoning.memory import EPISODIC, PROCEDURAL, RECALL_LIMIT, SEMANTIC, MemoryItem, MemoryStore
 from reasoning.modes.cognitive.messaging import PHASE, Agent, CognitiveContext, CognitiveMessage
 from reasoning.quality.reflection import ReflectionAgent, run_summary
-from reasoning.text import EARLIER_CHAT, plain_text
+from reasoning.text import EARLIER_CHAT, counted, plain_text
 from reasoning.types import EvaluationResult, ExecutionStrategy, require
 
 EPISODE_CHARS = 300
@@ -97,7 +97,7 @@ class MemoryAgent(Agent):
         if fact:
             items.append(MemoryItem(SEMANTIC, fact, source="you said so in chat", confidence=1.0))
         stored = await self.store.remember(items)
-        return {"stored": [i.to_dict() for i in stored]}, f"stored {len(stored)} item(s)"
+        return {"stored": [i.to_dict() for i in stored]}, f"stored {counted(len(stored), 'item')}"
 
     async def learn(self, payload: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """Procedural memory: reflect on the run (the adaptive mode's ReflectionAgent); the
