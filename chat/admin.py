@@ -129,6 +129,7 @@ def _feedback_count(rating: int) -> Coalesce:
 
 @admin.register(ReasoningRun)
 class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_list_name = "runs"
     """A run's page reads top-down: the summary card, then each part of the trail in a
     collapsible section whose title says how many rows it holds."""
 
@@ -297,14 +298,8 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
         for fmt in ("jsonl", "csv"):
             query["format"] = fmt
             links[f"export_{fmt}_url"] = f"{export}?{query.urlencode()}"
-        response = super().changelist_view(request, {**(extra_context or {}), **links})
-        search = request.GET.get("q", "").strip()
-        if request.method == "GET" and search and response.status_code == 200:
-            # A search reads conversations by their content: who looked for what is recorded.
-            staff_audit.record(
-                request, "view", "run list", "", f"Searched runs for {search!r}", filters=filters_of(request)
-            )
-        return response
+        # A search reads conversations by their content: ViewAuditedAdmin records who looked for what.
+        return super().changelist_view(request, {**(extra_context or {}), **links})
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Any:
         # What the export reads (attempts, plans and steps, tools, calls, critiques, reflection,
@@ -521,7 +516,8 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(TraceEvent)
-class TraceEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TraceEventAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "trace event"
     list_display = ["run_id", "sequence", "created_at", "phase", "kind", "level", "payload_summary"]
     list_filter = ["kind", "level"]
     search_fields = ["kind", "phase"]
@@ -537,8 +533,9 @@ class TraceEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return Truncator(json.dumps(obj.payload, ensure_ascii=False)).chars(160)
 
 
-class RunChildAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """Run-scoped rows listed on their own, for searching across runs."""
+class RunChildAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    """Run-scoped rows listed on their own, for searching across runs (a tool result or a
+    model call holds the conversation too: opening one is recorded)."""
 
     list_per_page = 100
 
@@ -547,7 +544,7 @@ class RunChildAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Attempt)
-class AttemptAdmin(ViewAuditedAdmin, RunChildAdmin):
+class AttemptAdmin(RunChildAdmin):
     audit_object_type = "attempt"
     list_display = ["run_id", "number", "strategy", "status", "quality_score", "approved", "outcome"]
     list_filter = ["strategy", "status"]

@@ -46,22 +46,43 @@ def filters_of(request: HttpRequest) -> dict[str, str]:
     return {key: params.get(key, "") for key in sorted(params) if key not in NON_FILTER_PARAMS}
 
 
+def object_type(model_admin: Any) -> str:
+    """What the log calls an admin's objects: its `audit_object_type`, else the model's name."""
+    return model_admin.audit_object_type or str(model_admin.opts.verbose_name)
+
+
 class ViewAuditedAdmin:
-    """Records who opened which object's page: a conversation read by staff is an access."""
+    """Records who opened which object's page, and who searched a list by its content: a
+    conversation read by staff is an access, whichever page shows it (a run, one of its
+    events or tool results, a message, a document, a memory)."""
 
     audit_object_type = ""
+    # What a search of the list is called in the log ("Searched runs for …").
+    audit_list_name = ""
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> HttpResponse:
         response = super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
         if request.method == "GET" and response.status_code == 200:
+            kind = object_type(self)
+            staff_audit.record(
+                request, StaffAuditEntry.Action.VIEW, kind, object_id, f"Viewed {kind} {object_id}"
+            )
+        return response
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)  # type: ignore[misc]
+        search = request.GET.get("q", "").strip()
+        if request.method == "GET" and search and response.status_code == 200:
+            listed = self.audit_list_name or str(self.opts.verbose_name_plural)  # type: ignore[attr-defined]
             staff_audit.record(
                 request,
                 StaffAuditEntry.Action.VIEW,
-                self.audit_object_type or self.opts.model_name,  # type: ignore[attr-defined]
-                object_id,
-                f"Viewed {self.audit_object_type} {object_id}",
+                f"{object_type(self)} list",
+                "",
+                f"Searched {listed} for {search!r}",
+                filters=filters_of(request),
             )
         return response
 
@@ -73,16 +94,13 @@ class ChangeAuditedAdmin:
     audit_object_type = ""
     audit_value_fields: tuple[str, ...] = ()
 
-    def _audit_type(self) -> str:
-        return self.audit_object_type or str(self.opts.verbose_name)  # type: ignore[attr-defined]
-
     def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> Any:
         staff_audit.record(
             request,
             StaffAuditEntry.Action.ADD,
-            self._audit_type(),
+            object_type(self),
             obj.pk,
-            f"Added {self._audit_type()} {obj}",
+            f"Added {object_type(self)} {obj}",
         )
         return super().log_addition(request, obj, message)  # type: ignore[misc]
 
@@ -104,9 +122,9 @@ class ChangeAuditedAdmin:
         staff_audit.record(
             request,
             StaffAuditEntry.Action.CHANGE,
-            self._audit_type(),
+            object_type(self),
             obj.pk,
-            f"Changed {self._audit_type()} {obj}" + (f": {', '.join(fields)}" if fields else ""),
+            f"Changed {object_type(self)} {obj}" + (f": {', '.join(fields)}" if fields else ""),
             changed_fields=fields,
             new_values={f: _plain(getattr(obj, f, None)) for f in fields if f in self.audit_value_fields},
         )
@@ -117,9 +135,9 @@ class ChangeAuditedAdmin:
             staff_audit.record(
                 request,
                 StaffAuditEntry.Action.DELETE,
-                self._audit_type(),
+                object_type(self),
                 obj.pk,
-                f"Deleted {self._audit_type()} {obj}",
+                f"Deleted {object_type(self)} {obj}",
             )
         return super().log_deletions(request, queryset)  # type: ignore[misc]
 

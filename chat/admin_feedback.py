@@ -8,12 +8,13 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from chat.admin import ReadOnlyMixin
-from chat.admin_audit import export_audit_csv, export_audit_jsonl
+from chat.admin_audit import ViewAuditedAdmin, export_audit_csv, export_audit_jsonl
 from chat.models import AnswerFeedback, StaffAuditEntry
 
 
 @admin.register(AnswerFeedback)
-class AnswerFeedbackAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class AnswerFeedbackAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
+    audit_object_type = "feedback"
     list_display = ["run", "user", "rating", "comment", "updated_at"]
     list_filter = ["rating", "updated_at"]
     search_fields = ["comment", "user__username"]

@@ -11,12 +11,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
+from chat.admin_audit import ViewAuditedAdmin
 from chat.memory import memories_erase, memory_promote
 from chat.models import EpisodicMemory, Memory, SemanticMemory
 from reasoning.text import counted
 
 
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ViewAuditedAdmin, admin.ModelAdmin):
+    audit_object_type = "memory"
     kind = ""
     list_display = ["id", "owner", "summary", "source", "confidence", "shared", "created_at"]
     list_filter = ["shared"]

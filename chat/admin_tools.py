@@ -26,7 +26,7 @@ from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from chat import staff_audit
-from chat.admin_audit import ChangeAuditedAdmin
+from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
@@ -320,7 +320,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
+class DocumentAdmin(ViewAuditedAdmin, ChangeAuditedAdmin, admin.ModelAdmin):
     """Documents belong to their owners: staff may look (and delete, with the permission), but
     only a superuser edits one, since sharing a private document or rewriting a shared one
     changes what every user's runs read."""
@@ -341,8 +341,10 @@ class DocumentAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
 
 @admin.register(ToolApproval)
-class ToolApprovalAdmin(admin.ModelAdmin):
+class ToolApprovalAdmin(ViewAuditedAdmin, admin.ModelAdmin):
     """Every decision on a tool call, for audit: read-only (people decide in the chat)."""
+
+    audit_object_type = "tool approval"
 
     list_display = ["created_at", "model_tool", "status", "scope", "decided_by", "decided_at", "run"]
     list_filter = ["status", "scope", "server"]
@@ -362,6 +364,8 @@ class ToolApprovalAdmin(admin.ModelAdmin):
 @admin.register(Elicitation)
 class ElicitationAdmin(ToolApprovalAdmin):
     """Every question a tool server asked a person, and the answer: read-only."""
+
+    audit_object_type = "elicitation"
 
     list_display = ["created_at", "server", "tool", "status", "answered_by", "answered_at", "run"]
     list_filter = ["status", "server"]

@@ -135,3 +135,38 @@ def test_superusers_export_the_log_as_csv_or_json_lines_and_that_is_recorded_too
     staff.user_permissions.set(Permission.objects.filter(codename="view_staffauditentry"))
     refused = client_for(staff).post(url, {"action": "export_audit_csv", "_selected_action": ids})
     assert refused.status_code == 403
+
+
+def test_every_admin_page_that_shows_a_conversation_records_who_opened_or_searched_it(
+    admin_user, alice, alice_session, client_for
+):
+    """Only run, session, message and attempt pages were recorded: a trace event or a tool
+    result showed the same question and a private document's text unrecorded, and so did a
+    document, a memory, and a search of every user's messages."""
+    from chat.models import Document, EpisodicMemory, ToolExecution, TraceEvent
+
+    run = full_run(alice_session)
+    document = Document.objects.create(owner=alice, title="Salaries", content="Private figures.")
+    memory = EpisodicMemory.objects.create(owner=alice, kind="episodic", text="Alice asked about salaries.")
+    client = client_for(admin_user)
+    event, tool = TraceEvent.objects.filter(run=run).first(), ToolExecution.objects.filter(run=run).first()
+    pages = [
+        ("trace event", reverse("admin:chat_traceevent_change", args=[event.pk])),
+        ("tool execution", reverse("admin:chat_toolexecution_change", args=[tool.pk])),
+        ("document", reverse("admin:chat_document_change", args=[document.pk])),
+        ("memory", reverse("admin:chat_episodicmemory_change", args=[memory.pk])),
+    ]
+    for _, url in pages:
+        assert client.get(url).status_code == 200
+    client.get(reverse("admin:chat_message_changelist"), {"q": "Tokyo"})
+    client.get(reverse("admin:chat_document_changelist"), {"q": "salar"})
+    seen = [(e.object_type, e.object_id) for e in entries(action="view")]
+    assert seen == [
+        ("trace event", str(event.pk)),
+        ("tool execution", str(tool.pk)),
+        ("document", str(document.pk)),
+        ("memory", str(memory.pk)),
+        ("message list", ""),
+        ("document list", ""),
+    ]
+    assert "Searched messages for 'Tokyo'" in entries(object_type="message list")[0].summary
