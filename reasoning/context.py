@@ -19,6 +19,7 @@ from reasoning.calls import ComponentLLM, ModelSet, Totals, describe_error
 from reasoning.config import ReasoningConfig
 from reasoning.drafts import DraftBook
 from reasoning.events import Emitter
+from reasoning.progress import utcnow
 from reasoning.prompts import format_prompt, load_prompt, split_prompt
 from reasoning.tools.registry import ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
@@ -330,4 +331,10 @@ class RunContext:
             await self.checkpoint(self.tracker.to_dict())
 
     def latency_ms(self) -> float:
-        return (time.perf_counter() - self.started) * 1000
+        """From the run's start: a run resumed on another worker counts from its first start
+        (its tracker's), so what a crash cost the person shows in its latency."""
+        elapsed = time.perf_counter() - self.started
+        created = self.tracker.created_at if self.tracker is not None else None
+        if created is not None:
+            elapsed = max(elapsed, (utcnow() - created).total_seconds())
+        return elapsed * 1000

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
 from reasoning import ExecutionStrategy, ReasoningFailed, ResumeState
 from reasoning.llm.base import LLMError
 from reasoning.llm.scripted import ScriptedClient
+from reasoning.progress import utcnow
 from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.helpers import (
     ALWAYS_ANALYSE,
@@ -581,10 +583,15 @@ async def test_resuming_from_a_checkpoint_skips_finished_work():
             "evaluation": [quality(True, 0.9)],
         }
     )
-    result, sink = await run(
-        engine(second), "Q", resume=ResumeState(tracker_state=checkpoints[-1], next_sequence=50)
-    )
+    # The worker died 40 s into the run: its latency counts from the first start, not the
+    # resumption (the usage page's p95 hid exactly the runs that went badly).
+    state = {**checkpoints[-1], "created_at": (utcnow() - timedelta(seconds=40)).isoformat()}
+    result, sink = await run(engine(second), "Q", resume=ResumeState(tracker_state=state, next_sequence=50))
     assert sink.events[0].payload["resumed"] is True
+    assert result.latency_ms >= 40_000 and sink.of("run.finished")[0].payload["latency_ms"] >= 40_000
+    # The attempt the worker's death cut off was not judged: the next is no escalation.
+    (selected,) = sink.of("strategy.selected")
+    assert selected.payload["rationale"] == "Resumed: attempt 1 ended with Interrupted (the worker stopped)"
     assert second.requests_for("analysis") == []
     # A worker that died before the run's first checkpoint left events, not a tracker: the
     # run starts over, and its page says it was resumed (it said "Run started" a second time).

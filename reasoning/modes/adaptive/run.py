@@ -131,9 +131,7 @@ class AdaptiveRun:
                 execution_phase(strategy),
                 strategy=strategy.value,
                 mode=strategy.label,
-                rationale=analysis.rationale
-                if attempt_number == 1
-                else f"Escalated: {', '.join(tracker.insights.knowledge_gaps[:3]) or 'quality too low'}",
+                rationale=self.why_attempt(analysis),
                 attempt=attempt_number,
                 speculative_start=triage.speculation is not None,
             )
@@ -193,6 +191,19 @@ class AdaptiveRun:
                 missing_aspects=evaluation.missing_aspects,
             )
             strategy = following
+
+    def why_attempt(self, analysis: ComplexityAnalysis) -> str:
+        """Why the attempt just started: the analysis for the first; for a later one, what the
+        one before it ended with (escalated for missing parts, or cut off by a worker that
+        stopped, which is no judgement on its quality)."""
+        attempts = require(self.ctx.tracker, "the run's tracker").attempts
+        if len(attempts) < 2:
+            return analysis.rationale
+        before = attempts[-2]
+        if before.status == "escalated":
+            gaps = require(self.ctx.tracker, "the run's tracker").insights.knowledge_gaps[:3]
+            return f"Escalated: {', '.join(gaps) or 'quality too low'}"
+        return f"Resumed: attempt {len(attempts) - 1} ended with {before.outcome or before.status}"
 
     def resume_strategy(self) -> ExecutionStrategy | None:
         """Where a resumed run picks up: the interrupted attempt's level, or the next one."""
