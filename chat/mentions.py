@@ -169,8 +169,13 @@ def documents_to_offer(user: Any, word: str, limit: int = 10) -> list[Document]:
     return found
 
 
+class Unreadable(Exception):
+    """A mention that names a resource its server could not read just now."""
+
+
 def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachment | None:
-    """The attachment for a mention the user may read, or None."""
+    """The attachment for a mention the user may read, or None; Unreadable for a resource
+    whose server failed to read it (the person is told so, not that it does not exist)."""
     document = document_for_mention(user, name, document_id)
     if document is not None:
         return Attachment("document", document.title, document.content, source=document.uri)
@@ -184,8 +189,11 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
             try:
                 read = _provider(user, resource["server"]).read_resource
                 content = async_to_sync(read)(resource["uri"])
-            except Exception:  # unavailable or refused: reported as not included
-                return None
+            except Exception as exc:  # unavailable or refused: reported as not included
+                logger.info(
+                    "resource %s on %s could not be read: %s", resource["uri"], resource["server"], exc
+                )
+                raise Unreadable(resource["server"]) from None
             return Attachment("resource", resource["name"], content, source=resource["uri"])
     return None
 
@@ -203,9 +211,13 @@ def attachments_for(user: Any, text: str) -> tuple[list[Attachment], list[str]]:
     notes: list[str] = []
     found: list[Attachment] = []
     for name, document_id in dict.fromkeys(mentions_in(text)):
-        resolved = _resolve_mention(user, name, document_id)
+        written = f"@{name}" if document_id is None else f"@{name}#{document_id}"
+        try:
+            resolved = _resolve_mention(user, name, document_id)
+        except Unreadable as server:
+            notes.append(f"{written} was not included: the {server} tool server could not read it just now.")
+            continue
         if resolved is None:
-            written = f"@{name}" if document_id is None else f"@{name}#{document_id}"
             notes.append(
                 f"{written} was not included: there is no document or resource by that name that you may see."
             )

@@ -13,7 +13,7 @@ from chat.models import Document, MCPServer, ToolExecution
 from chat.presenters import events_context
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
 from reasoning.tools.registry import ToolRegistry
-from tests.conftest import ask
+from tests.conftest import ask, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -158,7 +158,7 @@ async def test_one_connection_per_server_shared_by_concurrent_runs(pool):
 
 async def test_resources_and_prompts_are_listed(pool):
     provider = MCPToolProvider(pool, faulty())
-    assert sorted(r.name for r in await provider.list_resources()) == ["notes", "report"]
+    assert sorted(r.name for r in await provider.list_resources()) == ["broken", "notes", "report"]
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
@@ -242,6 +242,22 @@ async def test_over_http_one_call_timing_out_leaves_the_others_on_that_connectio
     finally:
         process.kill()  # its threads sleep on: a graceful stop would wait for them
         await asyncio.wait_for(process.wait(), 10)
+
+
+def test_a_mentioned_resource_its_server_cannot_read_is_said_to_be_unreadable_not_missing(alice, settings):
+    """A resource whose read failed (the server hung, crashed or refused) was reported as if
+    nothing by that name existed."""
+    from chat.mentions import attachments_for, resources
+
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {sys.executable: (sys.executable,)}
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    wait_until(lambda: resources(alice, 5))  # the server started (a cold start is not the point)
+    found, notes = attachments_for(alice, "Compare @notes with @broken and @nothing-here")
+    assert [a.title for a in found] == ["notes"] and "Tuesdays" in found[0].content
+    assert notes == [
+        "@broken was not included: the faulty tool server could not read it just now.",
+        "@nothing-here was not included: there is no document or resource by that name that you may see.",
+    ]
 
 
 def test_a_run_goes_on_without_a_broken_server(alice_session, settings):

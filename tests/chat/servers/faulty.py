@@ -159,6 +159,11 @@ def report_bin() -> bytes:
     return b"\x00\x01report"
 
 
+@server.resource("faulty://broken", name="broken", description="Fails whenever it is read")
+def broken() -> str:
+    raise RuntimeError("the disk is on fire")
+
+
 @server.resource("faulty://notes", name="notes", description="Some notes")
 def notes() -> str:
     return "The faulty server's notes: deploys happen on Tuesdays."
