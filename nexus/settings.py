@@ -222,7 +222,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # limit is enforced there, since the threads pool has no time limits of its own.
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = NEXUS_WORKER_RUNS
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": NEXUS_RUN_TIME_LIMIT + 120}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": NEXUS_RUN_TIME_LIMIT + 120,
+    # Handing a run to the queue tries Redis once more after half a second, then gives up: the
+    # message is stored, the person is told, and the sweeper sends it when Redis is back. By
+    # default kombu kept retrying for 6 s, and every message posted while Redis was away took
+    # that long. (A worker reconnecting to the broker has its own retry settings.)
+    "max_retries": 1,
+    "interval_start": 0.5,
+    "interval_step": 0,
+    "interval_max": 0.5,
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # kombu's Redis transport without the restore-on-disconnect that crashed workers (chat/broker.py).
 CELERY_BROKER_TRANSPORT = "chat.broker:Transport" if REDIS_URL else None

@@ -177,6 +177,48 @@ def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, 
     assert run.dispatched_at is None
 
 
+@override_settings(NEXUS_RUN_BACKEND="celery")
+def test_a_message_posted_while_redis_is_away_tries_it_twice_not_for_seconds(
+    alice, alice_session, client_for
+):
+    """Each message posted while Redis was away took 6 s: kombu kept reconnecting before the
+    view could say the queue was down (the test above shortens that itself). The deployment's
+    own settings now give up after one more try."""
+    import socket
+    import threading
+
+    from django.conf import settings
+
+    from nexus.celery import app
+
+    tries = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def refuse() -> None:  # a "Redis" that hangs up on everyone, counting them
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            tries.append(1)
+            connection.close()
+
+    threading.Thread(target=refuse, daemon=True).start()
+    before = (app.conf.broker_url, app.conf.broker_transport_options)
+    app.conf.broker_url = f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    try:
+        response = post(client_for(alice), alice_session, "Are you there?")
+    finally:
+        app.conf.broker_url, app.conf.broker_transport_options = before
+        stop.set()
+        server.close()
+    assert "queue is unreachable" in response.content.decode()
+    assert 1 <= len(tries) <= 2, f"{len(tries)} connections to the broker for one message"
+
+
 def test_session_management(alice, client_for):
     client = client_for(alice)
     response = client.post(reverse("chat:session-new"))
