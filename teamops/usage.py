@@ -166,6 +166,11 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 GROUPS = {"day": "day", "user": "user__username", "model": "model", "strategy": "strategy"}
 
 
+def strategy_label(value: Any) -> str:
+    """A strategy as the pages' filters name it ("light_planning" → "Light planning")."""
+    return dict(Strategy.choices).get(value, value)
+
+
 def breakdown(filters: UsageFilters, dimension: str) -> list[dict[str, Any]]:
     """One row per day, person, model or strategy, with every figure."""
     if dimension not in GROUPS:

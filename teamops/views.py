@@ -98,6 +98,8 @@ def _tables(filters: usage.UsageFilters, names: list[str]) -> list[dict[str, Any
     tables = []
     for name in names:
         rows = usage.breakdown(filters, name)
+        if name == "strategy":  # as the filter above names them ("Light planning", not "light_planning")
+            rows = [{**row, "key": usage.strategy_label(row["key"])} for row in rows]
         tables.append(
             {
                 "name": name,

@@ -6,7 +6,10 @@ from typing import Any
 
 from django import template
 
+from teamops.usage import strategy_label
+
 register = template.Library()
+register.filter("strategy_label", strategy_label)
 
 
 @register.filter

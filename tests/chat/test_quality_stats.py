@@ -43,10 +43,10 @@ def verdicts(alice, bob):
 
 def test_verdicts_beside_the_evaluator_per_strategy_and_model(verdicts, auditor, client_for):
     html = client_for(auditor).get("/usage/quality/").content.decode()
-    direct = html[html.index('<th scope="row">direct</th>') :].split("</tr>")[0]
+    direct = html[html.index('<th scope="row">Direct</th>') :].split("</tr>")[0]
     # 2 verdicts: 1 up, 1 down; the evaluator passed 1; scores 0.30 (up) and 0.90 (down); both disagree.
     assert "<td>2</td><td>1</td><td>1</td><td>1</td><td>0.30</td><td>0.90</td><td>0%</td>" in direct
-    light = html[html.index('<th scope="row">light_planning</th>') :].split("</tr>")[0]
+    light = html[html.index('<th scope="row">Light planning</th>') :].split("</tr>")[0]
     assert "<td>100%</td>" in light and light.rstrip().endswith("<td>0</td>")
     by_decision = html[html.index('id="by-decision"') :]
     assert '<th scope="row">caution</th><td>1</td>' in by_decision, "the scorer's last decision counts"

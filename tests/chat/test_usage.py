@@ -63,7 +63,7 @@ def test_staff_see_the_team_per_day_person_model_and_strategy(team_runs, auditor
     assert "<td>$0.28</td><td>250 ms</td><td>475 ms</td><td>0%</td>" in by_user
     assert "<td>$1.50</td><td>4.5 s</td><td>5.0 s</td><td>100%</td>" in by_user
     by_strategy = rows_of(html, "strategy")
-    assert '<th scope="row">deep_reasoning</th><td>1</td>' in by_strategy
+    assert '<th scope="row">Deep reasoning</th><td>1</td>' in by_strategy, "named as the filter names it"
     # Cache hits: 800 of 1,800 prompt tokens on alice's run today.
     by_day = rows_of(html, "day")
     assert "42%" in by_day and by_day.count('<th scope="row">') == 2
