@@ -1,5 +1,6 @@
 """The chat page: posting, validation, one turn at a time, safe rendering, limits, failures."""
 
+import contextlib
 from html.parser import HTMLParser
 
 import pytest
@@ -156,18 +157,31 @@ def test_uploads_have_the_same_rate_limit(alice, client_for):
     cache.clear()
 
 
-@override_settings(NEXUS_RUN_BACKEND="celery", CELERY_BROKER_URL="redis://127.0.0.1:1/0")
-def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, alice_session, client_for):
+@contextlib.contextmanager
+def broker_at(url: str, transport_options: dict):
+    """The Celery app publishing to `url` for the block (its pool of broker connections made
+    anew, before and after: a pool keeps the broker it was made for)."""
     from nexus.celery import app
 
-    app.conf.broker_url = "redis://127.0.0.1:1/0"
-    app.conf.broker_connection_retry = False
-    app.conf.broker_connection_max_retries = 0
-    app.conf.broker_transport_options = {"max_retries": 0}
+    def fresh_pool() -> None:
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app._pool = app.amqp._producer_pool = None
+
+    before = (app.conf.broker_url, app.conf.broker_transport_options)
+    app.conf.broker_url, app.conf.broker_transport_options = url, transport_options
+    fresh_pool()
     try:
-        response = post(client_for(alice), alice_session, "Are you there?")
+        yield
     finally:
-        app.conf.broker_url = "memory://"
+        app.conf.broker_url, app.conf.broker_transport_options = before
+        fresh_pool()
+
+
+@override_settings(NEXUS_RUN_BACKEND="celery", CELERY_BROKER_URL="redis://127.0.0.1:1/0")
+def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, alice_session, client_for):
+    with broker_at("redis://127.0.0.1:1/0", {"max_retries": 0}):
+        response = post(client_for(alice), alice_session, "Are you there?")
     assert response.status_code == 200
     assert "queue is unreachable" in response.content.decode()
     assert "Retry now" in response.content.decode(), "its turn offers to hand it on again"
@@ -189,8 +203,6 @@ def test_a_message_posted_while_redis_is_away_tries_it_twice_not_for_seconds(
 
     from django.conf import settings
 
-    from nexus.celery import app
-
     tries = []
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
@@ -206,13 +218,12 @@ def test_a_message_posted_while_redis_is_away_tries_it_twice_not_for_seconds(
             connection.close()
 
     threading.Thread(target=refuse, daemon=True).start()
-    before = (app.conf.broker_url, app.conf.broker_transport_options)
-    app.conf.broker_url = f"redis://127.0.0.1:{server.getsockname()[1]}/0"
-    app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
     try:
-        response = post(client_for(alice), alice_session, "Are you there?")
+        with broker_at(
+            f"redis://127.0.0.1:{server.getsockname()[1]}/0", settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        ):
+            response = post(client_for(alice), alice_session, "Are you there?")
     finally:
-        app.conf.broker_url, app.conf.broker_transport_options = before
         stop.set()
         server.close()
     assert "queue is unreachable" in response.content.decode()

@@ -131,6 +131,8 @@ def test_calculator_call_shows_in_the_panel_and_a_screenshot(page: Page):
     last = page.locator("ol.trace").last
     expect(last).to_contain_text("Mode: Light Reasoning")
     expect(last.locator(".plan").first.locator("li")).to_have_count(2)
+    # Each step says "Step 1", "Step 2": the list adds no "1." before it ("1. Step 1").
+    assert last.locator(".plan").first.evaluate("e => getComputedStyle(e).listStyleType") == "none"
     expect(last).not_to_contain_text("Escalating"), "two parts are routed to a plan at once"
     # A new answer's panel starts collapsed even when the earlier ones are open (issue 12).
     expect(page.locator(".trace-head").last).to_have_attribute("aria-expanded", "false")
