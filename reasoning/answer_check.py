@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from reasoning.agent import ToolRecord
+from reasoning.foresight import accounts_for
 from reasoning.text import keywords
 from reasoning.tools.labels import tool_label
 
@@ -157,6 +158,11 @@ def check_answer(
         if not _matches(value, sources):
             return LocalVerdict(False, f"the answer states {value}, which nothing computed")
 
+    computed = " ".join(str(v) for r in tools if r.name.endswith("calculator") for v in r.arguments.values())
+    if computed and not accounts_for(question, computed):
+        return LocalVerdict(
+            False, "the question says more than the calculation did (a percentage, rounding, a unit)"
+        )
     asked = _numbers(question)
     used = [*_numbers(arguments), *answer_numbers]
     unused = [value for value in asked if not _matches(value, used)]

@@ -218,10 +218,42 @@ _ASKED = re.compile(
 )
 
 
+def _grouped_digits_joined(text: str) -> str:
+    text = _THOUSANDS.sub("", text.lower())
+    return _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+
+
+_NUMBERS = re.compile(rf"(?<![\w.]){_NUM}")
+_PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent)")
+# Words that change what is asked which the expression reader cannot apply (beyond the ones
+# it does: "x% of y", "rounded to N decimals", "then doubled").
+_UNREAD_QUANTITY = re.compile(
+    r"\b(?:million|billion|thousand|trillion|binary|hex(?:adecimal)?|octal|roman|half|third|quarter)\b", re.I
+)
+
+
+def accounts_for(question: str, expression: str) -> bool:
+    """Whether `expression` is all `question` asks to compute: every number the question
+    gives is in it, and no word that changes the result went unread ("1/3 of 90" read as 1/3,
+    "1000 - 10%" as 1000 - 10, "rounded" with nothing rounded). A check on the reader, so that
+    a misreading is not approved by the same misreading."""
+    asked = _grouped_digits_joined(question)
+    used = {round(float(n), 12) for n in _NUMBERS.findall(expression.lower())}
+    # A percentage may be computed as its fraction: "15% of 86.40" as 86.40*0.15.
+    shares = {round(float(n) / 100, 12) for n in _PERCENTAGE.findall(asked)}
+    for number in _NUMBERS.findall(asked):
+        if round(float(number), 12) not in used and round(float(number) / 100, 12) not in (used & shares):
+            return False
+    if _UNREAD_QUANTITY.search(asked):
+        return False
+    if re.search(r"%|\bpercent", asked) and not (re.search(r"/100\b|\*100\b", expression) or used & shares):
+        return False
+    return not (re.search(r"\bround", asked) and "round(" not in expression)
+
+
 def expression_in(text: str) -> str | None:
     """An arithmetic expression in a question, with number words turned into operators."""
-    candidate = _THOUSANDS.sub("", text.lower())
-    candidate = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), candidate)
+    candidate = _grouped_digits_joined(text)
     for _ in range(5):
         candidate, changed = _PERCENT_OF.subn(r"\1/100*\2", candidate, count=1)
         if not changed:
@@ -272,6 +304,18 @@ def _then(expression: str, rest: str) -> str:
     return expression
 
 
+# "UTC+2", "GMT-05:00": a fixed offset, as the IANA database names whole hours ("Etc/GMT-2" is
+# two hours ahead: its sign is the POSIX one, reversed).
+_UTC_OFFSET = re.compile(r"\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?00)?(?![\d:])", re.IGNORECASE)
+
+
+def _offset_zone(match: re.Match[str]) -> str:
+    hours = int(match.group(2))
+    if hours == 0:
+        return "UTC"
+    return f"Etc/GMT{'-' if match.group(1) == '+' else '+'}{hours}"
+
+
 def zone_in(text: str) -> str | None:
     """The first time zone a text names."""
     zones = zones_in(text)
@@ -283,7 +327,9 @@ def zones_in(text: str) -> list[str]:
     IANA names, places (accents optional), and abbreviations in capitals (PST, LA)."""
     text = text or ""
     places, pattern = _places()
-    found = [(m.start(), m.group(1)) for m in _IANA.finditer(text)]
+    found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
+    text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
+    found += [(m.start(), m.group(1)) for m in _IANA.finditer(text)]
     found += [(m.start(), ZONE_ABBREVIATIONS[m.group(1)]) for m in _ABBREVIATION.finditer(text)]
     found += [(m.start(), places[m.group(1)]) for m in pattern.finditer(fold(text))]
     return list(dict.fromkeys(zone for _, zone in sorted(found, key=lambda item: item[0])))
@@ -291,13 +337,16 @@ def zones_in(text: str) -> list[str]:
 
 # "What time is it in Londn?": a place after the time question that no zone is known for.
 _PLACE_ASKED = re.compile(
-    r"\b(?:time|date|day|clock|hour)\b[^?!.]*?\b(?:in|at)\s+"
-    r"(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2})",
+    r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2})",
     re.IGNORECASE,
 )
+_TIME_ASKED = re.compile(r"\b(?:time|date|day|clock|hour)\b", re.IGNORECASE)
 # fmt: off
 _NOT_A_PLACE = frozenset({
-    "the", "a", "an", "my", "our", "your", "their", "his", "her", "this", "that", "here", "there",
+    "the", "a", "an", "this", "that", "here", "there", "and", "or",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekend",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december", "utc", "gmt", "zone", "clock",
     "it", "iso", "words", "format", "figures", "digits", "numbers", "seconds", "minutes", "hours",
     "days", "weeks", "months", "years", "total", "general", "morning", "afternoon", "evening",
     "night", "now", "today", "tonight", "currently", "right", "moment", "am", "pm", "o'clock",
@@ -306,26 +355,33 @@ _NOT_A_PLACE = frozenset({
 
 
 def unknown_place(text: str) -> str | None:
-    """The place a time question asks about when no time zone is known for it (so the answer
-    says so instead of giving another place's time); None when it names none, or a known one."""
-    if zones_in(text):
-        return None
-    asked = _PLACE_ASKED.search(text or "")
+    """A place a time question asks about that no time zone is known for (so the answer says
+    so instead of giving another place's time, or leaving it out beside a known one); None
+    when it names none, or only known ones."""
+    text = text or ""
+    asked = _TIME_ASKED.search(text)
     if not asked:
         return None
-    words = asked.group("place").strip(" .’'").split()
-    while words and fold(words[-1]) in _NOT_A_PLACE:
-        words.pop()
-    if not words or any(fold(word) in _NOT_A_PLACE for word in words):
-        return None
-    return " ".join(words)
+    for named in _PLACE_ASKED.finditer(text, asked.end()):
+        words = (
+            re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)[0].strip(" .’'").split()
+        )
+        while words and fold(words[-1]) in _NOT_A_PLACE:
+            words.pop()
+        if not words or fold(words[0]) in _NOT_A_PLACE:
+            continue
+        place = " ".join(words)
+        if not zones_in(place):
+            return place
+    return None
 
 
 # "What time is it", "today's date", "what week number is it", "what year is it now": the
 # present moment, which only a clock knows. "How many seconds in a day" or "the time
 # difference between Lisbon and Warsaw" ask for no present moment.
 _NOW = re.compile(
-    r"\b(what(?:'s| is)? the (?:current )?(?:time|date|day|weekday)\b(?! (?:zone|difference|between))|"
+    r"\b(what(?:'s| is)? the (?:current )?(?:time|date|day|weekday)\b"
+    r"(?! (?:zone|difference|between|complexity))|"
     r"what (?:time|date|day|year|month|week(?: number)?)\b[^?.!]{0,30}\b(?:is it|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
     r"(?:current|today'?s|local) (?:time|date|day|weekday|week number)\b|"
@@ -335,10 +391,18 @@ _NOW = re.compile(
 )
 
 
+# Another moment than now: the clock tells the present only.
+_OTHER_MOMENT = re.compile(
+    r"\b(?:tomorrow|yesterday|next|last|ago|from now|later|earlier)\b|"
+    r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b",
+    re.IGNORECASE,
+)
+
+
 def asks_now(text: str) -> bool:
     """Whether a text asks for the present moment (the time, today's date), which only a clock
-    knows; "how many seconds in a day" does not."""
-    return bool(_NOW.search(text or ""))
+    knows; "how many seconds in a day" or "the date tomorrow" does not."""
+    return bool(_NOW.search(text or "")) and not _OTHER_MOMENT.search(text or "")
 
 
 # The team's own knowledge, which its documents may hold: a document named with @, or the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasoning.foresight import asks_now, expression_in, tool_named, unknown_place, zones_in
+from reasoning.foresight import accounts_for, asks_now, expression_in, tool_named, unknown_place, zones_in
 from reasoning.text import (
     MARKDOWN_HEADING,
     MENTION,
@@ -123,13 +123,16 @@ def covers(part: str, answer: str) -> bool:
     answer_text = strip_label(answer)
     if kind == "arithmetic":
         expression = expression_in(part)
+        if not accounts_for(part, expression or ""):
+            return False  # a misreading of the question must not approve itself
         try:
             value = format_number(calculate(expression or ""))
         except CalculatorError as exc:
             return str(exc) in answer_text
         return value in answer_text.replace(",", "")
     if kind == "time":
-        return bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+        # The clock tells the present; "the date tomorrow" is not answered by today's.
+        return asks_now(part) and bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
     if kind in ("greeting", "capabilities"):
         return bool(answer_text)
     if is_refusal(answer_text):
