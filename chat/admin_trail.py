@@ -107,6 +107,12 @@ def feedback_summary(run: ReasoningRun) -> str:
     )
 
 
+def final_answer_heading(run: ReasoningRun) -> str:
+    """What the answer the person was shown is called: approved by the evaluator, or shown
+    below its strategy's threshold with a low-confidence note."""
+    return "Answer shown with a low-confidence note" if low_confidence(run) else "Approved answer"
+
+
 def summary_card(run: ReasoningRun, *, diff_url: str, session_url: str) -> str:
     """What an auditor wants first: what was asked, what was answered, how, at what cost."""
     answer = answer_text(run)
@@ -115,13 +121,7 @@ def summary_card(run: ReasoningRun, *, diff_url: str, session_url: str) -> str:
     quality = "–" if run.final_quality is None else f"{run.final_quality:.2f}"
     # What the person was shown: the evaluator's approved answer, or the best one Nexus had,
     # under a low-confidence note (the strategy path beside it says "rejected").
-    heading = (
-        "Answer"
-        if not answer
-        else "Answer shown with a low-confidence note"
-        if low_confidence(run)
-        else "Approved answer"
-    )
+    heading = final_answer_heading(run) if answer else "Answer"
     facts = [
         ("status", format_html('<span class="nexus-status nexus-{}">{}</span>', run.status, run.status)),
         (
@@ -277,6 +277,8 @@ class AttemptChange:
     answer_is_final: bool
     missing_aspects: list[str]
     reason: str
+    # What the final answer was, shown to the person: approved, or under a low-confidence note.
+    final_heading: str = "Approved answer"
     tools_added: list[str] = field(default_factory=list)
     steps_added: list[str] = field(default_factory=list)
     left_html: str = ""
@@ -327,6 +329,7 @@ def attempt_changes(run: ReasoningRun) -> list[AttemptChange]:
         for step in plan.steps.all():
             steps.setdefault(plan.attempt_id, []).append(f"{step.step_id}: {step.description}")
     final = answer_text(run)
+    final_heading = final_answer_heading(run)
     changes = []
     for index, attempt in enumerate(attempts):
         if attempt.approved is not False and attempt.status != Attempt.Status.ESCALATED:
@@ -345,6 +348,7 @@ def attempt_changes(run: ReasoningRun) -> list[AttemptChange]:
             draft=drafts.get(attempt.number) or attempt.response,
             answer=answer,
             answer_is_final=answer_is_final,
+            final_heading=final_heading,
             missing_aspects=list((attempt.evaluation or {}).get("missing_aspects") or [])
             or list(escalation.get("missing_aspects") or []),
             reason=(attempt.evaluation or {}).get("reasoning") or escalation.get("reason", ""),

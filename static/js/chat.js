@@ -172,6 +172,10 @@
     if (send) send.hidden = Boolean(active);
     if (stop) {
       stop.hidden = !active;
+      if (stop.hidden && stop.dataset.refocus) {
+        delete stop.dataset.refocus;
+        document.getElementById("composer-input")?.focus();
+      }
       stop.dataset.url = active ? active.dataset.stopUrl || "" : "";
       stop.dataset.target = active ? "#" + active.id : "";
     }
@@ -179,6 +183,8 @@
 
   function stopRun(button) {
     if (!button.dataset.url || !window.htmx) return;
+    // Stop hides itself once the run has stopped: a keyboard user goes on from the message box.
+    if (document.activeElement === button) button.dataset.refocus = "true";
     button.disabled = true;
     window.htmx.ajax("POST", button.dataset.url, { source: button, target: button.dataset.target, swap: "outerHTML" })
       .finally(() => { button.disabled = false; updateComposer(); });

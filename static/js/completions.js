@@ -77,10 +77,13 @@
     const el = input();
     token = currentToken(el);
     if (!token) { close(); return; }
+    const asked = el.value;
     const url = box().dataset.url + "?q=" + encodeURIComponent(token.text);
     try {
       const response = await fetch(url, { credentials: "same-origin" });
       const data = await response.json();
+      // Typed on or sent meanwhile: this list answers text that is no longer there.
+      if (el.value !== asked) return;
       items = data.items || [];
       selected = items.length ? 0 : -1;
       render();

@@ -51,6 +51,8 @@ def test_the_card_says_an_answer_shown_below_its_threshold_was_not_approved(
     ReasoningRun.objects.filter(pk=run.pk).update(final_quality=0.0, answer_kind="low_confidence")
     card = run_page(client_for(auditor), run)
     assert "<h3>Answer shown with a low-confidence note</h3>" in card and "Approved answer" not in card
+    diff = client_for(auditor).get(reverse("admin:chat_reasoningrun_diff", args=[run.pk])).content.decode()
+    assert "Answer shown with a low-confidence note" in diff and "Approved answer" not in diff
 
 
 def test_sections_are_collapsible_and_say_how_many_rows_they_hold(auditor, alice_session, client_for):

@@ -163,8 +163,10 @@ def test_send_becomes_stop_and_stop_ends_the_run(tab: Tab):
     page.fill("#composer-input", "typed while it works")
     page.keyboard.press("Enter")
     expect(page.locator("#composer-input")).to_have_value("typed while it works")
-    stop.click()
+    stop.focus()
+    page.keyboard.press("Enter")  # by keyboard: the focus must not fall off the page as Stop hides
     expect(last_answer(page)).to_contain_text("Stopped", timeout=3000)
+    expect(page.locator("#composer-input")).to_be_focused()
     expect(page.locator("#status-line")).to_contain_text("Stopped", timeout=5000)
     expect(send).to_be_visible()
     expect(stop).to_be_hidden()
@@ -212,11 +214,14 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     page = tab.page
     ask(page, "What is 2+2?")
     expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
-    page.locator(".regenerate").click()
+    # A double-click is one regenerate: the second POST was refused (409) and its "still
+    # answering" error stayed on screen after the answer came.
+    page.locator(".regenerate").dblclick()
     expect(page.locator("article.turn")).to_have_count(2)
     expect(page.locator("article.turn:not([hidden])")).to_have_count(1)
     expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
     expect(last_answer(page).locator(".variant-label")).to_have_text("2/2")
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
     last_answer(page).locator(".variant-prev").click()
     expect(last_answer(page).locator(".variant-label")).to_have_text("1/2")
     last_answer(page).locator(".variant-next").click()
@@ -655,6 +660,12 @@ def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):
 def test_enter_on_a_completion_picks_it_without_a_new_line(tab: Tab):
     page = tab.page
     box = page.locator("#composer-input")
+    # The commands come from the built-in tool server, which may still be starting.
+    url = page.locator("#completions").get_attribute("data-url")
+    for _ in range(100):
+        if "/summarize" in page.request.get(f"{page.url.split('/sessions/')[0]}{url}?q=/summ").text():
+            break
+        page.wait_for_timeout(200)
     box.press_sequentially("/summ")
     expect(page.locator("#completions [role=option]").first).to_contain_text("/summarize", timeout=20000)
     expect(box).to_have_attribute("aria-expanded", "true")
