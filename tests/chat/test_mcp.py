@@ -162,42 +162,6 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
-async def test_streamable_http_servers_are_reached_by_url(pool):
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        FAULTY,
-        "--http",
-        str(port),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-        config = MCPServerConfig(
-            name="remote",
-            transport="http",
-            url=f"http://127.0.0.1:{port}/mcp",
-            headers=(("Authorization", "Bearer s3cret"),),
-        )
-        registry = ToolRegistry([MCPToolProvider(pool, config)])
-        outcome = await call(registry, "remote__echo", text="over http")
-        assert outcome.success and outcome.content.startswith("over http")
-        assert "s3cret" not in repr(config)
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.wait(), 10)
-
-
 async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
     """The faulty server over streamable HTTP on a free port, once it accepts connections."""
     import socket
@@ -222,6 +186,18 @@ async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MC
     return process, MCPServerConfig(
         name="remote", transport="http", url=f"http://127.0.0.1:{port}/mcp", **pool_config
     )
+
+
+async def test_streamable_http_servers_are_reached_by_url(pool):
+    process, config = await http_faulty({"headers": (("Authorization", "Bearer s3cret"),)})
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        outcome = await call(registry, "remote__echo", text="over http")
+        assert outcome.success and outcome.content.startswith("over http")
+        assert "s3cret" not in repr(config)
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 10)
 
 
 async def test_over_http_one_call_timing_out_leaves_the_others_on_that_connection_alone(pool):
