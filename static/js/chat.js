@@ -594,14 +594,46 @@
   document.addEventListener("htmx:afterSettle", () => updateComposer());
   // Sending: the box empties at once, so what the person types next is theirs to keep (the
   // reply does not reset the form over it); a refused or failed send puts the text back.
+  // The message shows in the thread while it is on its way (a busy server can take seconds to
+  // store it), then gives way to the turn the server sends back, or goes if the send failed.
+  function showSending(text) {
+    const thread = document.getElementById("thread");
+    if (!thread || !text.trim()) return;
+    removeSending();
+    const turn = document.createElement("div");
+    turn.className = "turn sending";
+    turn.id = "sending-turn";
+    turn.setAttribute("aria-busy", "true");
+    const message = document.createElement("div");
+    message.className = "msg user";
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    bubble.textContent = text;
+    const note = document.createElement("p");
+    note.className = "sending-note muted";
+    note.textContent = "Sending…";
+    message.append(bubble, note);
+    turn.append(message);
+    thread.append(turn);
+    document.getElementById("empty-state")?.setAttribute("hidden", "");
+    scrollThread(true);
+  }
+  function removeSending() {
+    document.getElementById("sending-turn")?.remove();
+  }
   document.addEventListener("htmx:beforeSend", (event) => {
     const form = event.detail.elt;
     if (!form || form.id !== "composer") return;
     const input = form.querySelector("#composer-input");
     form.dataset.sending = "true";
     form.dataset.sent = input.value;
+    showSending(input.value);
     input.value = "";
     fitComposer(input);
+  });
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (elt && elt.id === "composer") removeSending();
   });
   document.addEventListener("htmx:afterRequest", (event) => {
     const form = event.detail.elt;
@@ -610,7 +642,9 @@
     const sent = form.dataset.sent || "";
     form.dataset.sending = "false";
     form.dataset.sent = "";
+    removeSending();
     if (event.detail.successful && afterSuccess(event.detail.xhr)) return;
+    if (!document.querySelector("#thread article.turn")) document.getElementById("empty-state")?.removeAttribute("hidden");
     if (sent && !input.value.startsWith(sent)) input.value = sent + (input.value ? "\n" + input.value : "");
     fitComposer(input);
   });

@@ -642,6 +642,38 @@ def test_what_is_typed_while_a_message_is_on_its_way_is_kept_and_nothing_is_sent
     expect(box).to_have_value("What is 5*5?\nand then?")
 
 
+def test_a_message_shows_in_the_thread_while_it_is_on_its_way(tab: Tab):
+    """The box emptied at once, but nothing showed the message until the server had stored
+    it: on a busy server the question simply vanished for seconds."""
+    page = tab.page
+    held = []
+    page.route("**/messages/", lambda route: held.append(route))
+    ask(page, "What is 4*4?")
+    while not held:
+        page.wait_for_timeout(20)
+    sending = page.locator("#thread .turn.sending")
+    expect(sending).to_be_visible()
+    expect(sending.locator(".bubble")).to_have_text("What is 4*4?")
+    expect(sending).to_contain_text("Sending…")
+    expect(page.locator("#empty-state")).to_be_hidden()
+    held[0].continue_()
+    expect(last_answer(page).locator(".markdown")).to_contain_text("16", timeout=20000)
+    expect(sending).to_have_count(0)
+    expect(page.locator("#thread .msg.user .bubble")).to_have_count(1)
+    # A send that fails leaves no ghost behind: the text goes back to the box.
+    page.fill("#composer-input", "What is 5*5?")
+    page.route("**/messages/", lambda route: held.append(route))
+    page.locator("#composer button.send").click()
+    while len(held) < 2:
+        page.wait_for_timeout(20)
+    expect(sending).to_be_visible()
+    held[1].fulfill(status=500, body="Server Error (500)")
+    page.unroute("**/messages/")
+    expect(page.locator("#composer-error")).to_contain_text("Nexus hit an error (500)")
+    expect(sending).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("What is 5*5?")
+
+
 def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):
     """The second click of a double-click sent an empty message (a false "Type a message
     first.") or, once Stop had taken Send's place, stopped the run the first click started."""
