@@ -19,7 +19,8 @@ import zoneinfo
 from collections.abc import Iterable
 
 from reasoning.llm.base import ToolCall
-from reasoning.tools.builtin import CalculatorError, calculate
+from reasoning.tools.builtin import ZONE_ABBREVIATIONS as CLOCK_ABBREVIATIONS
+from reasoning.tools.builtin import CalculatorError, calculate, offset_name
 
 # The tools whose need foresight judges, by their base name (a server may prefix it).
 FORESEEN_TOOLS = ("calculator", "clock", "search_documents")
@@ -105,32 +106,31 @@ CITY_ZONES = {
     "utc": "UTC",
     "gmt": "UTC",
 }
+# Countries and states: after a comma they say which place of that name is meant ("Paris,
+# Texas"), and are not a second place to tell the time of.
+_REGIONS = frozenset(
+    name
+    for name in CITY_ZONES
+    if name
+    not in {
+        "tokyo", "london", "paris", "berlin", "madrid", "rome", "amsterdam", "new york", "nyc", "boston",
+        "chicago", "denver", "los angeles", "san francisco", "seattle", "toronto", "mexico city",
+        "sao paulo", "sydney", "melbourne", "auckland", "singapore", "hong kong", "shanghai", "beijing",
+        "seoul", "mumbai", "delhi", "dubai", "moscow", "istanbul", "cairo", "johannesburg", "lagos",
+        "washington dc", "utc", "gmt",
+    }
+)  # fmt: skip
 _IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
-# Abbreviations people write for a place's time, read in capitals only ("est" is a word).
-ZONE_ABBREVIATIONS = {
-    "PST": "America/Los_Angeles",
-    "PDT": "America/Los_Angeles",
-    "MST": "America/Denver",
-    "MDT": "America/Denver",
-    "CST": "America/Chicago",
-    "CDT": "America/Chicago",
-    "EST": "America/New_York",
-    "EDT": "America/New_York",
-    "BST": "Europe/London",
-    "CET": "Europe/Paris",
-    "CEST": "Europe/Paris",
-    "IST": "Asia/Kolkata",
-    "JST": "Asia/Tokyo",
-    "KST": "Asia/Seoul",
-    "AEST": "Australia/Sydney",
-    "AEDT": "Australia/Sydney",
-    "NZST": "Pacific/Auckland",
+# Abbreviations people write for a place, read in capitals only ("la" is a word); a time
+# zone's abbreviation (PST, CEST) goes to the clock as it is: it names one offset.
+PLACE_ABBREVIATIONS = {
     "LA": "America/Los_Angeles",
     "SF": "America/Los_Angeles",
     "NYC": "America/New_York",
     "UK": "Europe/London",
     "UAE": "Asia/Dubai",
 }
+ZONE_ABBREVIATIONS = {**{name: name for name in CLOCK_ABBREVIATIONS}, **PLACE_ABBREVIATIONS}
 _ABBREVIATION = re.compile(rf"\b({'|'.join(ZONE_ABBREVIATIONS)})\b")
 # The IANA database's cities ("Asia/Kathmandu": Kathmandu) are places too, except its legacy
 # regions and the ones that are also ordinary words ("Pacific/Wake", "America/Resolute").
@@ -181,12 +181,32 @@ _THEN = re.compile(
     re.IGNORECASE,
 )
 _THEN_WORDS = {"double": "*2", "triple": "*3", "quadruple": "*4", "halve": "/2"}
+_PLACES_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+
+
+# "3 decimal places", "two decimals", "2 dp" (named `group`: the pattern is used twice).
+def _places_pattern(group: str) -> str:
+    return (
+        rf"(?P<{group}>\d+|one|two|three|four|five|six)\s*(?:decimal(?:\s+places?|s)?|dp|places?|"
+        r"digits? after the (?:decimal )?point)"
+    )
+
+
+# "rounded", "rounded down", "round it to 3 decimals", "to two decimal places", "rounded to the
+# nearest whole number".
 _ROUNDED = re.compile(
-    r"\s*,?\s*(?:and\s+)?(?:then\s+)?round(?:ed)?(?:\s+it)?\s+(?:to\s+)?(?:(?P<places>\d+)\s*"
-    r"(?:decimal(?:\s+places?|s)?|dp|places?|digits? after the (?:decimal )?point)|the nearest (?:whole )?"
-    r"(?:number|integer))",
+    r"\s*,?\s*(?:and\s+)?(?:then\s+)?(?:round(?:ed)?(?:\s+it)?\s*(?:(?P<way>down|up)\b|(?:to\s+)?"
+    rf"(?:{_places_pattern('places')}|the nearest (?:whole )?(?:number|integer)))?|"
+    rf"(?:to|with|at)\s+{_places_pattern('places2')})",
     re.IGNORECASE,
 )
+# "200 + 15%", "120 minus 15 percent": the amount changed by a share of itself, as on a
+# calculator (not 200 + 15).
+_PERCENT_CHANGE = re.compile(
+    r"(\d+(?:\.\d+)?)\s*([-+])\s*(\d+(?:\.\d+)?)\s*(?:%|percent\b)(?!\s*(?:of\b|[\d(]))"
+)
+# "2(3+4)", "(1+2)(3+4)": a product written without its sign.
+_IMPLIED_PRODUCT = re.compile(r"(?<=[\d)])\s*(?=\()|(?<=\))\s*(?=[\d(])")
 _AS_PERCENT = re.compile(r"\s*,?\s*(?:as|in|into)\s+(?:a\s+)?percent(?:age)?\b", re.IGNORECASE)
 _NUMBER_WORDS = [
     (r"\bmultiplied by\b|\btimes\b|\bx\b(?=\s*\d)", "*"),
@@ -218,8 +238,12 @@ _ASKED = re.compile(
 )
 
 
+# "1,5": a decimal comma, as much of Europe writes it (a group of thousands has three digits).
+_DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?![\d,])")
+
+
 def _grouped_digits_joined(text: str) -> str:
-    text = _THOUSANDS.sub("", text.lower())
+    text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
     return _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
 
 
@@ -248,7 +272,8 @@ def accounts_for(question: str, expression: str) -> bool:
         return False
     if re.search(r"%|\bpercent", asked) and not (re.search(r"/100\b|\*100\b", expression) or used & shares):
         return False
-    return not (re.search(r"\bround", asked) and "round(" not in expression)
+    rounding = re.search(r"\bround|\bdecimal places?\b|\bdecimals\b|\bdp\b", asked)
+    return not (rounding and not re.search(r"\b(?:round|floor|ceil)\(", expression))
 
 
 def expression_in(text: str) -> str | None:
@@ -266,6 +291,8 @@ def expression_in(text: str) -> str | None:
     )
     for pattern, operator in _NUMBER_WORDS:
         candidate = re.sub(pattern, operator, candidate)
+    candidate = _PERCENT_CHANGE.sub(r"\1*(1\2\3/100)", candidate)
+    candidate = _IMPLIED_PRODUCT.sub("*", candidate)
     matches = list(_EXPRESSION.finditer(candidate))
     # The expression the question asks about ("What is 5*5?") before any other it quotes (a
     # template's "{{ 7*7 }}" pasted above it), then the longest: "2+3*4" over its "3*4".
@@ -299,21 +326,21 @@ def _then(expression: str, rest: str) -> str:
     if percent := _AS_PERCENT.match(rest):
         expression, rest = f"({expression})*100", rest[percent.end() :]
     if rounded := _ROUNDED.match(rest):
-        places = f", {rounded['places']}" if rounded["places"] else ""
+        if way := rounded["way"]:
+            return f"{'floor' if way.lower() == 'down' else 'ceil'}({expression})"
+        places = rounded["places"] or rounded["places2"]
+        places = f", {_PLACES_WORDS.get(places.lower(), places)}" if places else ""
         expression = f"round({expression}{places})"
     return expression
 
 
-# "UTC+2", "GMT-05:00": a fixed offset, as the IANA database names whole hours ("Etc/GMT-2" is
-# two hours ahead: its sign is the POSIX one, reversed).
-_UTC_OFFSET = re.compile(r"\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?00)?(?![\d:])", re.IGNORECASE)
+# "UTC+2", "GMT-05:30": a fixed offset, which the clock reads as it is.
+_UTC_OFFSET = re.compile(r"\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?(?![\d:])", re.IGNORECASE)
 
 
 def _offset_zone(match: re.Match[str]) -> str:
-    hours = int(match.group(2))
-    if hours == 0:
-        return "UTC"
-    return f"Etc/GMT{'-' if match.group(1) == '+' else '+'}{hours}"
+    minutes = int(match.group(2)) * 60 + int(match.group(3) or 0)
+    return "UTC" if minutes == 0 else offset_name(-minutes if match.group(1) == "-" else minutes)
 
 
 def zone_in(text: str) -> str | None:
@@ -331,7 +358,17 @@ def zones_in(text: str) -> list[str]:
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
     found += [(m.start(), m.group(1)) for m in _IANA.finditer(text)]
     found += [(m.start(), ZONE_ABBREVIATIONS[m.group(1)]) for m in _ABBREVIATION.finditer(text)]
-    found += [(m.start(), places[m.group(1)]) for m in pattern.finditer(fold(text))]
+    # "St. John's" as the database writes it ("St Johns").
+    named = list(pattern.finditer(re.sub(r"[.'’]", "", fold(text))))
+    found += [
+        (m.start(), places[m.group(1)])
+        for m, after in zip(named, [*named[1:], None], strict=False)
+        if not (
+            after
+            and after.group(1) in _REGIONS
+            and re.fullmatch(r"\s*,\s*", m.string[m.end() : after.start()])
+        )
+    ]
     return list(dict.fromkeys(zone for _, zone in sorted(found, key=lambda item: item[0])))
 
 
@@ -394,7 +431,10 @@ _NOW = re.compile(
 # Another moment than now: the clock tells the present only.
 _OTHER_MOMENT = re.compile(
     r"\b(?:tomorrow|yesterday|next|last|ago|from now|later|earlier)\b|"
-    r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b",
+    r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b|"
+    # A conversion: "if it's 9am in London", "when it is noon in New York".
+    r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
+    r"\b(?:noon|midday|midnight)\b",
     re.IGNORECASE,
 )
 

@@ -5,6 +5,17 @@ from __future__ import annotations
 import re
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# "When it is noon in New York, what time is it in Paris?": one question, on a condition, not
+# two after the comma.
+CONDITION = re.compile(r"^\W*(?:if|when|once)\s+it(?:'s|’s|\s+is|\s+was|\s+were)\b", re.IGNORECASE)
+# A full stop that ends no sentence: "St. John's", "Mt. Fuji", "Dr. Smith", "e.g. this".
+NOT_A_SENTENCE_END = (
+    "".join(
+        rf"(?<!\b{re.escape(word)})"
+        for word in ("St.", "Mt.", "Ft.", "Dr.", "Mr.", "Ms.", "Mrs.", "Jr.", "Sr.", "vs.")
+    )
+    + r"(?<!e\.g\.)(?<!i\.e\.)(?<!\b[ap]\.m\.)"
+)
 STOPWORDS = frozenset(
     """a an the is are was were be been of to in on at for and or with what when where who why how which it
     its this that these those do does did can could should would will me my our your you i we us tell give

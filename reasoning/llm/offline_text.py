@@ -12,8 +12,10 @@ from typing import Any
 
 from reasoning.foresight import accounts_for, asks_now, expression_in, tool_named, unknown_place, zones_in
 from reasoning.text import (
+    CONDITION,
     MARKDOWN_HEADING,
     MENTION,
+    NOT_A_SENTENCE_END,
     WORD,
     distinct,
     keywords,
@@ -59,9 +61,22 @@ _DOCS = re.compile(
 _ONLY_MENTIONS = re.compile(rf"(?:\s*{MENTION.pattern}[\s,.;:!?]*)+")
 _HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _QUOTED_DOCUMENT = re.compile(r"^From \*\*.+\*\*:$", re.MULTILINE)
-_GREETING = re.compile(
-    r"^\s*(hi|hello|hey|good (morning|afternoon|evening)|thanks|thank you)\b[\s!.,]*$", re.IGNORECASE
+# Small talk: a greeting, thanks or goodbye, alone (beside a question it is not a part).
+_THANKS = re.compile(
+    r"^\W*(?:thanks|thank you|thx|ty|cheers|much appreciated)(?:\s+(?:so|very)\s+much|\s+a lot|"
+    r"\s+again|\s+nexus)*[\s!.,]*$",
+    re.IGNORECASE,
 )
+_GOODBYE = re.compile(
+    r"^\W*(?:bye|goodbye|good night|see you|see ya|cya|later)(?:\s+(?:later|soon|now|nexus))*[\s!.,]*$",
+    re.IGNORECASE,
+)
+_HELLO = re.compile(
+    r"^\W*(?:(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening|day))(?:\s+(?:there|nexus|all|"
+    r"everyone|again))*|how are you(?: doing)?(?: today)?|how(?:'s| is) it going|what'?s up)[\s!?.,]*$",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}", re.IGNORECASE)
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
 )
@@ -73,9 +88,7 @@ def question_parts(query: str) -> list[str]:
     text = " ".join((query or "")[:MAX_QUERY_CHARS].split())
     chunks = [
         c
-        for c in re.split(
-            r"(?<=[?!])\s+|[;\n]+|(?<=\.)(?<!\b[ap]\.m\.)(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])", text
-        )
+        for c in re.split(rf"(?<=[?!])\s+|[;\n]+|(?<=\.){NOT_A_SENTENCE_END}\s+(?=[A-Z])", text)
         if c.strip()
     ]
     parts: list[str] = []
@@ -84,7 +97,9 @@ def question_parts(query: str) -> list[str]:
         pieces = []
         for piece in _SPLIT_AND.split(chunk):
             head, *rest = _SPLIT_COMMA.split(piece)
-            pieces += [head, *rest] if rest and _ASKING.search(head) else [piece]
+            pieces += (
+                [head, *rest] if rest and _ASKING.search(head) and not CONDITION.match(head) else [piece]
+            )
         for number, piece in enumerate(pieces):
             cleaned = piece.strip(" ,.;:!?")
             if not WORD.search(cleaned):
@@ -366,6 +381,13 @@ def answer_without_tools(question: str) -> str:
     first = parts[0]
     kind = part_kind(first)
     if kind == "greeting":
+        if _THANKS.match(first):
+            return (
+                "You're welcome! Ask me anything else: a calculation, the time somewhere, or "
+                "your team's documents."
+            )
+        if _GOODBYE.match(first):
+            return "Goodbye! Your chats stay here for when you come back."
         return (
             "Hello! I'm Nexus, running on the offline model. I can do arithmetic, tell the time "
             "and search your team's documents."

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from reasoning.text import MENTION
+from reasoning.text import CONDITION, MENTION, NOT_A_SENTENCE_END
 
 # --- vocabulary -------------------------------------------------------------------------------
 
@@ -45,7 +45,7 @@ _SEQUENCE = re.compile(
 # the text before it asked something ("If it rains, what should I do?" is one ask).
 _COMMA_QUESTION = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\s)", re.IGNORECASE)
 _ASKS_SOMETHING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
-_SENTENCES = re.compile(r"(?<=[?!.;])\s+(?=\S)|\n+")
+_SENTENCES = re.compile(rf"(?:(?<=[?!;])|(?<=\.){NOT_A_SENTENCE_END})\s+(?=\S)|\n+")
 # What comes before the question proper: a greeting, thanks, an apology, a filler.
 PREAMBLE = re.compile(
     r"^\W*(?:(?:hi|hello|hey|yo|ok|okay|um+|uh+|ehm+|erm+|hmm+|thanks|thank you|cheers|"
@@ -284,7 +284,7 @@ def clean(question: str) -> str:
 
 def _comma_questions(piece: str) -> list[str]:
     head, *rest = _COMMA_QUESTION.split(piece)
-    return [head, *rest] if rest and _ASKS_SOMETHING.search(head) else [piece]
+    return [head, *rest] if rest and _ASKS_SOMETHING.search(head) and not CONDITION.match(head) else [piece]
 
 
 def split_asks(text: str) -> list[str]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from datetime import UTC, datetime
+import re
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -161,15 +162,89 @@ def calculator(expression: str) -> str:
     return f"{expression.strip()} = {format_number(calculate(expression))}"
 
 
-def clock(timezone: str = "UTC") -> str:
-    """Tool entry point: the current date and time in a time zone."""
-    name = (timezone or "UTC").strip()
+# Abbreviations name one offset each, whatever the season ("PDT" is UTC-7 in January too), and
+# the zone that uses it, which may keep the other one at the moment.
+ZONE_ABBREVIATIONS: dict[str, tuple[int, str]] = {
+    "PST": (-8 * 60, "America/Los_Angeles"),
+    "PDT": (-7 * 60, "America/Los_Angeles"),
+    "MST": (-7 * 60, "America/Denver"),
+    "MDT": (-6 * 60, "America/Denver"),
+    "CST": (-6 * 60, "America/Chicago"),
+    "CDT": (-5 * 60, "America/Chicago"),
+    "EST": (-5 * 60, "America/New_York"),
+    "EDT": (-4 * 60, "America/New_York"),
+    "AKST": (-9 * 60, "America/Anchorage"),
+    "HST": (-10 * 60, "Pacific/Honolulu"),
+    "BST": (60, "Europe/London"),
+    "WET": (0, "Europe/Lisbon"),
+    "CET": (60, "Europe/Paris"),
+    "CEST": (2 * 60, "Europe/Paris"),
+    "EET": (2 * 60, "Europe/Athens"),
+    "EEST": (3 * 60, "Europe/Athens"),
+    "MSK": (3 * 60, "Europe/Moscow"),
+    "IST": (5 * 60 + 30, "Asia/Kolkata"),
+    "SGT": (8 * 60, "Asia/Singapore"),
+    "HKT": (8 * 60, "Asia/Hong_Kong"),
+    "JST": (9 * 60, "Asia/Tokyo"),
+    "KST": (9 * 60, "Asia/Seoul"),
+    "AWST": (8 * 60, "Australia/Perth"),
+    "ACST": (9 * 60 + 30, "Australia/Adelaide"),
+    "AEST": (10 * 60, "Australia/Sydney"),
+    "AEDT": (11 * 60, "Australia/Sydney"),
+    "NZST": (12 * 60, "Pacific/Auckland"),
+    "NZDT": (13 * 60, "Pacific/Auckland"),
+}
+# "UTC+5:30", "GMT-03:00", "+0545": a fixed offset from UTC.
+_OFFSET = re.compile(r"^(?:UTC|GMT)?\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
+
+
+def offset_name(minutes: int) -> str:
+    """ "UTC+05:30" for 330 minutes ahead of UTC."""
+    sign = "-" if minutes < 0 else "+"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"UTC{sign}{hours:02d}:{rest:02d}"
+
+
+def _zone(name: str) -> tuple[tzinfo, str | None]:
+    """The zone a name means, and the place an abbreviation belongs to."""
+    if name.upper() in ("UTC", "Z", "ZULU"):
+        return UTC, None
+    if name.upper() in ZONE_ABBREVIATIONS:
+        minutes, place = ZONE_ABBREVIATIONS[name.upper()]
+        return timezone(timedelta(minutes=minutes), name.upper()), place
+    if match := _OFFSET.match(name):
+        hours, minutes = int(match.group(2)), int(match.group(3) or 0)
+        total = (hours * 60 + minutes) * (-1 if match.group(1) == "-" else 1)
+        if minutes > 59 or not -12 * 60 <= total <= 14 * 60:
+            raise ValueError(f"{name!r} is not an offset any place keeps (UTC-12:00 to UTC+14:00)")
+        return timezone(timedelta(minutes=total)), None
     try:
-        zone = ZoneInfo(name) if name.upper() != "UTC" else UTC
+        return ZoneInfo(name), None
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown time zone {name!r}; use an IANA name such as Europe/Paris") from None
+        raise ValueError(
+            f"unknown time zone {name!r}; use an IANA name such as Europe/Paris, an offset such as "
+            "UTC+05:30, or an abbreviation such as PST"
+        ) from None
+
+
+def clock(timezone: str = "UTC") -> str:
+    """Tool entry point: the current date and time in a time zone, a fixed offset from UTC or
+    an abbreviation ("PDT": its own offset, and its place's time when that keeps another now)."""
+    name = (timezone or "UTC").strip()
+    zone, place = _zone(name)
     now = datetime.now(zone)
-    return f"{now:%A %d %B %Y, %H:%M:%S} {name} (ISO {now.isoformat(timespec='seconds')})"
+    offset = offset_name(int(now.utcoffset().total_seconds() // 60))  # type: ignore[union-attr]
+    label = f"{name.upper()} ({offset})" if place else offset if _OFFSET.match(name) else name
+    text = f"{now:%A %d %B %Y, %H:%M:%S} {label} (ISO {now.isoformat(timespec='seconds')})"
+    if place is not None:
+        there = datetime.now(ZoneInfo(place))
+        if there.utcoffset() != now.utcoffset():
+            minutes = int(there.utcoffset().total_seconds() // 60)  # type: ignore[union-attr]
+            text += (
+                f"; {place} is on {there.tzname()} ({offset_name(minutes)}) at this time of year, "
+                f"where it is {there:%H:%M}"
+            )
+    return text
 
 
 CALCULATOR_SCHEMA = {
@@ -194,6 +269,10 @@ CALCULATOR_DESCRIPTION = (
 CLOCK_SCHEMA = {
     "type": "object",
     "properties": {
-        "timezone": {"type": "string", "description": "IANA time zone, e.g. Europe/Paris; default UTC"}
+        "timezone": {
+            "type": "string",
+            "description": "IANA time zone (Europe/Paris), offset (UTC+05:30) or abbreviation (PST); "
+            "default UTC",
+        }
     },
 }
