@@ -87,6 +87,14 @@ async def _main(args: argparse.Namespace) -> int:
         await tools.close()
     if args.json:
         return 0
+    threshold = config.quality_threshold(result.final_strategy)
+    if result.kind == "low_confidence" or (result.quality is not None and result.quality < threshold):
+        # As the chat page says above such an answer: it was not approved.
+        missing = "; ".join((result.evaluation.missing_aspects if result.evaluation else []) or [])
+        print(
+            f"Low confidence: quality {result.quality if result.quality is not None else 'n/a'} is below "
+            f"{threshold}" + (f" (missing: {missing})" if missing else "") + ".\n"
+        )
     print(result.answer)
     print(
         f"\n[{result.initial_strategy.value} → {result.final_strategy.value}, "
