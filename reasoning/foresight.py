@@ -314,6 +314,18 @@ def expression_in(text: str) -> str | None:
     return _then(ranked[0].group().strip(), candidate[ranked[0].end() :]) if ranked else None
 
 
+_AND_NUMBER = re.compile(r"\s*,?\s+and\s+(?=[-+(]?\s*\d)", re.IGNORECASE)
+
+
+def split_calculations(text: str) -> list[str]:
+    """ "What is 10% of 50 and 20% of 80": two calculations, each asked in full, where the
+    expression reader would take the first alone. One piece when either side has none."""
+    pieces = _AND_NUMBER.split(text)
+    if len(pieces) < 2 or not all(expression_in(piece) for piece in pieces):
+        return [text]
+    return pieces
+
+
 def _then(expression: str, rest: str) -> str:
     """`expression` with what the words after it do to its result ("then doubled", "rounded
     to 3 decimals", "as a percentage"): an answer that left them out would be wrong."""

@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasoning.foresight import accounts_for, asks_now, expression_in, tool_named, unknown_place, zones_in
+from reasoning.foresight import (
+    accounts_for,
+    asks_now,
+    expression_in,
+    split_calculations,
+    tool_named,
+    unknown_place,
+    zones_in,
+)
 from reasoning.text import (
     CONDITION,
     MARKDOWN_HEADING,
@@ -95,7 +103,7 @@ def question_parts(query: str) -> list[str]:
     questions: list[str] = []
     for chunk in chunks:
         pieces = []
-        for piece in _SPLIT_AND.split(chunk):
+        for piece in (c for joined in _SPLIT_AND.split(chunk) for c in split_calculations(joined)):
             head, *rest = _SPLIT_COMMA.split(piece)
             pieces += (
                 [head, *rest] if rest and _ASKING.search(head) and not CONDITION.match(head) else [piece]

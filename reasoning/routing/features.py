@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from reasoning.foresight import split_calculations
 from reasoning.text import CONDITION, MENTION, NOT_A_SENTENCE_END
 
 # --- vocabulary -------------------------------------------------------------------------------
@@ -299,7 +300,8 @@ def split_asks(text: str) -> list[str]:
             p.strip(" ,.;:!?")
             for sequenced in _SEQUENCE.split(sentence)
             for joined in _SPLIT_JOIN.split(sequenced)
-            for p in _comma_questions(joined)
+            for calculation in split_calculations(joined)
+            for p in _comma_questions(calculation)
         ]
         for index, piece in enumerate(pieces):
             if not re.search(r"\w", piece):

@@ -57,6 +57,8 @@ ARITHMETIC = [
     ("What is 7 divided by 2, rounded down?", ["**3**"]),
     ("What is 7 divided by 2, rounded up?", ["**4**"]),
     ("What is 2(3+4)?", ["**14**"]),
+    ("What is 10% of 50 and 20% of 80?", ["**5**", "**16**"]),
+    ("What is 3*4 and 5*6?", ["**12**", "**30**"]),
     (
         "Research and compare: what is 12 * 450, what is 15% of 5400, and what time is it in London?",
         ["**5400**", "**810**", "Europe/London"],
