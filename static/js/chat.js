@@ -536,8 +536,18 @@
     });
   }
 
+  // Live pushes and a catch-up can also arrive out of order (the catch-up asked before the
+  // push, answered after it): the steps are put back in their sequence, phase heading first.
+  function keepInOrder(list) {
+    const items = Array.from(list.children).filter((li) => li.matches("li[data-seq]"));
+    const rank = (li) => Number(li.dataset.seq) * 2 + (li.classList.contains("phase") ? 0 : 1);
+    if (items.every((li, i) => i === 0 || rank(items[i - 1]) <= rank(li))) return;
+    items.sort((a, b) => rank(a) - rank(b)).forEach((li) => list.append(li));
+  }
+
   document.addEventListener("htmx:oobAfterSwap", (event) => {
     const target = event.detail.target;
+    if (target && target.matches && target.matches("ol.trace")) keepInOrder(target);
     if (target && target.matches && target.matches("ol.trace")) markSteps(target);
     if (target && target.matches && target.matches("ol.trace")) {
       const panel = target.closest(".trace-panel");

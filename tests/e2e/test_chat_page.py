@@ -175,6 +175,26 @@ def test_send_becomes_stop_and_stop_ends_the_run(tab: Tab):
     expect(page.locator("ol.trace").last.locator("[data-kind='run.stopped']")).to_have_count(1)
 
 
+def test_steps_that_arrive_out_of_order_are_shown_in_order(tab: Tab):
+    """A reviewer saw "Run started" and its phase heading land at the bottom of a live trace
+    (1 new chat in 8): a catch-up answered after a live push was appended after it."""
+    page = tab.page
+    ask(page, "What is 12*12?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("144", timeout=20000)
+    trace = page.locator("article.turn ol.trace").last
+    order = trace.evaluate(
+        """(list) => {
+            const early = Array.from(list.children).filter((li) => Number(li.dataset.seq) <= 2);
+            const html = early.map((li) => li.outerHTML).join("");
+            early.forEach((li) => li.remove());
+            htmx.swap(document.body, `<ol hx-swap-oob="beforeend:#${list.id}">${html}</ol>`, {swapStyle: "none"});
+            return Array.from(list.querySelectorAll(":scope > li[data-seq]")).map((li) => Number(li.dataset.seq));
+        }"""
+    )
+    assert len(order) > 3 and order == sorted(order), order
+    expect(trace.locator(":scope > li").first).to_have_class(re.compile(r"\bphase\b"))
+
+
 def test_the_answer_streams_as_a_draft_until_approved_and_survives_a_reload(tab: Tab):
     page = tab.page
     ask(page, "What is the capital of France?")
