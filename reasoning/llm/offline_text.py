@@ -324,7 +324,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
         if declined_tool(text) is not None:
             lines.append(_declined(base, arguments))
         elif is_error or text.startswith("Error:"):
-            lines.append(f"The {base} tool could not help: {text.removeprefix('Error:').strip()}")
+            lines.append(
+                f"The {base} tool could not help: {markdown_inline(text.removeprefix('Error:').strip())}"
+            )
         elif base == "calculator":
             value = text.split("=")[-1].strip()
             lines.append(
@@ -416,7 +418,7 @@ def answer_without_tools(question: str) -> str:
         try:
             return f"{_code(expression)} = **{format_number(calculate(expression))}**."
         except CalculatorError as exc:
-            return f"I can't compute {expression!r}: {exc}."
+            return f"I can't compute {_code(expression)}: {markdown_inline(str(exc))}."
     return (
         f'I can\'t answer that offline: "{markdown_inline(shorten(first))}" needs a real language model. '
         "Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."

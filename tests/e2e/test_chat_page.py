@@ -187,8 +187,10 @@ def test_steps_that_arrive_out_of_order_are_shown_in_order(tab: Tab):
             const early = Array.from(list.children).filter((li) => Number(li.dataset.seq) <= 2);
             const html = early.map((li) => li.outerHTML).join("");
             early.forEach((li) => li.remove());
-            htmx.swap(document.body, `<ol hx-swap-oob="beforeend:#${list.id}">${html}</ol>`, {swapStyle: "none"});
-            return Array.from(list.querySelectorAll(":scope > li[data-seq]")).map((li) => Number(li.dataset.seq));
+            const oob = `<ol hx-swap-oob="beforeend:#${list.id}">${html}</ol>`;
+            htmx.swap(document.body, oob, {swapStyle: "none"});
+            const now = Array.from(list.querySelectorAll(":scope > li[data-seq]"));
+            return now.map((li) => Number(li.dataset.seq));
         }"""
     )
     assert len(order) > 3 and order == sorted(order), order

@@ -198,6 +198,14 @@ async def test_a_place_no_zone_is_known_for_is_said_plainly_never_given_utc(ques
     assert result.escalations == 0 and result.quality == 0.65, "an honest decline, not a wrong time"
 
 
+@pytest.mark.parametrize("question", ["What is 9**9**9?", "What is 2**10000/0?"])
+async def test_an_expression_it_cannot_compute_is_quoted_as_code(question):
+    """ "I can't compute '9**9**9'" rendered as '9<strong>9</strong>9': the quote was Markdown."""
+    _result, answer = await answer_to(question)
+    expression = question.removeprefix("What is ").rstrip("?")
+    assert f"`{expression}`" in answer and f"'{expression}'" not in answer, answer
+
+
 def test_results_leave_out_binary_rounding_noise_and_round_halves_up():
     assert calculator("0.1+0.2") == "0.1+0.2 = 0.3"
     assert calculator("10/3") == "10/3 = 3.33333333333333"
