@@ -506,6 +506,15 @@
     if (select) setTheme(select.value, select.dataset.url);
   });
 
+  // A form that deletes for good asks first (data-confirm: what it will delete).
+  document.addEventListener("submit", (event) => {
+    const form = event.target.closest && event.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+
   // Drop fragments this page already has (live push and catch-up can overlap).
   document.addEventListener("htmx:oobBeforeSwap", (event) => {
     const fragment = event.detail.fragment;

@@ -355,12 +355,21 @@ def test_memory_and_documents_fit_a_phone_with_long_entries(tab: Tab, site: Site
         assert fits, f"{path}: the table is wider than the screen"
         delete = page.locator("table button:has-text('Delete')").first
         expect(delete).to_be_in_viewport()
+        # No short value, label or button is cut across lines ("Dele/te", "E/pi/so/de").
+        assert page.evaluate(BROKEN_WORDS, "table :is(td, th):not(.long-text)") == [], path
         toggle, heading = page.locator(".chat-head .sidebar-toggle"), page.locator(".chat-head h1")
         if width == "mobile":
             assert abs(toggle.bounding_box()["y"] - heading.bounding_box()["y"]) < 30, (
                 f"{path}: ☰ on its own row"
             )
             assert heading.evaluate("h => parseFloat(getComputedStyle(h).fontSize)") <= 20
+        # Deleting asks first; declined, nothing is deleted.
+        asked = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        delete.click()
+        expect(page.locator("table button:has-text('Delete')")).to_have_count(1)
+        assert asked, f"{path}: deleted without asking"
+        page.once("dialog", lambda dialog: dialog.accept())
         delete.click()
         expect(page.locator("table button:has-text('Delete')")).to_have_count(0)
 
@@ -449,6 +458,25 @@ def test_the_smaller_controls_are_big_enough_to_tap_on_a_phone(tab: Tab, width: 
         page.keyboard.press("Escape")
 
 
+# The words of the elements `selector` finds that are cut across two lines ("Dele/te").
+BROKEN_WORDS = """(selector) => {
+    const broken = [];
+    for (const element of document.querySelectorAll(selector)) {
+        const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (const match of node.data.matchAll(/\\S+/g)) {
+                const range = document.createRange();
+                range.setStart(node, match.index);
+                range.setEnd(node, match.index + match[0].length);
+                const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+                if (tops.size > 1) broken.push(match[0]);
+            }
+        }
+    }
+    return broken;
+}"""
+
+
 LONG_ANSWER = (
     """## Trade-offs
 
@@ -488,6 +516,8 @@ def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site
     answer = last_answer(page)
     expect(answer.locator(".markdown table")).to_be_visible()
     no_sideways_scroll(page)
+    # A phone scrolls the table sideways rather than cut its words into letters.
+    assert page.evaluate(BROKEN_WORDS, ".markdown table :is(td, th)") == []
     viewport = page.viewport_size["width"]
     for selector in (".msg.assistant", ".markdown table", ".markdown pre", ".answer-foot"):
         box = answer.locator(selector).first.bounding_box() if selector != ".msg.assistant" else None
