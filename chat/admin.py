@@ -216,8 +216,9 @@ class ReasoningRunAdmin(ViewAuditedAdmin, ReadOnlyMixin, admin.ModelAdmin):
             (f"Meta-agent and confidence ({layers})", {**collapse, "fields": ["quality_layers"]}),
             *self._agents_section(events, collapse),
             (f"Timeline ({len(events)} events)", {**collapse, "fields": ["timeline"]}),
-            ("Analysis", {**collapse, "fields": self.ANALYSIS}),
-            ("Outcome details", {**collapse, "fields": self.OUTCOME}),
+            # Fields, not one table: their labels show (the sections above hide theirs).
+            ("Analysis", {"classes": ["collapse"], "fields": self.ANALYSIS}),
+            ("Outcome details", {"classes": ["collapse"], "fields": self.OUTCOME}),
             ("Tracker state", {**collapse, "fields": ["tracker_json"]}),
         ]
 

@@ -107,6 +107,12 @@ def test_run_list_and_run_page_read_top_down_at_1400_px(audit_site: Site, browse
     expect(tools.locator("table")).to_be_visible()
     expect(tools.locator("table")).to_contain_text("Asia/Tokyo")
     tools.locator("summary").click()
+    # The analysis and outcome fields say what each value is (they showed bare "0.65", "answer").
+    for section, label in (("Analysis", "Final strategy"), ("Outcome details", "Final quality")):
+        details = page.locator(f"fieldset details:has(> summary :text-is('{section}'))")
+        details.locator("summary").click()
+        expect(details.locator("label", has_text=label)).to_be_visible()
+        details.locator("summary").click()
     height = page.evaluate("document.documentElement.scrollHeight")
     assert height < 2500, f"the run page is {height} px tall"
     screenshot(page, "audit-run.png")
