@@ -3,6 +3,7 @@ container's user, the content security policy, `check --deploy`."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,16 @@ def test_a_process_that_imports_the_server_for_itself_can_keep_its_collector_as_
     assert result.returncode == 0, result.stderr
     count, young, *_ = result.stdout.split("\n")[-2].split()
     assert int(count) < FREEZE_FLOOR and young != "20000"
+
+
+def test_make_run_says_plainly_when_its_port_is_taken():
+    """It printed "Nexus is running at …" and then daphne's "Address already in use"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        make = subprocess.run(
+            ["make", "run", f"PORT={port}"], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+    assert make.returncode != 0
+    assert f"Port {port} on 127.0.0.1 is taken" in make.stdout and "running at" not in make.stdout

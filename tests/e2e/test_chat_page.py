@@ -347,6 +347,7 @@ def test_memory_and_documents_fit_a_phone_with_long_entries(tab: Tab, site: Site
     page.fill("form.upload textarea[name=content]", "Long title, short text.")
     page.locator("form.upload button[type=submit]").click()
     expect(page.locator(".documents td").filter(has_text=title[:50])).to_have_count(1)
+    asked: list[str] = []
     for path in ("/memory/", "/documents/"):
         page.goto(site.url + path)
         no_sideways_scroll(page)
@@ -364,7 +365,7 @@ def test_memory_and_documents_fit_a_phone_with_long_entries(tab: Tab, site: Site
             )
             assert heading.evaluate("h => parseFloat(getComputedStyle(h).fontSize)") <= 20
         # Deleting asks first; declined, nothing is deleted.
-        asked = []
+        asked.clear()
         page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
         delete.click()
         expect(page.locator("table button:has-text('Delete')")).to_have_count(1)
