@@ -412,7 +412,7 @@ def document_upload(request: HttpRequest) -> HttpResponse:
             except UnicodeDecodeError:
                 raise ValidationError("Upload Markdown or plain text in UTF-8.") from None
             title = title or upload.name.rsplit(".", 1)[0]
-        fmt = "text" if upload is not None and upload.name.endswith(".txt") else "markdown"
+        fmt = "text" if upload is not None and upload.name.lower().endswith((".txt", ".text")) else "markdown"
         document = documents.document_create(
             owner=request.user,
             title=title,

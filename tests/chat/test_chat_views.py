@@ -4,6 +4,7 @@ import contextlib
 from html.parser import HTMLParser
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.urls import reverse
 
@@ -358,3 +359,24 @@ def test_other_changes_have_their_own_rate_limit_that_stores_nothing_past_it(
     assert client.get(reverse("chat:session", args=[alice_session.pk])).status_code == 200, "reading goes on"
     assert client_for(bob).post(reverse("chat:session-new")).status_code == 302, "per person"
     cache.clear()
+
+
+def test_a_plain_text_upload_is_plain_text_whatever_the_case_of_its_name(alice, client_for):
+    """ "NOTES.TXT" was stored as Markdown: the type check ignored case, the format check did not."""
+    client = client_for(alice)
+    for name in ("NOTES.TXT", "notes.Text"):
+        client.post(reverse("chat:document-upload"), {"file": SimpleUploadedFile(name, b"# not a heading")})
+    assert set(Document.objects.filter(owner=alice).values_list("format", flat=True)) == {"text"}
+
+
+def test_a_page_someone_may_not_see_says_so_in_the_app(alice, client_for):
+    """A teammate opening the usage page got a bare "403 Forbidden" with no way back."""
+    response = client_for(alice).get("/usage/")
+    page = response.content.decode()
+    assert response.status_code == 403 and "You don't have access to this page" in page
+    assert 'href="/"' in page and "<title>Not allowed · Nexus</title>" in page
+
+
+def test_the_home_page_title_names_nexus_once(alice, client_for):
+    page = client_for(alice).get("/").content.decode()
+    assert "Nexus · Nexus" not in page and 'data-title="Nexus | Mode:' in page
