@@ -88,6 +88,12 @@ _GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}"
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
 )
+# "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one.
+_FOLLOW_UP = re.compile(
+    r"^\W*(?:and|now|also|then|what about|how about)\b|\b(?:that|it|this|the result|the answer|them|"
+    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b",
+    re.IGNORECASE,
+)
 # --- reading questions ------------------------------------------------------------------------
 
 
@@ -419,9 +425,14 @@ def answer_without_tools(question: str) -> str:
             return f"{_code(expression)} = **{format_number(calculate(expression))}**."
         except CalculatorError as exc:
             return f"I can't compute {_code(expression)}: {markdown_inline(str(exc))}."
+    follow_up = (
+        " Offline, each message is read on its own, without the earlier ones: ask it in full."
+        if _FOLLOW_UP.search(first)
+        else ""
+    )
     return (
-        f'I can\'t answer that offline: "{markdown_inline(shorten(first))}" needs a real language model. '
-        "Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
+        f'I can\'t answer that offline: "{markdown_inline(shorten(first))}" needs a real language model.'
+        f"{follow_up} Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
     )
 
 

@@ -190,6 +190,16 @@ async def test_an_abbreviated_word_is_not_the_end_of_a_question(place):
 
 
 @pytest.mark.parametrize(
+    "question", ["And in London?", "Now add 9 to that", "Double it", "What about the result?"]
+)
+async def test_a_follow_up_is_told_to_ask_in_full(question):
+    """A follow-up was declined as if the question itself needed a model: the offline model
+    reads each message on its own, and now says so."""
+    _result, answer = await answer_to(question)
+    assert "each message is read on its own" in answer and "ask it in full" in answer, answer
+
+
+@pytest.mark.parametrize(
     "question", ["What time is it in Londn?", "What's the time in Nowhereville right now?"]
 )
 async def test_a_place_no_zone_is_known_for_is_said_plainly_never_given_utc(question):
