@@ -210,11 +210,16 @@ async def call_on(
         if "timed out" in text:
             connection.failed(timed_out, broken=False)
             return ToolOutput(timed_out, is_error=True)
-        connection.failed(f"{tool} failed: {text}", broken=True)
-        return ToolOutput(
-            f"the {config.name} server failed during {tool} ({text}); it will be restarted for the next call",
-            is_error=True,
-        )
+        if connection.client is None or connection_lost(exc):
+            connection.failed(f"{tool} failed: {text}", broken=True)
+            return ToolOutput(
+                f"the {config.name} server failed during {tool} ({text}); "
+                "it will be restarted for the next call",
+                is_error=True,
+            )
+        # An error the live server answered with ("status 404"): this call's outcome, not the
+        # server's health. Its session and every other call on it carry on.
+        return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
     finally:
         _forget(connection, on_elicit, on_sample)
     connection.succeeded()

@@ -348,8 +348,9 @@ class MCPConnection:
         previous, self._session = self._session, session
         if previous is not None:
             self._retire(previous)
+        # Not a success for the breaker either: a server that starts and then dies on every
+        # call must still be paused (each reconnect reset the count, and it never was).
         self.error = None
-        self.breaker.success()
         return client
 
     def _transport(self) -> Any:

@@ -106,6 +106,39 @@ async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(poo
     assert again.content != first.content.replace("hi", "back"), "a new server process answered"
 
 
+async def test_an_error_the_server_answers_with_fails_only_that_call(pool):
+    """A JSON-RPC error from a live server (a fetch server's "status 404") was taken for a
+    broken connection: the session was replaced, every other call in flight on it failed with
+    "Connection closed", and each counted toward pausing the server."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    before = await call(registry, "faulty__echo", text="hi")
+    napping = [asyncio.create_task(registry.execute("faulty__nap", {"seconds": 1.5})) for _ in range(3)]
+    await asyncio.sleep(0.3)
+    refused = await registry.execute("faulty__refuse", {})
+    assert not refused.success and "status 404" in refused.error and "restarted" not in refused.error
+    for outcome in await asyncio.gather(*napping):
+        assert outcome.success and outcome.content.startswith("rested"), outcome.error
+    for _ in range(4):  # an answer, however unwelcome, never pauses the server
+        await registry.execute("faulty__refuse", {})
+    after = await call(registry, "faulty__echo", text="hi")
+    assert after.content == before.content, "the same server process answers"
+
+
+async def test_a_server_that_dies_on_every_call_is_paused_after_three(pool):
+    """Each reconnect reset the failure count: a server crashing on every call was restarted
+    for every call, never paused, and the admin said "connected"."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    await registry.ensure_loaded()
+    for _ in range(3):
+        crashed = await registry.execute("faulty__crash", {})
+        assert not crashed.success and "failed during crash" in crashed.error
+    spawned = len(pool.connection(faulty()).pids)
+    refused = await registry.execute("faulty__echo", {"text": "hi"})
+    assert not refused.success and refused.error == "tool server faulty is unavailable"
+    assert "paused" in refused.detail and "3 failures in a row" in refused.detail, refused.detail
+    assert len(pool.connection(faulty()).pids) == spawned, "not started again while paused"
+
+
 async def test_a_hanging_tool_times_out_and_the_server_keeps_working(pool):
     registry = ToolRegistry([MCPToolProvider(pool, faulty(timeout=0.5))])
     hung = await call(registry, "faulty__hang")

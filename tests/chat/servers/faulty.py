@@ -49,6 +49,22 @@ def crash() -> str:
 
 
 @server.tool()
+async def refuse(delay: float = 0) -> str:
+    """Answers with a JSON-RPC error, as a fetch server reports a page it could not fetch."""
+    from mcp import MCPError
+
+    await asyncio.sleep(delay)
+    raise MCPError(-32603, "Failed to fetch https://example.com/missing: status 404")
+
+
+@server.tool()
+async def nap(seconds: float = 1) -> str:
+    """Answers after a while, with this server's process id."""
+    await asyncio.sleep(seconds)
+    return f"rested (pid {os.getpid()})"
+
+
+@server.tool()
 def flood() -> str:
     """Returns a megabyte."""
     return "x" * 1_000_000
