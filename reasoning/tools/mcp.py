@@ -33,6 +33,7 @@ from reasoning.tools.mcp_pool import (
     _retrieve,
     connection_lost,
     kill_children,
+    redacted,
 )
 from reasoning.tools.registry import (
     CachePolicy,
@@ -419,7 +420,7 @@ class MCPToolProvider(ToolProvider):
 
     async def list_resources(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_resources", meta=self.meta or None)
-        return list(result.resources)
+        return redacted(list(result.resources), self.config.redact)
 
     async def read_resource(self, uri: str) -> str:
         """A resource's text, as an @mention attaches it; binary contents are named, not sent."""
@@ -434,7 +435,7 @@ class MCPToolProvider(ToolProvider):
 
     async def list_prompts(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_prompts", meta=self.meta or None)
-        return list(result.prompts)
+        return redacted(list(result.prompts), self.config.redact)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[dict[str, str]]:
         result = await self.pool.request(self.config, "get_prompt", name, arguments, meta=self.meta or None)

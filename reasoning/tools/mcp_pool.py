@@ -180,6 +180,28 @@ class CircuitBreaker:
 # -- one connection ---------------------------------------------------------------------------
 
 
+def _redact_strings(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redact_strings(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {key: _redact_strings(item, redact) for key, item in value.items()}
+    return value
+
+
+def redacted(items: list[Any], redact: Callable[[str], str]) -> list[Any]:
+    """Listed tools, prompts or resources with every secret the server was given replaced in
+    their text (descriptions, titles, schemas): a server that writes its token there would
+    otherwise show it in people's completions and send it to the model with every request."""
+    clean = []
+    for item in items:
+        data = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        scrubbed = _redact_strings(data, redact)
+        clean.append(item if scrubbed == data else type(item).model_validate(scrubbed))
+    return clean
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether an SDK error says the session ended (the server's process died, say): the
     connection is then replaced, never asked again."""
@@ -325,7 +347,8 @@ class MCPConnection:
                         **self.client_options,
                     ) as client:
                         listing = await client.list_tools()
-                        self.listings["tools"] = (time.monotonic(), list(listing.tools))
+                        tools = redacted(list(listing.tools), self.config.redact)
+                        self.listings["tools"] = (time.monotonic(), tools)
                         session.client = client
                         ready.set_result(client)
                         await session.stop.wait()
@@ -514,7 +537,7 @@ class MCPConnection:
                 self.listings[kind] = (time.monotonic(), [])
                 return []
             raise MCPUnavailable(self.config.redact(str(exc)), server=self.config.name) from None
-        items = list(getattr(result, kind))
+        items = redacted(list(getattr(result, kind)), self.config.redact)
         self.listings[kind] = (time.monotonic(), items)
         # Not a success for the breaker: a server that lists its tools while every call to
         # them hangs must still be paused.

@@ -306,6 +306,34 @@ def fresh_listings():
     cache.clear()
 
 
+def test_a_secret_a_server_writes_into_its_listings_reaches_neither_people_nor_the_model(
+    alice, client_for, python_allowed, fresh_listings
+):
+    """A server that put its configured token into its tool, prompt and resource
+    descriptions had it shown in the composer's completions to everyone, and sent to the
+    model provider with every request's tool list."""
+    from chat import mentions, tools
+
+    MCPServer.objects.create(
+        name="leaky",
+        command=PYTHON,
+        args=[str(SERVERS / "leaky.py"), "--describe"],
+        env={"LEAKY_TOKEN": SECRET},
+    )
+    listed = json.dumps([mentions.prompts(alice, budget=30), mentions.resources(alice, budget=30)])
+    assert "leak" in listed and "leaky_notes" in listed and "[redacted]" in listed
+    registry = tools.registry_for(alice)
+    from asgiref.sync import async_to_sync
+
+    async_to_sync(registry.refresh)()
+    described = json.dumps([(spec.name, spec.description, spec.input_schema) for spec in registry.specs()])
+    assert "leaky__lookup" in described and "Looks things up with token [redacted]" in described
+    completions = client_for(alice).get(reverse("chat:completions"), {"q": "/"}).content.decode()
+    completions += client_for(alice).get(reverse("chat:completions"), {"q": "@"}).content.decode()
+    for text in (listed, described, completions):
+        assert SECRET not in text
+
+
 def test_a_command_or_mention_of_a_broken_or_disabled_server_says_only_that_it_is_unavailable(
     alice, alice_session, client_for, python_allowed, tmp_path, dispatched, fresh_listings
 ):

@@ -34,6 +34,26 @@ if len(sys.argv) > 2 and sys.argv[1] == "--first-start" and not Path(sys.argv[2]
     server.run("stdio")
     sys.exit(0)
 
+if "--describe" in sys.argv:  # works, and writes its token into what it lists
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("leaky")
+
+    @server.tool(description=f"Looks things up with token {TOKEN}.")
+    def lookup(key: str) -> str:
+        return f"{key}: found"
+
+    @server.prompt(description=f"A prompt, token {TOKEN}")
+    def leak(topic: str) -> str:
+        return f"Tell me about {topic}."
+
+    @server.resource("leaky://notes", name="leaky_notes", description=f"Notes for {TOKEN}")
+    def notes() -> str:
+        return "Notes."
+
+    server.run("stdio")
+    sys.exit(0)
+
 if "--stdout" in sys.argv:
     print(f"not json: LEAKY_TOKEN={TOKEN}", flush=True)
 sys.stderr.write(f"starting with LEAKY_TOKEN={TOKEN} and Bearer {TOKEN}\n")
