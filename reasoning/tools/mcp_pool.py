@@ -244,6 +244,7 @@ class MCPConnection:
         self.listings: dict[str, tuple[float, list[Any]]] = {}
         self._session: _Session | None = None
         self._connecting: asyncio.Task[Any] | None = None
+        self.connecting_since = 0.0
         self._refreshing: dict[str, asyncio.Task[list[Any]]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self.pids: list[int] = []
@@ -272,6 +273,10 @@ class MCPConnection:
     @property
     def client(self) -> Any:
         return self._session.client if self._session is not None and self._session.alive() else None
+
+    def starting(self) -> bool:
+        """Whether a connection attempt is under way (an earlier request started it)."""
+        return self._connecting is not None and not self._connecting.done()
 
     def known(self, kind: str) -> list[Any] | None:
         """The last listing of `kind` this connection got, however old; None if never."""
@@ -307,6 +312,7 @@ class MCPConnection:
         if self._session is not None and self._session.alive():
             return self._session.client
         if self._connecting is None or self._connecting.done():
+            self.connecting_since = time.monotonic()
             self._connecting = asyncio.create_task(self._connect(), name=f"mcp-connect:{self.config.name}")
             self._connecting.add_done_callback(_retrieve)
         # The attempt is bounded by the connect budget itself; a caller with a shorter budget
@@ -642,8 +648,20 @@ class MCPConnectionPool:
             self.submit(connection.close())
 
     async def tools(self, config: MCPServerConfig, meta: dict[str, Any] | None = None) -> list[Any]:
+        """The server's tools, waiting for a server still starting at most what is left of
+        `start_wait` since its start began: a server hung at start costs the runs of its first
+        seconds that wait, not every run while it hangs (each one waited the whole wait)."""
         connection = self.connection(config)
         budget = config.start_wait or config.connect_timeout + config.list_timeout
+        if config.start_wait and connection.starting() and connection.known("tools") is None:
+            left = config.start_wait - (time.monotonic() - connection.connecting_since)
+            if left <= 0:
+                raise MCPUnavailable(
+                    f"MCP server {config.name!r} is still starting after "
+                    f"{time.monotonic() - connection.connecting_since:.0f}s",
+                    server=config.name,
+                )
+            budget = left
         return await self._run(connection.listing("tools", meta, budget=budget))
 
     def listings_within(
@@ -665,7 +683,7 @@ class MCPConnectionPool:
             connection = self.connection(config)
             # A server still connecting since an earlier request (hung, or slow to start) is
             # not waited for again: only a server nobody asked yet gets the budget.
-            busy = connection._connecting is not None and not connection._connecting.done()
+            busy = connection.starting()
             futures[config.name] = (connection, self.submit(connection.listing(kind, meta)))
             if patient or not busy:
                 waiting.append(futures[config.name][1])

@@ -83,6 +83,23 @@ async def test_a_hung_server_fails_alone_with_a_clear_error_and_is_then_paused(p
     assert not never_retrieved()
 
 
+async def test_a_server_hung_at_start_costs_its_first_seconds_not_every_run(pool, never_retrieved):
+    """Every run waited the whole start wait (3 s by default) for a server hung at start, for
+    as long as it hung: each of a burst of 100 runs began 3 s late."""
+    config = hung(connect_timeout=60.0, start_wait=1.0, breaker_threshold=50)
+    first = ToolRegistry([MCPToolProvider(pool, config), MCPToolProvider(pool, faulty())])
+    await first.refresh()
+    assert "no tools listing after 1s" in first.error_details["hung"], first.error_details
+    assert "faulty__echo" in first.names()
+    await asyncio.sleep(0.5)  # the start wait is over, whenever the attempt began
+    later = ToolRegistry([MCPToolProvider(pool, config), MCPToolProvider(pool, faulty())])
+    await later.refresh()
+    assert "is still starting after" in later.error_details["hung"], later.error_details
+    assert "faulty__echo" in later.names()
+    assert len(pool.connection(config).pids) == 1, "the one attempt goes on for the next run"
+    assert not never_retrieved()
+
+
 async def test_waiting_callers_do_not_queue_behind_a_hung_connection(pool, never_retrieved):
     config = hung(connect_timeout=600.0)
     provider = MCPToolProvider(pool, config)
