@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
@@ -242,6 +243,7 @@ class CommandExpansion:
 
     question: str
     attachments: list[Attachment]
+    notes: tuple[str, ...] = ()
 
 
 def expand_command(user: Any, text: str) -> CommandExpansion | None:
@@ -276,8 +278,15 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     question = str(messages[last]["content"]) if messages else ""
     earlier = [m for i, m in enumerate(messages) if i != last]
     context = "\n\n".join(f"{m['role']}: {m['content']}" for m in earlier)
+    # A server's prompt is held to what a person may send and mention: a 3 MB prompt was
+    # stored as the question, charged as input tokens and drawn in every page of the run.
+    notes: tuple[str, ...] = ()
+    if len(question) > settings.NEXUS_MAX_MESSAGE_CHARS or len(context) > CONTEXT_CHARS:
+        notes = (f"/{typed} returned a long prompt; only its beginning was used.",)
+        question = question[: settings.NEXUS_MAX_MESSAGE_CHARS]
+        context = context[:CONTEXT_CHARS] + ("\n[... cut to fit ...]" if len(context) > CONTEXT_CHARS else "")
     attachments = [Attachment("command", f"/{name}", context, source=prompt["server"])] if context else []
-    return CommandExpansion(question or text, attachments)
+    return CommandExpansion(question or text, attachments, notes)
 
 
 def _arguments(declared: list[Any], rest: str, *, command: str = "…") -> dict[str, str]:

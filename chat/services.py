@@ -318,6 +318,7 @@ def message_prepare(*, user: Any, content: str) -> PreparedMessage:
     attachments, notes = mentions.attachments_for(user, question)
     if expansion is not None:
         attachments = [*expansion.attachments, *attachments]
+        notes = [*expansion.notes, *notes]
     return PreparedMessage(question=question, attachments=attachments, notes=notes)
 
 

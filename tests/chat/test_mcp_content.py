@@ -151,6 +151,29 @@ def test_prompts_take_optional_arguments_and_each_server_is_named(alice, alice_s
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_prompt_of_megabytes_is_cut_to_what_a_person_may_send(alice, alice_session, client_for, settings):
+    """A server's 3 MB prompt was stored as the question (messages are held to 20,000
+    characters), charged as input tokens and drawn in every page of the run."""
+    from django.core.cache import cache
+    from django.urls import reverse
+
+    from chat.models import MCPServer, ReasoningRun
+
+    cache.clear()
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {FAULTY}": (sys.executable, FAULTY)}
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("chat.views.dispatch_run", lambda run_id: None)
+        html = client_for(alice).post(url, {"content": "/huge"}, HTTP_HX_REQUEST="true").content.decode()
+    run = ReasoningRun.objects.latest("pk")
+    assert run.query.startswith("Summarise this: yyy") and len(run.query) == settings.NEXUS_MAX_MESSAGE_CHARS
+    assert sum(len(a["content"]) for a in run.attachments) <= 30_100
+    assert "/huge returned a long prompt; only its beginning was used." in html
+    cache.clear()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_shows_images_downloads_links_and_progress_in_its_panel(
     alice, bob, alice_session, client_for, settings, monkeypatch
 ):

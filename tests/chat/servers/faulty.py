@@ -150,6 +150,12 @@ def trip(city: str, state: str | None = None) -> str:
 
 
 @server.prompt()
+def huge(size: str = "3000000") -> list[UserMessage]:
+    """A prompt of megabytes: context, then the request."""
+    return [UserMessage("Background: " + "z" * int(size)), UserMessage("Summarise this: " + "y" * int(size))]
+
+
+@server.prompt()
 def summarize(topic: str) -> str:
     """The same name as the built-in server's prompt."""
     return f"Faulty summary of {topic}."
