@@ -6,6 +6,7 @@ the server process and the offline model. Set DATABASE_URL and REDIS_URL for a t
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -134,6 +135,8 @@ NEXUS_SECRETS_KEYS = env_fernet_keys(VAR_DIR, required=bool(DATABASE_URL) and no
 # --- channels, jobs, cache ---------------------------------------------------------------
 
 REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL and not re.match(r"^(?:rediss?://[^/?#\s]+|unix://?/\S+)", REDIS_URL):
+    raise ImproperlyConfigured(f"REDIS_URL must look like redis://host:6379/0, got {REDIS_URL!r}")
 # Longer than channels_redis's blocking pop (5 s), so an idle receive is not a timeout.
 CHANNEL_LAYER_READ_TIMEOUT = 15
 if REDIS_URL:
@@ -200,6 +203,13 @@ NEXUS_GC_FREEZE = env_bool("NEXUS_GC_FREEZE", True)
 # A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
 NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
+if NEXUS_RUN_STALE_SECONDS < 3 * NEXUS_HEARTBEAT_SECONDS:
+    # A live run would look stale between two beats, and another worker would take it over.
+    raise ImproperlyConfigured(
+        f"NEXUS_RUN_STALE_SECONDS ({NEXUS_RUN_STALE_SECONDS}) must be at least three heartbeats "
+        f"(3 x NEXUS_HEARTBEAT_SECONDS = {3 * NEXUS_HEARTBEAT_SECONDS}): a live run would be taken "
+        "over by another worker"
+    )
 # Runs one worker process executes at once, concurrently on one event loop (a run mostly
 # waits on the model), and runs one user may have executing at once (the rest wait in order).
 NEXUS_WORKER_RUNS = env_int("NEXUS_WORKER_RUNS", 50, minimum=1)
@@ -398,14 +408,19 @@ SECURE_CSP = {
 
 # --- logging: secrets never reach a log line ---------------------------------------------------
 
-_CELERY_JOB_LOGS = "DEBUG" if env_str("LOG_LEVEL", "INFO").upper() == "DEBUG" else "WARNING"
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got {env_str('LOG_LEVEL')!r}"
+    )
+_CELERY_JOB_LOGS = "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"redact": {"()": "chat.logging.RedactSecretsFilter"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO").upper()},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "httpx2": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},

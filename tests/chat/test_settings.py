@@ -92,6 +92,10 @@ def test_processes_starting_together_on_a_fresh_var_dir_share_one_secret_key(tmp
         ({"ROUTER_MIN_CONFIDENCE": "1.5"}, "ROUTER_MIN_CONFIDENCE"),
         ({"STREAM_BATCH_MS": "soon"}, "STREAM_BATCH_MS"),
         ({"SPECULATIVE_DIRECT": "maybe"}, "SPECULATIVE_DIRECT"),
+        # Found by an operator's review: each was taken, and failed later or silently.
+        ({"NEXUS_RUN_STALE_SECONDS": "4"}, "NEXUS_RUN_STALE_SECONDS (4) must be at least three heartbeats"),
+        ({"REDIS_URL": "notaurl"}, "REDIS_URL must look like redis://host:6379/0, got 'notaurl'"),
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL must be one of DEBUG, INFO"),
     ],
 )
 def test_a_wrong_setting_stops_start_up_naming_it(env, expected):
