@@ -12,6 +12,8 @@ import logging
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpRequest, HttpResponse
 
 from chat.inputs import middleware_from
@@ -21,23 +23,32 @@ logger = logging.getLogger(__name__)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
+# Where a process counts while the shared cache (Redis) cannot be reached: the limit then
+# holds per process instead of for every process together, never not at all.
+_LOCAL = LocMemCache("nexus-rate-limits", {"MAX_ENTRIES": 100_000})
+
+
+def _count(store: BaseCache, key: str) -> int:
+    store.add(key, 0, 60)
+    try:
+        return store.incr(key)
+    except ValueError:  # expired between add and incr
+        store.set(key, 1, 60)
+        return 1
+
+
 def over_limit(user_pk: int, what: str, limit: int) -> bool:
     """Count one more `what` for the user this minute; True once the count passes `limit`
-    (0: no limit). A cache that cannot be reached lets the request through: losing a message
-    because Redis is down would be worse than a burst for the minute it takes to come back."""
+    (0: no limit). With the shared cache unreachable, the message still goes through (losing
+    it would be worse) and is counted in this process."""
     if not limit:
         return False
     key = f"nexus:rate:{what}:{user_pk}"
     try:
-        cache.add(key, 0, 60)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, 60)
-            count = 1
+        count = _count(cache, key)
     except Exception as exc:
-        logger.warning("rate limit not checked (cache unreachable): %s", exc)
-        return False
+        logger.warning("rate limit counted in this process only (cache unreachable): %s", exc)
+        count = _count(_LOCAL, key)
     return count > limit
 
 

@@ -158,6 +158,32 @@ def test_uploads_have_the_same_rate_limit(alice, client_for):
     cache.clear()
 
 
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_the_rate_limit_holds_while_the_shared_cache_is_away(
+    alice, alice_session, client_for, dispatched, monkeypatch
+):
+    """A web process that could not reach Redis let every message through (25 of 25 in 13 s,
+    with a limit of 20 a minute); it now counts them itself meanwhile."""
+
+    class Away:
+        def __getattr__(self, name):
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    from chat.limits import _LOCAL
+
+    _LOCAL.clear()
+    monkeypatch.setattr("chat.limits.cache", Away())
+    client = client_for(alice)
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    statuses = []
+    for number in range(3):
+        response = client.post(url, {"content": f"What is {number}+1?"}, HTTP_HX_REQUEST="true")
+        statuses.append(response.status_code)
+        ReasoningRun.objects.update(status=ReasoningRun.Status.SUCCEEDED)  # the next may be sent
+    assert statuses == [200, 200, 429]
+    assert Message.objects.filter(session=alice_session, role="user").count() == 2
+
+
 @contextlib.contextmanager
 def broker_at(url: str, transport_options: dict):
     """The Celery app publishing to `url` for the block (its pool of broker connections made
