@@ -179,6 +179,9 @@ class RunSink:
         self.owner_id: int | None = session.owner_id if session is not None else None
         self.layer = get_channel_layer()
         self.behind = behind
+        # Finished (the answer is out): model calls from now on come after the run may have
+        # been counted in the usage rollup, and are added to it as they are stored.
+        self.finished = run.status in (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
         self.error: BaseException | None = None
         self._last: asyncio.Future[None] | None = None
         # Rows this run created, so later events update them without looking them up.
@@ -482,7 +485,7 @@ class RunSink:
 
     def on_llm_call(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         cost = Decimal(p.get("cost") or "0")
-        batch.calls.append(
+        (batch.late_calls if self.finished else batch.calls).append(
             LLMCall(
                 run_id=self.run_id,
                 component=p["component"],
@@ -623,6 +626,7 @@ class RunSink:
             cursor.execute(STOPPED, [self.run_id, ReasoningRun.Status.CANCELLED])
             if cursor.fetchone():
                 return  # stopped while finishing: the person's stop stands
+        self.finished = True
         change.set(
             status=ReasoningRun.Status.SUCCEEDED,
             finished_at=at,
@@ -634,6 +638,7 @@ class RunSink:
         )
 
     def on_run_failed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
+        self.finished = True
         change.set(status=ReasoningRun.Status.FAILED, error=p["error"], finished_at=at)
 
 

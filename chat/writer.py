@@ -41,6 +41,7 @@ from django.db import (
 from chat.loops import per_loop
 from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
 from teamops.budgets import Charge, usage_charges
+from teamops.rollup import add_late_calls
 
 if TYPE_CHECKING:
     from chat.sink import RunSink
@@ -131,6 +132,8 @@ class Batch:
 
     trace_rows: list[list[Any]] = field(default_factory=list)
     calls: list[LLMCall] = field(default_factory=list)
+    # Calls of runs that had finished: maybe counted in the usage rollup already.
+    late_calls: list[LLMCall] = field(default_factory=list)
     # Model calls' spending, charged to the people's counters once per batch.
     charges: list[Charge] = field(default_factory=list)
     tool_runs: list[ToolExecution] = field(default_factory=list)
@@ -169,6 +172,9 @@ def store(items: list[Item]) -> list[list[Any]]:
                 item.sink.apply(item.value, batch, change)
         if batch.calls:
             LLMCall.objects.bulk_create(batch.calls)
+        if batch.late_calls:
+            LLMCall.objects.bulk_create(batch.late_calls)
+            add_late_calls([call.pk for call in batch.late_calls])
         if batch.tool_runs:
             ToolExecution.objects.bulk_create(batch.tool_runs)
         if batch.trace_rows:

@@ -199,6 +199,59 @@ def rollup_runs_safely(run_ids: list[int]) -> None:
         logger.exception("could not roll up runs %s", run_ids)
 
 
+def _add(model: type[Any], keys: list[str], rows: dict[tuple[Any, ...], dict[str, Any]]) -> None:
+    """INSERT each row (its other figures 0), or add its figures to the row of its keys."""
+    table = model._meta.db_table
+    others = [f.column for f in model._meta.concrete_fields if not f.primary_key and f.column not in keys]
+    with connection.cursor() as cursor:
+        for key, figures in rows.items():
+            names = [*keys, *others]
+            values = [*key, *(figures.get(column, 0) for column in others)]
+            additions = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in figures)
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) "  # noqa: S608  # nosec B608
+                f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {additions}",
+                values,
+            )
+
+
+def add_late_calls(call_ids: list[int]) -> None:
+    """Model calls stored after their run was counted (its reflection, which runs once the
+    answer is out, or a reflection on feedback days later) are added to the rollup as the
+    run's own were: the dashboard that counted the run first never showed them."""
+    calls = (
+        LLMCall.objects.filter(pk__in=call_ids, run__in=CountedRun.objects.values("run_id"))
+        .select_related("run__session")
+        .only(
+            "created_at", "model", "latency_ms", "cost", "input_tokens", "output_tokens",
+            "cache_read_tokens", "cache_write_tokens", "run__created_at", "run__model",
+            "run__final_strategy", "run__session__owner_id",
+        )
+    )  # fmt: skip
+    tokens = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    usage: dict[tuple[Any, ...], dict[str, Any]] = {}
+    by_call: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for call in calls:
+        user = call.run.session.owner_id
+        run_day = timezone.localdate(call.run.created_at)
+        row = usage.setdefault(
+            (run_day, user, call.run.model, call.run.final_strategy), dict.fromkeys([*tokens, "cost"], 0)
+        )
+        bucket = LATENCY_FIELDS[sum(1 for bound in LATENCY_BOUNDS_MS if call.latency_ms >= bound)]
+        line = by_call.setdefault(
+            (timezone.localdate(call.created_at), user, call.model),
+            {"calls": 0, **dict.fromkeys([*tokens, "cost"], 0), **dict.fromkeys(LATENCY_FIELDS, 0)},
+        )
+        line["calls"] += 1
+        line[bucket] += 1
+        for figures in (row, line):
+            for name in tokens:
+                figures[name] += getattr(call, name)
+            figures["cost"] += call.cost
+    _add(UsageDay, ["day", "user_id", "model", "strategy"], usage)
+    _add(CallDay, ["day", "user_id", "model"], by_call)
+
+
 def rollup_recent(hours: int = 6) -> int:
     """Count finished runs of the last `hours` that slipped past rollup_run (a run failed by
     a sweeper, a crash between finishing and counting): the dashboard calls this first."""

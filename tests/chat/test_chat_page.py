@@ -537,13 +537,13 @@ def test_a_question_shows_as_typed_and_a_one_call_answer_says_call(alice, alice_
     ask(alice_session, "What is 17*23?")
     services.message_post(session=alice_session, content="Why?\ndef f(x):\n    return x*2")
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
-    assert '<div class="bubble">Why?\ndef f(x):\n    return x*2</div>' in page
+    assert '<div class="bubble" dir="auto">Why?\ndef f(x):\n    return x*2</div>' in page
     assert "· 1 model call ·" in page
     # The first line's indentation too (a second review); blank lines around it go.
     other = services.session_create(owner=alice)
     services.message_post(session=other, content="\n  \n    x = compute()\n    print(x)\nwhy is x None?\n\n")
     page = client_for(alice).get(reverse("chat:session", args=[other.pk])).content.decode()
-    assert '<div class="bubble">    x = compute()\n    print(x)\nwhy is x None?</div>' in page
+    assert '<div class="bubble" dir="auto">    x = compute()\n    print(x)\nwhy is x None?</div>' in page
     other.refresh_from_db()
     assert other.title == "x = compute()"
 

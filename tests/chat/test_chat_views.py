@@ -105,7 +105,9 @@ def test_untrusted_answer_html_is_rendered_inert(alice, alice_session, client_fo
         "[click](javascript:alert(3)) [ok](https://example.com)\n\n```python\nprint(1)\n```"
     )
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
-    answer = page[page.index('<div class="markdown">') : page.index('<template class="answer-source">')]
+    answer = page[
+        page.index('<div class="markdown" dir="auto">') : page.index('<template class="answer-source">')
+    ]
     parser = Elements()
     parser.feed(answer)
     tags = [tag for tag, _ in parser.tags]

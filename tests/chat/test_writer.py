@@ -334,3 +334,39 @@ def test_a_cancelled_writer_leaves_no_run_waiting(runs, monkeypatch):
         return done.done()
 
     assert async_to_sync(scenario)(), "the cancelled batch's futures are done, so drains return"
+
+
+def test_a_call_stored_after_its_run_was_counted_is_added_to_the_usage_rollup(runs):
+    """The dashboard counted a run as soon as it finished; its reflection's model calls,
+    stored after, never reached the usage tables (31,169 tokens missing after 100 runs)."""
+    from django.db.models import Sum
+
+    from teamops.models import CallDay, UsageDay
+    from teamops.rollup import rollup
+
+    run = runs[0]
+    finish = event(2, "run.finished", final_strategy="direct", initial_strategy="direct", quality=0.9,
+                   latency_ms=1200, escalations=0)  # fmt: skip
+
+    async def answered() -> None:
+        sink = RunSink(run, behind=True)
+        for e in (llm_call(1, tokens=100), finish):
+            await sink(e)
+        await sink.drain()
+
+    async_to_sync(answered)()
+    assert rollup() == 1, "the dashboard counts the finished run"
+
+    run.refresh_from_db()
+
+    async def reflected() -> None:
+        sink = RunSink(run, behind=True)
+        await sink(llm_call(3, tokens=40))
+        await sink.drain()
+
+    async_to_sync(reflected)()
+    usage = UsageDay.objects.aggregate(tokens=Sum("input_tokens"), runs=Sum("runs"))
+    calls = CallDay.objects.aggregate(calls=Sum("calls"), tokens=Sum("input_tokens"))
+    assert usage == {"tokens": 140, "runs": 1} and calls == {"calls": 2, "tokens": 140}
+    run.refresh_from_db()
+    assert run.input_tokens == 140
