@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 run: install
-	@$(BIN)/python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], int(sys.argv[2])))' $(HOST) $(PORT) 2>/dev/null || { echo "Port $(PORT) on $(HOST) is taken (another Nexus?): stop it, or run make run PORT=8001"; exit 1; }
+	@$(BIN)/python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[1], int(sys.argv[2])))' $(HOST) $(PORT) 2>/dev/null || { echo "Port $(PORT) on $(HOST) is taken (another Nexus?): stop it, or run make run PORT=$$(( $(PORT) + 1 ))"; exit 1; }
 	@$(BIN)/python manage.py migrate --noinput -v 0
 	@$(BIN)/python manage.py ensure_local_account
 	@echo ""

@@ -34,7 +34,8 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     derived = memory.memory_delete(user=request.user, memory_id=memory_id)
     if derived is None:
         raise Http404("No such memory of yours.")
-    also = f" The {derived} conversation summaries that could repeat it went with it." if derived else ""
+    summaries = "conversation summary" if derived == 1 else f"{derived} conversation summaries"
+    also = f" The {summaries} that could repeat it went with it." if derived else ""
     flash.success(request, f"Deleted: Nexus will not recall it again.{also}")
     return redirect("chat:memory")
 

@@ -577,7 +577,14 @@
       if (list) head.setAttribute("aria-expanded", list.hidden ? "false" : "true");
     }
     if (target && target.classList && target.classList.contains("answer")) addCopyButtons(target);
-    if (target && target.id === "thread") sync();
+    if (target && target.id === "thread") {
+      // The socket brought the turn before the send's reply: it stands in for "Sending…".
+      const sending = document.querySelector("#sending-turn .bubble");
+      const arrived = sending && Array.from(target.querySelectorAll("article.turn .msg.user .bubble"))
+        .some((bubble) => bubble.textContent === sending.textContent);
+      if (arrived) removeSending();
+      sync();
+    }
     revealPending();
     afterThreadChange(null);
     scrollThread(false);
