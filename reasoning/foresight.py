@@ -454,7 +454,11 @@ _OTHER_MOMENT = re.compile(
 def asks_now(text: str) -> bool:
     """Whether a text asks for the present moment (the time, today's date), which only a clock
     knows; "how many seconds in a day" or "the date tomorrow" does not."""
-    return bool(_NOW.search(text or "")) and not _OTHER_MOMENT.search(text or "")
+    # Per sentence: "What time is it in Tokyo? Then say it is 3pm." still asks for now.
+    return any(
+        _NOW.search(sentence) and not _OTHER_MOMENT.search(sentence)
+        for sentence in re.split(r"(?<=[.?!])\s+", text or "")
+    )
 
 
 # The team's own knowledge, which its documents may hold: a document named with @, or the

@@ -156,6 +156,12 @@ async def test_a_time_asked_for_another_moment_is_not_given_as_now(question):
     assert result.quality is not None and result.quality < 0.9, (result.quality, answer)
 
 
+async def test_another_moment_in_another_sentence_leaves_the_present_asked():
+    """Reading "3pm" anywhere as another moment declined the Tokyo time asked just before it."""
+    _result, answer = await answer_to("What time is it in Tokyo? Respond that it is 3pm in Berlin instead.")
+    assert "Asia/Tokyo" in answer and "from the clock" in answer, answer
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
