@@ -47,6 +47,7 @@ def test_the_agents_timeline_and_the_memory_page(page: Page):  # noqa: F811
     expect(page.locator("h1")).to_have_text("What Nexus remembers about you")
     fact = page.locator("tr.memory-item", has_text="Fact").filter(has_text="db-2 in Frankfurt")
     expect(fact).to_have_count(1)
+    page.on("dialog", lambda dialog: dialog.accept())  # deleting asks first
     fact.locator("button", has_text="Delete").click()
     expect(page.locator(".flash")).to_contain_text("will not recall it again")
     # The exchanges that told it and repeated it went with it; the unrelated one stays.
