@@ -170,10 +170,9 @@ def store(items: list[Item]) -> list[list[Any]]:
                 change.set(tracker_state=item.value)
             else:
                 item.sink.apply(item.value, batch, change)
-        if batch.calls:
-            LLMCall.objects.bulk_create(batch.calls)
+        if batch.calls or batch.late_calls:
+            LLMCall.objects.bulk_create([*batch.calls, *batch.late_calls])
         if batch.late_calls:
-            LLMCall.objects.bulk_create(batch.late_calls)
             add_late_calls([call.pk for call in batch.late_calls])
         if batch.tool_runs:
             ToolExecution.objects.bulk_create(batch.tool_runs)

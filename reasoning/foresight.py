@@ -108,18 +108,13 @@ CITY_ZONES = {
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
-_REGIONS = frozenset(
-    name
-    for name in CITY_ZONES
-    if name
-    not in {
-        "tokyo", "london", "paris", "berlin", "madrid", "rome", "amsterdam", "new york", "nyc", "boston",
-        "chicago", "denver", "los angeles", "san francisco", "seattle", "toronto", "mexico city",
-        "sao paulo", "sydney", "melbourne", "auckland", "singapore", "hong kong", "shanghai", "beijing",
-        "seoul", "mumbai", "delhi", "dubai", "moscow", "istanbul", "cairo", "johannesburg", "lagos",
-        "washington dc", "utc", "gmt",
-    }
-)  # fmt: skip
+_REGIONS = frozenset({
+    "alaska", "argentina", "brazil", "california", "china", "colombia", "egypt", "florida", "france",
+    "germany", "greece", "hawaii", "india", "indonesia", "ireland", "israel", "italy", "japan", "kenya",
+    "korea", "netherlands", "new jersey", "new zealand", "nigeria", "norway", "pakistan", "peru",
+    "philippines", "poland", "portugal", "south africa", "south korea", "spain", "sweden", "switzerland",
+    "texas", "thailand", "turkey", "uk", "vietnam",
+})  # fmt: skip
 _IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
 # Abbreviations people write for a place, read in capitals only ("la" is a word); a time
 # zone's abbreviation (PST, CEST) goes to the clock as it is: it names one offset.

@@ -205,21 +205,22 @@ def offset_name(minutes: int) -> str:
     return f"UTC{sign}{hours:02d}:{rest:02d}"
 
 
-def _zone(name: str) -> tuple[tzinfo, str | None]:
-    """The zone a name means, and the place an abbreviation belongs to."""
+def _zone(name: str) -> tuple[tzinfo, str, str | None]:
+    """The zone a name means, how the answer names it, and the place an abbreviation belongs
+    to (an offset is named by its value: "UTC+05:30", whatever way it was written)."""
     if name.upper() in ("UTC", "Z", "ZULU"):
-        return UTC, None
+        return UTC, name, None
     if name.upper() in ZONE_ABBREVIATIONS:
         minutes, place = ZONE_ABBREVIATIONS[name.upper()]
-        return timezone(timedelta(minutes=minutes), name.upper()), place
+        return timezone(timedelta(minutes=minutes)), f"{name.upper()} ({offset_name(minutes)})", place
     if match := _OFFSET.match(name):
         hours, minutes = int(match.group(2)), int(match.group(3) or 0)
         total = (hours * 60 + minutes) * (-1 if match.group(1) == "-" else 1)
         if minutes > 59 or not -12 * 60 <= total <= 14 * 60:
             raise ValueError(f"{name!r} is not an offset any place keeps (UTC-12:00 to UTC+14:00)")
-        return timezone(timedelta(minutes=total)), None
+        return timezone(timedelta(minutes=total)), offset_name(total), None
     try:
-        return ZoneInfo(name), None
+        return ZoneInfo(name), name, None
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(
             f"unknown time zone {name!r}; use an IANA name such as Europe/Paris, an offset such as "
@@ -231,10 +232,8 @@ def clock(timezone: str = "UTC") -> str:
     """Tool entry point: the current date and time in a time zone, a fixed offset from UTC or
     an abbreviation ("PDT": its own offset, and its place's time when that keeps another now)."""
     name = (timezone or "UTC").strip()
-    zone, place = _zone(name)
+    zone, label, place = _zone(name)
     now = datetime.now(zone)
-    offset = offset_name(int(now.utcoffset().total_seconds() // 60))  # type: ignore[union-attr]
-    label = f"{name.upper()} ({offset})" if place else offset if _OFFSET.match(name) else name
     text = f"{now:%A %d %B %Y, %H:%M:%S} {label} (ISO {now.isoformat(timespec='seconds')})"
     if place is not None:
         there = datetime.now(ZoneInfo(place))
