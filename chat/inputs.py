@@ -16,6 +16,7 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.decorators import sync_and_async_middleware
 
@@ -162,3 +163,19 @@ def _oversized_ids_in_admin_address(request: HttpRequest) -> HttpResponse | None
 refuse_nul_in_address = middleware_from(check=_nul_in_address)
 refuse_malformed_admin_selection = middleware_from(check=_malformed_admin_selection)
 refuse_oversized_admin_ids = middleware_from(check=_oversized_ids_in_admin_address)
+
+
+def _explain_wrong_method(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """A page opened at an address that only a button posts to (a delete, a rename, a send,
+    typed or followed from history): Django answers 405 with an empty body, a blank page.
+    Say what the address is for instead; requests from scripts and htmx keep the bare 405."""
+    if response.status_code != 405 or response.content or request.method not in ("GET", "HEAD"):
+        return response
+    if getattr(request, "htmx", False) or request.path_info.startswith("/admin/"):
+        return response
+    page = render(request, "405.html", status=405)
+    page["Allow"] = response.get("Allow", "")
+    return page
+
+
+explain_wrong_method = middleware_from(then=_explain_wrong_method)

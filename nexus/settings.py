@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "chat.inputs.refuse_oversized_admin_ids",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "chat.signin.SignedOutAware",  # LoginRequiredMiddleware, with a 401 for htmx requests
+    "chat.inputs.explain_wrong_method",
     "chat.limits.limit_writes",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

@@ -113,3 +113,20 @@ def test_the_icon_browsers_ask_for_on_admin_pages_is_found(db):
     console error a reviewer saw on them."""
     response = Client().get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith("favicon.svg")
+
+
+def test_opening_a_button_only_address_says_what_it_is_for(alice, alice_session, client_for):
+    """A delete or send address opened from the address bar or history was a blank page (an
+    empty 405); it now says to use the button, and still does nothing."""
+    client = client_for(alice)
+    for url in (
+        reverse("chat:session-delete", args=[alice_session.pk]),
+        reverse("chat:session-new"),
+    ):
+        response = client.get(url)
+        assert response.status_code == 405, url
+        assert "only when its button is pressed" in response.content.decode(), url
+        assert "POST" in response["Allow"]
+    htmx = client.get(reverse("chat:session-delete", args=[alice_session.pk]), headers={"HX-Request": "true"})
+    assert htmx.status_code == 405 and htmx.content == b""
+    assert type(alice_session).objects.filter(pk=alice_session.pk).exists()
