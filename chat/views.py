@@ -167,6 +167,11 @@ def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
 @require_POST
 def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
+    content = request.POST.get("content", "")
+    try:
+        services.message_validate(content)  # an empty or oversized message is not counted
+    except ValidationError as exc:
+        return _error(request, exc.messages[0], session.pk)
     if _rate_limited(request):
         return _error(
             request,
@@ -177,7 +182,6 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     refusal = budgets.refusal_for(request.user.pk)
     if refusal is not None:
         return _error(request, f"{refusal} Your message was not sent.", session.pk)
-    content = request.POST.get("content", "")
     old_title = session.title
     try:
         prepared = services.message_prepare(user=request.user, content=content)

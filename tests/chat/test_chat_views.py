@@ -145,6 +145,19 @@ def test_rate_limit(alice, alice_session, client_for, dispatched):
     assert Message.objects.count() == 2
 
 
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2, NEXUS_MAX_MESSAGE_CHARS=20)
+def test_a_refused_message_does_not_count_toward_the_rate_limit(alice, alice_session, client_for, dispatched):
+    """Empty and oversized messages are refused with their reason; they used to use up the
+    minute's allowance, so the corrected message was then refused as 'too quickly'."""
+    client = client_for(alice)
+    for refused in ("   ", "x" * 21, "", "y" * 50):
+        response = post(client, alice_session, refused)
+        assert "too quickly" not in response.content.decode()
+    response = post(client, alice_session, "the fixed one")
+    assert response.status_code == 200 and "too quickly" not in response.content.decode()
+    assert Message.objects.filter(content="the fixed one").exists()
+
+
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
 def test_uploads_have_the_same_rate_limit(alice, client_for):
     from django.core.cache import cache
@@ -246,7 +259,8 @@ def test_a_message_posted_while_redis_is_away_tries_it_twice_not_for_seconds(
             tries.append(1)
             connection.close()
 
-    threading.Thread(target=refuse, daemon=True).start()
+    listener = threading.Thread(target=refuse, daemon=True)
+    listener.start()
     try:
         with broker_at(
             f"redis://127.0.0.1:{server.getsockname()[1]}/0", settings.CELERY_BROKER_TRANSPORT_OPTIONS
@@ -254,6 +268,7 @@ def test_a_message_posted_while_redis_is_away_tries_it_twice_not_for_seconds(
             response = post(client_for(alice), alice_session, "Are you there?")
     finally:
         stop.set()
+        listener.join()  # closing the socket under a waiting accept() raised in that thread
         server.close()
     assert "queue is unreachable" in response.content.decode()
     assert 1 <= len(tries) <= 2, f"{len(tries)} connections to the broker for one message"
