@@ -738,6 +738,16 @@ def test_a_message_shows_in_the_thread_while_it_is_on_its_way(tab: Tab):
     expect(page.locator("#composer-error")).to_contain_text("Nexus hit an error (500)")
     expect(sending).to_have_count(0)
     expect(page.locator("#composer-input")).to_have_value("What is 5*5?")
+    # Sending again: the last send's error goes at once (it stayed beside the new message).
+    page.route("**/messages/", lambda route: held.append(route))
+    page.locator("#composer button.send").click()
+    while len(held) < 4:
+        page.wait_for_timeout(20)
+    expect(sending).to_be_visible()
+    expect(page.locator("#composer-error")).not_to_contain_text("Nexus hit an error")
+    held[3].continue_()
+    page.unroute("**/messages/")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("25", timeout=20000)
 
 
 def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):
