@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from decimal import Decimal
 import unicodedata
 import zoneinfo
 from collections.abc import Iterable
@@ -105,6 +106,23 @@ CITY_ZONES = {
     "new zealand": "Pacific/Auckland",
     "utc": "UTC",
     "gmt": "UTC",
+    "eastern time": "America/New_York",
+    "central time": "America/Chicago",
+    "mountain time": "America/Denver",
+    "pacific time": "America/Los_Angeles",
+    "east coast": "America/New_York",
+    "west coast": "America/Los_Angeles",
+}
+# Countries that keep several time zones: the answer names some places instead of one time.
+SEVERAL_ZONES = {
+    "us": "New York, Chicago, Denver or Los Angeles",
+    "usa": "New York, Chicago, Denver or Los Angeles",
+    "united states": "New York, Chicago, Denver or Los Angeles",
+    "america": "New York, Chicago, Denver or Los Angeles",
+    "canada": "Toronto, Winnipeg, Edmonton or Vancouver",
+    "australia": "Sydney, Brisbane, Adelaide or Perth",
+    "russia": "Moscow, Yekaterinburg, Novosibirsk or Vladivostok",
+    "mexico": "Mexico City, Cancun or Tijuana",
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
@@ -237,9 +255,21 @@ _ASKED = re.compile(
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?![\d,])")
 
 
+# "10k", "3 million", "2.5bn": a number with its scale, read as the number it is ("25% of 10k"
+# was 25% of 10).
+_SCALED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:k\b|\s*(thousand|million|billion|trillion|bn)\b)")
+_SCALES = {None: 3, "thousand": 3, "million": 6, "billion": 9, "bn": 9, "trillion": 12}
+
+
+def _scaled(match: re.Match[str]) -> str:
+    value = Decimal(match.group(1)).scaleb(_SCALES[match.group(2)])
+    return format(value.quantize(Decimal(1)) if value == value.to_integral() else value.normalize(), "f")
+
+
 def _grouped_digits_joined(text: str) -> str:
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
-    return _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    return _SCALED.sub(_scaled, text)
 
 
 _NUMBERS = re.compile(rf"(?<![\w.]){_NUM}")
@@ -381,7 +411,7 @@ def zones_in(text: str) -> list[str]:
 
 # "What time is it in Londn?": a place after the time question that no zone is known for.
 _PLACE_ASKED = re.compile(
-    r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,2})",
+    r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,3})",
     re.IGNORECASE,
 )
 _TIME_ASKED = re.compile(r"\b(?:time|date|day|clock|hour)\b", re.IGNORECASE)
@@ -412,6 +442,8 @@ def unknown_place(text: str) -> str | None:
         )
         while words and fold(words[-1]) in _NOT_A_PLACE:
             words.pop()
+        if words and fold(words[0]) == "the":  # "in the US", "in the Eastern time zone"
+            words.pop(0)
         if not words or fold(words[0]) in _NOT_A_PLACE:
             continue
         place = " ".join(words)
@@ -426,11 +458,13 @@ def unknown_place(text: str) -> str | None:
 _NOW = re.compile(
     r"\b(what(?:'s| is)? the (?:current )?(?:time|date|day|weekday)\b"
     r"(?! (?:zone|difference|between|complexity))|"
-    r"what (?:time|date|day|year|month|week(?: number)?)\b[^?.!]{0,30}\b(?:is it|today|now)\b|"
+    # Not the time something happens ("what time does the sun set today").
+    r"what (?:time|date|day|year|month|week(?: number)?)\b"
+    r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
+    r"[^?.!]{0,30}\b(?:is it|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
     r"(?:current|today'?s|local) (?:time|date|day|weekday|week number)\b|"
-    r"\b(?:time|date) in\b|"
-    r"this (?:year|month|week)\b)",
+    r"\b(?:time|date) in\b)",
     re.IGNORECASE,
 )
 

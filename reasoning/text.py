@@ -7,6 +7,9 @@ import re
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # "When it is noon in New York, what time is it in Paris?": one question, on a condition, not
 # two after the comma.
+# A sentence that poses a case and asks about it ("If a shirt costs $40 and is 25% off, what
+# is the sale price?"): one question, whatever "and" or comma joins its clauses.
+CONDITIONAL = re.compile(r"^\W*(?:if|suppose|assuming|given that)\b", re.IGNORECASE)
 CONDITION = re.compile(r"^\W*(?:if|when|once)\s+it(?:'s|’s|\s+is|\s+was|\s+were)\b", re.IGNORECASE)
 # A full stop that ends no sentence: "St. John's", "Mt. Fuji", "Dr. Smith", "e.g. this".
 NOT_A_SENTENCE_END = (

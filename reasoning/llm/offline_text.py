@@ -11,9 +11,11 @@ import re
 from typing import Any
 
 from reasoning.foresight import (
+    SEVERAL_ZONES,
     accounts_for,
     asks_now,
     expression_in,
+    fold,
     split_calculations,
     tool_named,
     unknown_place,
@@ -21,6 +23,7 @@ from reasoning.foresight import (
 )
 from reasoning.text import (
     CONDITION,
+    CONDITIONAL,
     MARKDOWN_HEADING,
     MENTION,
     NOT_A_SENTENCE_END,
@@ -53,9 +56,24 @@ _SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{
 # the text before it asks something ("If it rains, what should I do?" is one question).
 _SPLIT_COMMA = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\b)", re.IGNORECASE)
 _ASKING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
-_QUESTION_START = re.compile(rf"^\W*(?:please\s+|kindly\s+)?(?:{_WH})\b", re.IGNORECASE)
+# A request in the imperative asks as much as a question does ("Walk me through…", "Outline…").
+_REQUEST = (
+    r"walk me through|help me|outline|design|plan|draft|write|create|build|propose|suggest|"
+    r"recommend|compare|analy[sz]e|investigate|review|estimate|evaluate|prioriti[sz]e|produce|"
+    r"make|prepare|identify|assess|define|sketch|break down"
+)
+_QUESTION_START = re.compile(rf"^\W*(?:please\s+|kindly\s+)?(?:{_WH}|{_REQUEST})\b", re.IGNORECASE)
+# A question for the clock: the time or date asked ("what time is it", "which day is
+# Thanksgiving", "the time in Tokyo", "today's date"). A time word in anything else ("a
+# real-time platform", "rooms across time zones", "a date and a datetime") asks it nothing.
 _TIME = re.compile(
-    r"\b(time|date|day|today|tonight|now|clock|o'clock|weekday|year is it|month is it)\b", re.IGNORECASE
+    r"\b(?:what|which)(?:'s|’s| is| was| will)?(?: the| a)?(?: current| local| exact)?\s+"
+    r"(?:time|date|day|weekday|year|month|week(?: number)?)\b(?! (?:zones?|difference|complexity|format|type)\b)|"
+    r"\b(?:time|date|day|year|month|weekday) (?:is it|today|now|right now)\b|"
+    r"\b(?:current|today'?s|today’s|local|exact) (?:time|date|day|weekday)\b|"
+    r"\bthe (?:time|date) (?:in|at|for|now)\b|^\W*(?:the\s+)?(?:time|date) (?:in|at|now)\b|"
+    r"\b(?:o'clock|what(?:'s| is) the clock|time now|date today)\b",
+    re.IGNORECASE,
 )
 # Questions about the team's own work, which its documents may answer (the offline model
 # searches them only for these: it has no general knowledge to search for).
@@ -85,8 +103,11 @@ _HELLO = re.compile(
     re.IGNORECASE,
 )
 _GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}", re.IGNORECASE)
+# What the assistant can do: asked outright, not "help me plan the architecture".
 _CAPABILITIES = re.compile(
-    r"\b(what can you do|who are you|what are you|help me|how do you work)\b", re.IGNORECASE
+    r"\b(what can you do|who are you|what are you|how do you work|how can you help(?: me)?)\b|"
+    r"^\W*(?:help|can you help(?: me)?|help me)\W*$",
+    re.IGNORECASE,
 )
 # "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one.
 _FOLLOW_UP = re.compile(
@@ -109,7 +130,8 @@ def question_parts(query: str) -> list[str]:
     questions: list[str] = []
     for chunk in chunks:
         pieces = []
-        for piece in (c for joined in _SPLIT_AND.split(chunk) for c in split_calculations(joined)):
+        joins = [chunk] if CONDITIONAL.match(chunk) else _SPLIT_AND.split(chunk)
+        for piece in (c for joined in joins for c in split_calculations(joined)):
             head, *rest = _SPLIT_COMMA.split(piece)
             pieces += (
                 [head, *rest] if rest and _ASKING.search(head) and not CONDITION.match(head) else [piece]
@@ -120,7 +142,9 @@ def question_parts(query: str) -> list[str]:
                 continue
             parts.append(cleaned)
             asked = chunk.rstrip().endswith("?") and number == len(pieces) - 1
-            if asked or _QUESTION_START.match(cleaned) or part_kind(cleaned) != "general":
+            # A remark about the team's things ("Our latency doubled.") is the question's
+            # context, not a part: it asks for nothing.
+            if asked or _QUESTION_START.match(cleaned) or part_kind(cleaned) not in ("general", "documents"):
                 questions.append(cleaned)
     # A greeting before the question, a mention after it, or a remark beside it ("I love
     # pizza. What is 2+2?") is not a part to answer.
@@ -128,10 +152,14 @@ def question_parts(query: str) -> list[str]:
     return distinct(asked or parts)[:MAX_PARTS]
 
 
+# "the US", "USA": a country, not "us" the team.
+_COUNTRY_US = re.compile(r"\b(?:the\s+)?U\.?S\.?(?:A\.?)?(?!\w)")
+
+
 def part_kind(part: str) -> str:
     if expression_in(part):
         return "arithmetic"
-    if _TIME.search(part) and not _DOCS.search(part):
+    if _TIME.search(part) and not _DOCS.search(_COUNTRY_US.sub(" ", part)):
         return "time"
     if _GREETING.match(part):
         return "greeting"
@@ -180,10 +208,14 @@ def covers(part: str, answer: str) -> bool:
 
 
 UNKNOWN_PLACE = "I don't know where"
+SEVERAL_PLACES = "keeps several time zones"
 
 
 def is_refusal(text: str) -> bool:
-    return "can't answer that offline" in text or "didn't find a question" in text or UNKNOWN_PLACE in text
+    return any(
+        words in text
+        for words in ("can't answer that offline", "didn't find a question", UNKNOWN_PLACE, SEVERAL_PLACES)
+    )
 
 
 def honestly_unanswerable(part: str, answer: str) -> bool:
@@ -308,7 +340,7 @@ def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, An
     kind = part_kind(part)
     if kind == "arithmetic" and (name := tool_named(tools, "calculator")):
         return [(name, {"expression": expression_in(part)})]
-    if kind == "time" and (name := tool_named(tools, "clock")) and not unknown_place(part):
+    if kind == "time" and (name := tool_named(tools, "clock")) and asks_now(part) and not unknown_place(part):
         return [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
     if kind == "documents" and (name := tool_named(tools, "search_documents")):
         return [(name, {"query": part})]
@@ -415,6 +447,11 @@ def answer_without_tools(question: str) -> str:
             "Claude answers instead, with the same planning, tools and quality checks."
         )
     if kind == "time" and (place := unknown_place(first)):
+        if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
+            return (
+                f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
+                f"Name a city ({several}) or a time zone."
+            )
         return (
             f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "
             "city (London, São Paulo), a time zone (Europe/London) or an abbreviation (PST)."

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from reasoning.foresight import split_calculations
-from reasoning.text import CONDITION, MENTION, NOT_A_SENTENCE_END
+from reasoning.text import CONDITION, CONDITIONAL, MENTION, NOT_A_SENTENCE_END
 
 # --- vocabulary -------------------------------------------------------------------------------
 
@@ -296,13 +296,16 @@ def split_asks(text: str) -> list[str]:
         sentence = PREAMBLE.sub("", sentence).strip(" .;:!")
         if not sentence.strip("?"):
             continue
-        pieces = [
-            p.strip(" ,.;:!?")
-            for sequenced in _SEQUENCE.split(sentence)
-            for joined in _SPLIT_JOIN.split(sequenced)
-            for calculation in split_calculations(joined)
-            for p in _comma_questions(calculation)
-        ]
+        if CONDITIONAL.match(sentence):
+            pieces = [sentence.strip(" ,.;:!?")]
+        else:
+            pieces = [
+                p.strip(" ,.;:!?")
+                for sequenced in _SEQUENCE.split(sentence)
+                for joined in _SPLIT_JOIN.split(sequenced)
+                for calculation in split_calculations(joined)
+                for p in _comma_questions(calculation)
+            ]
         for index, piece in enumerate(pieces):
             if not re.search(r"\w", piece):
                 continue

@@ -32,6 +32,10 @@ async def answer_to(question: str):
 
 
 ARITHMETIC = [
+    # A number's scale word was dropped: "25% of 10k" answered 2.5 and approved at 0.90.
+    ("What's 25% of 10k?", ["**2500**"]),
+    ("What is 30% of 1.5 million?", ["**450000**"]),
+    ("What is 2.5 billion / 1000?", ["**2500000**"]),
     ("What is 1e3 + 1?", ["**1001**"]),
     ("What is 1 000 000 + 1?", ["**1000001**"]),
     ("What is 50% of 50% of 80?", ["**20**"]),
@@ -284,7 +288,6 @@ async def test_a_passage_quoted_for_the_ask_is_judged_to_answer_it(question, quo
 
 MISREAD = [
     "What is 1/3 of 90?",
-    "What is 30% of 1.5 million?",
     "What's the square root of 2 times the square root of 8?",
     "What's 3 to the power of 4, divided by 9?",
     "What's 2+2 in binary?",
@@ -315,3 +318,70 @@ async def test_the_clock_answers_only_what_it_can_tell(question, expected):
     tomorrow", a place on Mars, UTC for "UTC+2", and Paris alone beside an unknown place."""
     _result, answer = await answer_to(question)
     assert expected in answer, answer
+
+
+# A time word in a question the clock cannot answer: each was answered with the present time
+# (or "I don't know where “productivity” is") and approved.
+NOT_FOR_THE_CLOCK = [
+    "Design a scalable architecture for a real-time multiplayer chess platform with matchmaking.",
+    "Design a scheduling system that books meeting rooms across time zones.",
+    "What's the difference between a date and a datetime in Python?",
+    "Outline a research plan to study the effect of four-day work weeks on productivity.",
+    "What time does the sun set in Oslo today?",
+    "Which day is Thanksgiving this year?",
+]
+
+
+@pytest.mark.parametrize("question", NOT_FOR_THE_CLOCK)
+async def test_a_time_word_alone_does_not_ask_the_clock(question):
+    result, answer = await answer_to(question)
+    assert "from the clock" not in answer and "I don't know where" not in answer, answer
+    assert "can't answer that offline" in answer
+
+
+# "The Eastern time zone" and "the US" fell back to UTC, approved at 0.90.
+US_ZONES = [
+    ("What time is it in the Eastern time zone?", "America/New_York"),
+    ("what's the time on the US East Coast", "America/New_York"),
+    ("What time is it in Pacific time?", "America/Los_Angeles"),
+    ("Tell us the time in Paris", "Europe/Paris"),
+]
+
+
+@pytest.mark.parametrize(("question", "zone"), US_ZONES)
+async def test_a_named_zone_or_coast_is_told_its_own_time(question, zone):
+    _result, answer = await answer_to(question)
+    assert zone in answer and "UTC" not in answer, answer
+
+
+@pytest.mark.parametrize("question", ["What time is it in the US?", "What time is it in Canada?"])
+async def test_a_country_of_several_zones_is_asked_which(question):
+    result, answer = await answer_to(question)
+    assert "keeps several time zones" in answer and "from the clock" not in answer, answer
+    assert result.quality is not None and result.quality >= 0.6  # an honest answer, not a failure
+
+
+async def test_a_word_problem_is_one_question_not_two_headed_halves():
+    """ "If a shirt costs $40 and is 25% off, what is the sale price?" came back as two
+    headed parts, "If a shirt costs $40." and "Is 25% off, what is the sale price?"."""
+    _result, answer = await answer_to("If a shirt costs $40 and is 25% off, what is the sale price?")
+    assert "**Is 25% off" not in answer and 'If a shirt costs $40"' not in answer, answer
+
+
+async def test_the_request_after_a_remark_is_what_is_answered():
+    """Only the context sentence ("Our API latency doubled…") was answered; the request after
+    it was dropped."""
+    _result, answer = await answer_to(
+        "Our API latency doubled after last week's deploy. Walk me through how to investigate the root cause."
+    )
+    assert "Walk me through how to investigate the root cause" in answer, answer
+    assert "latency doubled" not in answer, answer
+
+
+async def test_asking_for_help_with_work_is_not_answered_with_the_capabilities():
+    """ "Help me plan the architecture…" got the offline model's list of what it can do,
+    approved at 0.95."""
+    result, answer = await answer_to("Help me plan the architecture for our new payments platform.")
+    assert "Offline I can" not in answer and "can't answer that offline" in answer, answer
+    _result, answer = await answer_to("What can you do?")
+    assert "Offline I can" in answer
