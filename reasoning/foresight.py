@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 import re
-from decimal import Decimal
 import unicodedata
 import zoneinfo
 from collections.abc import Iterable
+from decimal import Decimal
 
 from reasoning.llm.base import ToolCall
 from reasoning.tools.builtin import ZONE_ABBREVIATIONS as CLOCK_ABBREVIATIONS

@@ -334,7 +334,7 @@ NOT_FOR_THE_CLOCK = [
 
 @pytest.mark.parametrize("question", NOT_FOR_THE_CLOCK)
 async def test_a_time_word_alone_does_not_ask_the_clock(question):
-    result, answer = await answer_to(question)
+    _result, answer = await answer_to(question)
     assert "from the clock" not in answer and "I don't know where" not in answer, answer
     assert "can't answer that offline" in answer
 
@@ -381,7 +381,7 @@ async def test_the_request_after_a_remark_is_what_is_answered():
 async def test_asking_for_help_with_work_is_not_answered_with_the_capabilities():
     """ "Help me plan the architecture…" got the offline model's list of what it can do,
     approved at 0.95."""
-    result, answer = await answer_to("Help me plan the architecture for our new payments platform.")
+    _result, answer = await answer_to("Help me plan the architecture for our new payments platform.")
     assert "Offline I can" not in answer and "can't answer that offline" in answer, answer
     _result, answer = await answer_to("What can you do?")
     assert "Offline I can" in answer
