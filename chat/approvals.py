@@ -253,7 +253,19 @@ def _expire(rows: Any, note: str = "nobody answered in time") -> list[int]:
 
 
 def approvals_decline_for_stopped(run_id: int) -> None:
+    """Close a stopped run's open cards: its tool calls declined, its servers' questions
+    cancelled, every tab told (a card left open could still be approved, for nothing)."""
     _expire(ToolApproval.objects.filter(run_id=run_id), note="the run was stopped")
+    open_forms = list(
+        Elicitation.objects.filter(run_id=run_id, status=Elicitation.Status.PENDING).values_list(
+            "pk", "session_id"
+        )
+    )
+    Elicitation.objects.filter(pk__in=[pk for pk, _ in open_forms], status=Elicitation.Status.PENDING).update(
+        status=Elicitation.Status.CANCEL, answered_at=timezone.now()
+    )
+    for pk, session_id in open_forms:
+        card_changed(session_id, "elicitation", pk)
 
 
 def card_changed(session_id: int, kind: str, pk: int) -> None:
@@ -281,6 +293,8 @@ def approval_decide(*, approval: ToolApproval, user: Any, choice: str, arguments
     approval = ToolApproval.objects.select_for_update().get(pk=approval.pk)
     if approval.status != ToolApproval.Status.PENDING:
         raise ValidationError("This call was already decided.")
+    if not ReasoningRun.objects.filter(pk=approval.run_id, status__in=ReasoningRun.ACTIVE).exists():
+        raise ValidationError("This answer was stopped or has finished; nothing waits for this decision.")
     if choice == "edit":
         if not isinstance(arguments, dict):
             raise ValidationError('The arguments must be a JSON object, like {"name": "value"}.')

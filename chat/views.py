@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from chat import documents, limits, mentions, services
+from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
@@ -252,8 +253,11 @@ def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse
     """Stop a run that is still working; what it had streamed stays on the page."""
     run = _run_for_user(request, session_id, run_id)
     parked = run.status == ReasoningRun.Status.AWAITING
-    if services.run_stop(run) and parked:
-        stop_parked(run)  # no worker holds it to notice the stop
+    if services.run_stop(run):
+        if parked:
+            stop_parked(run)  # no worker holds it to notice the stop
+        else:
+            approvals_decline_for_stopped(run.pk)  # its open cards close in every tab
     run.refresh_from_db()
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import reswap, retarget
 
 from chat.approvals import approval_decide as decide
 from chat.approvals import card_changed, elicitation_answer
@@ -73,7 +74,7 @@ def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
     except ValidationError as exc:
         error = exc.messages[0]
     context = {"approval": approval_for(approval.run_id, approval.argument_hash), "error": error}
-    return render(request, "chat/tools/approval.html", context, status=400 if error else 200)
+    return _card(request, "chat/tools/approval.html", context, f"#approval-{approval.pk}", error)
 
 
 @require_POST
@@ -89,4 +90,11 @@ def elicitation_reply(request: HttpRequest, elicitation_id: int) -> HttpResponse
     except ValidationError as exc:
         error = exc.messages[0]
     context = {"elicitation": elicitation_for(row.run_id, row.key), "error": error}
-    return render(request, "chat/tools/elicitation.html", context, status=400 if error else 200)
+    return _card(request, "chat/tools/elicitation.html", context, f"#elicitation-{row.pk}", error)
+
+
+def _card(request: HttpRequest, template: str, context: dict, card: str, error: str) -> HttpResponse:
+    """The card as it now stands; refused (400) with the reason inside it, where the person
+    is looking (aimed back at the card, which the page swaps even for an error)."""
+    response = render(request, template, context, status=400 if error else 200)
+    return reswap(retarget(response, card), "outerHTML") if error else response

@@ -114,6 +114,9 @@ def test_each_decision_reaches_the_model_and_is_stored(
         reverse("chat:approval-decide", args=[second.pk]), {"decision": "edit", "arguments": "{oops"}
     )
     assert bad.status_code == 400 and "not valid JSON" in bad.content.decode()
+    # Said inside the card, which the page swaps even for an error (it said only "The request
+    # failed (400)." under the message box).
+    assert bad["HX-Retarget"] == f"#approval-{second.pk}" and bad["HX-Reswap"] == "outerHTML"
     decide(client, second, "edit", arguments=json.dumps({"text": "edited"}))
 
     third = wait_until(
@@ -270,6 +273,45 @@ def test_a_parked_run_can_be_stopped(alice, alice_session, client_for, settings)
     assert ToolApproval.objects.get(run=run).status == "declined", "its card no longer offers a decision"
     again = services.message_post(session=alice_session, content="Hello")
     assert again.status == "queued", "the chat takes a new question"
+
+
+def test_stopping_a_run_that_waits_for_a_decision_closes_its_card(alice, alice_session, client_for, settings):
+    """Stopped while its worker waited on the card, the run left the card open: it could still
+    be approved (stored as approved, for a cancelled run), and the admin listed it as waiting."""
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 8*8?")
+    worker = in_background(run.pk)
+    (card,) = wait_until(lambda: pending(run))
+    client = client_for(alice)
+    client.post(reverse("chat:run-stop", args=[alice_session.pk, run.pk]), HTTP_HX_REQUEST="true")
+    worker.join(30)
+    card.refresh_from_db()
+    assert card.status == "declined" and card.note == "the run was stopped"
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "Approve once" not in page
+    late = client.post(
+        reverse("chat:approval-decide", args=[card.pk]), {"decision": "approve"}, HTTP_HX_REQUEST="true"
+    )
+    assert late.status_code == 400 and "already decided" in late.content.decode()
+    card.refresh_from_db()
+    assert card.status == "declined" and card.decided_by is None
+
+
+def test_a_decision_on_a_finished_runs_card_is_refused(alice, alice_session, client_for, settings):
+    """A card still open on a run that ended another way (failed, or a card from before this
+    fix) takes no decision: nothing waits for it."""
+    settings.NEXUS_APPROVAL_PARK_SECONDS = 0
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 8*8?")
+    assert run_now(run.pk) == "parked"
+    ReasoningRun.objects.filter(pk=run.pk).update(status="failed")
+    (card,) = pending(run)
+    refused = client_for(alice).post(
+        reverse("chat:approval-decide", args=[card.pk]), {"decision": "approve"}, HTTP_HX_REQUEST="true"
+    )
+    assert refused.status_code == 400 and "nothing waits for this decision" in refused.content.decode()
+    card.refresh_from_db()
+    assert card.status == "pending" and card.decided_by is None
 
 
 def start_with_everything(
