@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -59,10 +60,18 @@ BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u20
 TITLE_CHARS = 200
 
 
+def visible(text: str) -> bool:
+    """Whether a text shows anything: not only spaces and invisible format characters (a
+    right-to-left override and a zero-width space made an empty bubble and a blank title)."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc") for ch in text)
+
+
 def clean_title(title: str, *, what: str = "The title") -> str:
     """A title as shown everywhere: one line, no direction overrides, at most 200 characters
-    (a longer one is refused, not silently cut)."""
+    (a longer one is refused, not silently cut); "" when nothing in it shows."""
     cleaned = " ".join(refuse_nul(title or "", what=what).translate(BIDI_CONTROLS).split())
+    if not visible(cleaned):
+        return ""
     if len(cleaned) > TITLE_CHARS:
         raise ValidationError(f"{what} is {len(cleaned):,} characters; shorten it to {TITLE_CHARS} or fewer.")
     return cleaned

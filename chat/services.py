@@ -22,7 +22,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
-from chat.inputs import clean_title, refuse_nul
+from chat.inputs import clean_title, refuse_nul, visible
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from chat.sink import sessions_changed
 from reasoning.modes import MODE_NAMES
@@ -285,11 +285,20 @@ def session_delete(*, session: ChatSession) -> None:
 LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
+def _title_from(text: str) -> str:
+    """A new chat's title: its first message's first line that shows something, cut short,
+    as clean as a title given by hand (no direction overrides)."""
+    for line in text.splitlines():
+        if title := clean_title(line[: TITLE_CHARS * 3])[:TITLE_CHARS].strip():
+            return title
+    return "New chat"
+
+
 def message_validate(content: str) -> str:
     """The message as stored: without blank lines around it, but with its first line's
     indentation (a pasted code snippet stays aligned)."""
     text = LEADING_BLANK_LINES.sub("", refuse_nul(content or "", what="The message")).rstrip()
-    if not text.strip():
+    if not visible(text):
         raise ValidationError("Type a message first.")
     limit = settings.NEXUS_MAX_MESSAGE_CHARS
     if len(text) > limit:
@@ -360,7 +369,7 @@ def message_post(
         )
         updates = {"updated_at": timezone.now()}
         if session.title == "New chat":
-            updates["title"] = text.splitlines()[0].strip()[:TITLE_CHARS]
+            updates["title"] = _title_from(text)
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
         sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=run.pk)

@@ -85,7 +85,11 @@ def calculate(expression: str) -> int | float:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise CalculatorError(f"cannot read {expression!r} as arithmetic") from None
-    return _eval(tree.body, 0)
+    value = _eval(tree.body, 0)
+    # Floats overflow to inf (1e308*10) and inf - inf is nan, without an error of their own.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CalculatorError("the result is too large for the calculator's floating point")
+    return value
 
 
 def _eval(node: ast.AST, depth: int) -> Any:

@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.urls import reverse
 
+from chat import services
 from chat.models import Document, Message, Preference, ReasoningRun
 from tests.conftest import ask, run_now
 
@@ -41,6 +42,10 @@ def test_posting_stores_message_and_queued_run_and_returns_the_turn(alice, clien
     [
         ("", "Type a message first."),
         ("   \n\t ", "Type a message first."),
+        # Only invisible characters (a right-to-left override, a zero-width space): it made an
+        # empty bubble and a blank chat title.
+        ("\u202e\u200b", "Type a message first."),
+        ("\u200b \ufeff\n\u2066", "Type a message first."),
         ("x" * 20_001, "the limit is 20,000"),
     ],
 )
@@ -52,6 +57,15 @@ def test_bad_messages_get_an_inline_error_and_store_nothing(
     assert response["HX-Reswap"] == "innerHTML", "a second error replaces the first"
     assert error in response.content.decode()
     assert not Message.objects.exists() and not ReasoningRun.objects.exists() and not dispatched
+
+
+def test_a_chats_title_from_its_first_message_has_no_direction_overrides(
+    alice, alice_session, client_for, dispatched
+):
+    fresh = services.session_create(owner=alice)
+    post(client_for(alice), fresh, "\u200b\u202e\nfile\u202etxt.exe question")
+    fresh.refresh_from_db()
+    assert fresh.title == "filetxt.exe question"
 
 
 def test_a_second_message_while_answering_is_refused_clearly(alice, alice_session, client_for, dispatched):

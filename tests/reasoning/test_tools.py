@@ -41,6 +41,10 @@ def test_calculator_computes(expression, value):
         ("2 +", "cannot read"),
         ("", "give an expression"),
         ("1+" * 600 + "1", "longer than"),
+        # A float that overflowed was answered "= inf" and approved at 0.90.
+        ("1e308*10", "too large"),
+        ("-1e308*10", "too large"),
+        ("1e308*10 - 1e308*10", "too large"),
     ],
 )
 def test_calculator_refuses_what_it_should(expression, message):
