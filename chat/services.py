@@ -26,7 +26,7 @@ from chat.inputs import clean_title, refuse_nul, visible
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from chat.sink import sessions_changed
 from reasoning.modes import MODE_NAMES
-from reasoning.text import plain_text
+from reasoning.text import markdown_inline, markdown_text, plain_text
 from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
@@ -236,11 +236,17 @@ def _snippet(content: str, text: str, width: int = 60) -> dict[str, str]:
 
 def session_export_markdown(session: ChatSession) -> str:
     """The chat as Markdown: each question and the answer the page shows for it."""
-    lines = [f"# {session.title}", "", f"_Exported from Nexus on {timezone.now():%Y-%m-%d %H:%M} UTC._", ""]
+    lines = [
+        f"# {markdown_inline(session.title)}",
+        "",
+        f"_Exported from Nexus on {timezone.now():%Y-%m-%d %H:%M} UTC._",
+        "",
+    ]
     for turn in session_thread(session):
         if not turn["current"]:
             continue
-        lines += ["## Question", "", turn["message"].content.strip(), ""]
+        # Questions were typed as text (the page shows them as typed); answers are Markdown.
+        lines += ["## Question", "", markdown_text(turn["message"].content.strip()), ""]
         run = turn["run"]
         if turn["answer"] is not None:
             lines += ["## Answer", "", turn["answer"].content.strip(), ""]

@@ -169,6 +169,28 @@ def markdown_inline(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join((text or "").split()))
 
 
+# What opens a block when it starts a line: a rule or setext underline, a list item.
+_BLOCK_START = re.compile(r"^(\s*)(?:([-+=])|(\d+)([.)]))")
+
+
+def markdown_text(text: str) -> str:
+    """What a person typed, as Markdown that shows it as typed: line by line, every
+    formatting character escaped, no line opening a heading, list, quote or rule, and each
+    line break kept."""
+    lines = []
+    for line in (text or "").splitlines():
+        escaped = _BLOCK_START.sub(
+            lambda m: f"{m[1]}\\{m[2]}" if m[2] else f"{m[1]}{m[3]}\\{m[4]}",
+            _MARKDOWN_SPECIAL.sub(r"\\\1", line.rstrip()),
+        )
+        lines.append(escaped)
+    # Two spaces end a line inside a paragraph: the line breaks stay where they were typed.
+    return "\n".join(
+        f"{line}  " if line.strip() and following.strip() else line
+        for line, following in zip(lines, [*lines[1:], ""], strict=True)
+    )
+
+
 _MARKS = re.compile(r"\*\*|__|`|\\(?=[\\`*_\[\]<>|~#])")
 # What opens a line: quote markers, then a heading's hashes or a list bullet.
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+)?")

@@ -14,6 +14,7 @@ from django.urls import reverse
 from chat import services
 from chat.engine import execute_run
 from chat.models import AnswerFeedback, Message, Preference, ReasoningRun, TraceEvent
+from chat.rendering import render_markdown
 from chat.sink import RunSink
 from reasoning.events import Event
 from tests.conftest import ask, run_now
@@ -296,7 +297,20 @@ def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):
     assert response["Content-Type"].startswith("text/markdown")
     assert "attachment" in response["Content-Disposition"]
     text = response.content.decode()
-    assert text.startswith("# Alice's chat") and "## Question\n\nWhat is 17*23?" in text and "391" in text
+    assert text.startswith("# Alice's chat") and "## Question\n\nWhat is 17\\*23?" in text and "391" in text
+
+
+def test_an_exported_question_reads_as_it_was_typed(alice, alice_session, client_for):
+    """Answers were exported as Markdown but questions raw: a question holding "<script>",
+    "## Answer" or "---" broke the file's structure or ran as HTML in a lenient viewer."""
+    typed = "Why does <script>alert(1)</script> run?\n## Answer\n---\n1. *not* a list"
+    ask(alice_session, typed)
+    text = client_for(alice).get(reverse("chat:session-export", args=[alice_session.pk])).content.decode()
+    assert "<script>" not in text and text.count("\n## Answer") == 1
+    assert "\n---\n" not in text.split("## Answer")[0]
+    html = render_markdown(text.split("## Question\n\n", 1)[1].split("\n\n## ", 1)[0])
+    assert "<h2>" not in html and "<hr" not in html and "<ol>" not in html and "<em>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "1. *not* a list" in html
 
 
 def test_theme_is_remembered_per_user(alice, bob, alice_session, client_for):
