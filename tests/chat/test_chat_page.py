@@ -565,3 +565,15 @@ def test_a_question_shows_as_typed_and_a_one_call_answer_says_call(alice, alice_
 def test_searching_for_spaces_asks_for_a_word(alice, alice_session, client_for):
     page = client_for(alice).get(reverse("chat:search"), {"q": "   "}).content.decode()
     assert "Type a word from a chat" in page and "No chat mentions" not in page
+
+
+def test_an_image_in_an_answer_is_a_link_named_by_its_description():
+    """An image vanished (an empty paragraph): the allow-list drops <img>, as it should, since
+    loading it would tell its server who reads the answer. Its description and address stay."""
+    html = render_markdown('The chart: ![revenue <by> month](https://example.com/c.png "t") ![x](ftp://a/b)')
+    assert "<img" not in html
+    assert (
+        '<a href="https://example.com/c.png" rel="noopener noreferrer nofollow">[image: revenue &lt;by&gt; month]</a>'
+        in html
+    )
+    assert "[image: x]" in html and "ftp:" not in html
