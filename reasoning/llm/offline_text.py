@@ -214,8 +214,11 @@ def covers(part: str, answer: str) -> bool:
 # docs say"), which a passage quoted from there need not contain.
 _SOURCE_STEMS = {
     stem(word)
-    for word in ["docs", "doc", "documents", "document", "documentation", "according", "say", "says", "said", "handbook", "wiki", "manual", "guide", "guides", "notes", "spec", "readme", "runbook", "written"]
-}
+    for word in (
+        "docs", "doc", "documents", "document", "documentation", "according", "say", "says", "said",
+        "handbook", "wiki", "manual", "guide", "guides", "notes", "spec", "readme", "runbook", "written",
+    )
+}  # fmt: skip
 UNKNOWN_PLACE = "I don't know where"
 SEVERAL_PLACES = "keeps several time zones"
 

@@ -573,7 +573,7 @@ def test_an_image_in_an_answer_is_a_link_named_by_its_description():
     html = render_markdown('The chart: ![revenue <by> month](https://example.com/c.png "t") ![x](ftp://a/b)')
     assert "<img" not in html
     assert (
-        '<a href="https://example.com/c.png" rel="noopener noreferrer nofollow">[image: revenue &lt;by&gt; month]</a>'
-        in html
+        '<a href="https://example.com/c.png" rel="noopener noreferrer nofollow">'
+        "[image: revenue &lt;by&gt; month]</a>" in html
     )
     assert "[image: x]" in html and "ftp:" not in html
