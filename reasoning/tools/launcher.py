@@ -7,13 +7,15 @@ unchanged (no shell). The launcher asks the kernel for a signal when its parent 
 When the parent dies, even by SIGKILL with no chance to clean up, the launcher stops the
 whole group (the server and anything it started); the server itself also gets SIGKILL if the
 launcher goes first. A SIGTERM to the group (the SDK's normal shutdown) reaches the server
-directly; the launcher outlives it only to pass on its exit status.
+directly; the launcher outlives it to end whatever the server left running in the group and
+to pass on its exit status.
 
 Standard library only, and nothing imported from the project: it runs isolated (-I -S).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -83,11 +85,45 @@ def main(argv: list[str]) -> int:
         try:
             _, status = os.waitpid(child, 0)
         except ChildProcessError:
-            return 0
-        if os.WIFEXITED(status):
-            return os.WEXITSTATUS(status)
-        if os.WIFSIGNALED(status):
-            return 128 + os.WTERMSIG(status)
+            status = 0
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            break
+    _end_the_rest()
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _others_in_group() -> list[int]:
+    """The processes of this process group besides the launcher: what the server started."""
+    group, me, others = os.getpgid(0), os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:
+            others.append(int(entry))
+    return others
+
+
+def _end_the_rest() -> None:
+    """The server is gone: what it started goes too (a helper, a watcher, a browser), however
+    it exited, so no orphan outlives the connection. SIGTERM, a moment's grace, SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        others = _others_in_group()
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + TERM_GRACE
+        while others and time.monotonic() < deadline:
+            time.sleep(0.02)
+            others = _others_in_group()
+        if not others:
+            return
 
 
 if __name__ == "__main__":

@@ -139,6 +139,28 @@ async def test_a_server_that_dies_on_every_call_is_paused_after_three(pool):
     assert len(pool.connection(faulty()).pids) == spawned, "not started again while paused"
 
 
+async def test_closing_a_server_ends_the_processes_it_started(pool):
+    """A server that exits when its input closes took its launcher with it, and the group
+    was only killed when the leader was still alive: a helper it had started (a watcher, a
+    browser) outlived the connection, an orphan, after every edit of the server's settings."""
+    import os
+
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    helper = int((await call(registry, "faulty__spawn")).content)
+    os.kill(helper, 0)  # running
+    crashed = await registry.execute("faulty__crash", {})  # the server exits by itself
+    assert not crashed.success
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{helper}/stat", encoding="ascii") as stat:
+                return stat.read().rsplit(")", 1)[-1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    assert await asyncio.to_thread(wait_until, gone, 10), "the server's helper outlived it"
+
+
 async def test_a_hanging_tool_times_out_and_the_server_keeps_working(pool):
     registry = ToolRegistry([MCPToolProvider(pool, faulty(timeout=0.5))])
     hung = await call(registry, "faulty__hang")

@@ -41,6 +41,15 @@ def block(seconds: float = 3600) -> str:
 
 
 @server.tool()
+def spawn() -> str:
+    """Starts a long-lived helper process (in this server's process group) and returns its pid."""
+    import subprocess
+
+    helper = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    return str(helper.pid)
+
+
+@server.tool()
 def crash() -> str:
     """Kills this server process mid-call."""
     sys.stderr.write("faulty: crashing on purpose\n")
