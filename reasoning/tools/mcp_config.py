@@ -125,5 +125,16 @@ class MCPServerConfig:
 
 
 def _short(exc: BaseException) -> str:
+    """An error in a line an operator can act on: the failures inside task groups (anyio
+    wraps a transport's error in one or more: "unhandled errors in a TaskGroup (1
+    sub-exception)" said nothing), not the groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_short(inner) for inner in exc.exceptions))[:500]
     text = str(exc).strip()
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status in (404, 405):
+        text += (
+            " (this address does not take streamable HTTP: Nexus connects over stdio or "
+            "streamable HTTP, usually at /mcp, not to an SSE-only server's /sse)"
+        )
     return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__

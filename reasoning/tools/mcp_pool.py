@@ -415,8 +415,6 @@ class MCPConnection:
             reason = f"did not answer within {self.config.connect_timeout:g}s"
         elif isinstance(exc, FileNotFoundError | PermissionError):
             reason = f"cannot start {self.config.command!r}: {exc.strerror or exc}"
-        elif isinstance(exc, BaseExceptionGroup):
-            reason = "; ".join(_short(e) for e in exc.exceptions)
         else:
             reason = _short(exc)
         tail = self.config.redact(self.stderr_tail())
@@ -507,12 +505,16 @@ class MCPConnection:
             self._refreshing[kind] = refresh
         if entry is not None:
             return list(entry[1])
-        limit = budget or (self.config.connect_timeout + self.config.list_timeout)
+        whole = self.config.connect_timeout + self.config.list_timeout
+        limit = budget or whole
+        # Said in the wait a run gives a server, not in what was left of it when this run
+        # asked ("after 0.0297335s"): the same words each time, so the status is written once.
+        waited = self.config.start_wait if budget and self.config.start_wait else limit
         try:
             return list(await asyncio.wait_for(asyncio.shield(refresh), limit))
         except TimeoutError:
             raise MCPUnavailable(
-                f"MCP server {self.config.name!r} is unavailable: no {kind} listing after {limit:g}s",
+                f"MCP server {self.config.name!r} is unavailable: no {kind} listing after {waited:.3g}s",
                 server=self.config.name,
             ) from None
 
@@ -656,9 +658,9 @@ class MCPConnectionPool:
         if config.start_wait and connection.starting() and connection.known("tools") is None:
             left = config.start_wait - (time.monotonic() - connection.connecting_since)
             if left <= 0:
-                raise MCPUnavailable(
-                    f"MCP server {config.name!r} is still starting after "
-                    f"{time.monotonic() - connection.connecting_since:.0f}s",
+                raise MCPUnavailable(  # the same words for every run: the status is written once
+                    f"MCP server {config.name!r} is still starting: it did not answer in the "
+                    f"{config.start_wait:.3g}s a run waits for it",
                     server=config.name,
                 )
             budget = left

@@ -94,8 +94,14 @@ async def test_a_server_hung_at_start_costs_its_first_seconds_not_every_run(pool
     await asyncio.sleep(0.5)  # the start wait is over, whenever the attempt began
     later = ToolRegistry([MCPToolProvider(pool, config), MCPToolProvider(pool, faulty())])
     await later.refresh()
-    assert "is still starting after" in later.error_details["hung"], later.error_details
+    assert "is still starting: it did not answer in the 1s" in later.error_details["hung"]
     assert "faulty__echo" in later.names()
+    # Each run's words were new ("after 0.0297335s", "after 3s", "after 4s"), so the server's
+    # status row was written again for every run of a burst.
+    await asyncio.sleep(1.1)
+    again = ToolRegistry([MCPToolProvider(pool, config)])
+    await again.refresh()
+    assert again.error_details["hung"] == later.error_details["hung"]
     assert len(pool.connection(config).pids) == 1, "the one attempt goes on for the next run"
     assert not never_retrieved()
 
@@ -398,3 +404,22 @@ def test_a_disabled_or_changed_server_stops_its_process(settings):
     tools.providers_for(None)
     wait_until(lambda: not _alive(second))
     assert all(c.config.name != "faulty" for c in tools.POOL._connections.values())
+
+
+def test_a_transport_failure_is_named_not_its_task_groups():
+    """A server at an SSE address showed only "ExceptionGroup: unhandled errors in a TaskGroup
+    (1 sub-exception)"; the HTTP error inside it, and what to do, are what the operator needs."""
+    import httpx2 as httpx
+
+    from reasoning.tools.mcp_config import _short
+
+    request = httpx.Request("POST", "http://127.0.0.1:8331/sse")
+    refused = httpx.HTTPStatusError(
+        "Client error '405 Method Not Allowed' for url 'http://127.0.0.1:8331/sse'",
+        request=request,
+        response=httpx.Response(405, request=request),
+    )
+    nested = ExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", [refused])])
+    text = _short(nested)
+    assert "TaskGroup" not in text and "405 Method Not Allowed" in text
+    assert "SSE-only" in text and text.startswith("HTTPStatusError")
