@@ -47,7 +47,7 @@ format: install
 	$(BIN)/ruff check --fix .
 
 worker: install
-	$(BIN)/celery -A nexus worker --loglevel=INFO
+	$(BIN)/celery -A nexus worker --loglevel=INFO --without-gossip --without-mingle
 
 team: install
 	@scripts/team.sh

@@ -424,6 +424,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "httpx2": {"level": "WARNING"},
+        # Its INFO lines carry an HTTP tool server's session id, which stands for the session.
+        "mcp.client.streamable_http": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},
         # A line per job received and per job done: every run's start and end are in the

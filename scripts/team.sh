@@ -27,7 +27,7 @@ export NEXUS_HTTPS="${NEXUS_HTTPS:-true}"
 export NEXUS_BEHIND_PROXY="${NEXUS_BEHIND_PROXY:-true}"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT INT TERM
-$BIN/celery -A nexus worker --loglevel=INFO & pids+=($!)
+$BIN/celery -A nexus worker --loglevel=INFO --without-gossip --without-mingle & pids+=($!)
 $BIN/daphne -b "$HOST" -p "$PORT" nexus.asgi:application & pids+=($!)
 if [ "$NEXUS_HTTPS" = "true" ]; then
   echo "Nexus (team mode) listens on $HOST:$PORT for your TLS proxy (HTTPS only; for plain HTTP on a trusted network: NEXUS_HTTPS=false NEXUS_BEHIND_PROXY=false make team)"

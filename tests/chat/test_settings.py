@@ -137,3 +137,24 @@ def test_pages_carry_a_content_security_policy(alice, client_for):
     policy = response["Content-Security-Policy"]
     assert "script-src 'self' 'nonce-" in policy and "object-src 'none'" in policy
     assert "frame-ancestors 'none'" in policy
+
+
+def test_an_http_tool_servers_session_id_is_not_logged():
+    """mcp's client logged "Received session ID: …" at INFO for every HTTP tool server: the
+    id stands for the session with that server."""
+    import logging
+
+    assert logging.getLogger("mcp.client.streamable_http").getEffectiveLevel() >= logging.WARNING
+
+
+def test_every_way_to_start_a_worker_leaves_out_gossip_and_mingle():
+    """Nexus uses neither, and after a Redis blip the gossip step failed to restart with an
+    AttributeError and six tracebacks per worker, waking any alert on ERROR."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for name in ("Makefile", "Procfile", "scripts/team.sh", "docker-compose.yml", "tests/e2e/conftest.py"):
+        text = (root / name).read_text()
+        assert "--without-gossip" in text and "--without-mingle" in text, name
+        # docker-compose's worker said --concurrency=4: four runs at once, not NEXUS_WORKER_RUNS.
+        assert "--concurrency" not in text and "-c " not in text, name

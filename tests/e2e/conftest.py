@@ -145,6 +145,8 @@ class Site:
                 "nexus",
                 "worker",
                 "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
                 "-n",
                 f"w{uuid.uuid4().hex[:6]}@%h",
             ],
