@@ -236,6 +236,8 @@ def spreadsheet_cell(value: Any) -> Any:
     formula (a user name, a question or a tool's name can start with one)."""
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
+    if isinstance(value, float):  # 8999.999999999995 is an average's binary noise, not data
+        return float(f"{value:.12g}")
     return value
 
 

@@ -202,3 +202,13 @@ def test_a_report_over_any_dates_answers_instead_of_overflowing(team_runs, audit
     client.raise_request_exception = False
     for url in ("/usage/", "/usage/quality/", "/usage/mine/"):
         assert client.get(url, window).status_code == 200, url
+
+
+def test_a_csv_cell_holds_a_number_as_people_write_it():
+    """Usage CSVs showed 8999.999999999995 and 94269.23076923075: an average's binary noise."""
+    from chat.audit import spreadsheet_cell
+
+    assert spreadsheet_cell(8999.999999999995) == 9000
+    assert spreadsheet_cell(94269.23076923075) == 94269.2307692
+    assert spreadsheet_cell(0.1 + 0.2) == 0.3 and spreadsheet_cell(7) == 7
+    assert spreadsheet_cell("=SUM(A1)") == "'=SUM(A1)"
