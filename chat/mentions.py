@@ -113,6 +113,19 @@ def prompts(user: Any, budget: float = COMPLETION_BUDGET, *, patient: bool = Fal
     return _listing(user, "prompts", budget, patient=patient)
 
 
+def commands(available: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each server's prompt once, with the command that picks it: its name, or
+    `server__name` where several servers offer one of that name."""
+    offered = {(p["server"], p["name"]): p for p in available}
+    servers_of: dict[str, set[str]] = {}
+    for server, name in offered:
+        servers_of.setdefault(name, set()).add(server)
+    return [
+        (f"{server}{SEPARATOR}{name}" if len(servers_of[name]) > 1 else name, prompt)
+        for (server, name), prompt in offered.items()
+    ]
+
+
 def mentions_in(text: str) -> list[tuple[str, int | None]]:
     """Each mention's name, with the document id when written `@"Title"#42`."""
     return [
@@ -256,6 +269,11 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     available = prompts(user)
     if not any(name in (p["name"], f"{p['server']}{SEPARATOR}{p['name']}") for p in available):
         available = prompts(user, EXPANSION_BUDGET, patient=True)  # a server still starting may offer it
+    named = commands(available)
+    offering = sorted({p["server"] for _, p in named if p["name"] == name})
+    if len(offering) > 1:  # one of them, picked silently, was not always the one meant
+        choices = " or ".join(f"/{server}{SEPARATOR}{name}" for server in offering)
+        raise ValidationError(f"Several tool servers offer /{name}: write {choices}.")
     prompt = next((p for p in available if p["name"] == name), None)
     server, _, bare = name.partition(SEPARATOR)
     if prompt is None and bare:  # `/server__name` picks one of several servers' prompts
@@ -264,7 +282,7 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
     if prompt is None and (gone := _offered_by_a_server_now_gone("prompts", name)):
         raise ValidationError(f"/{typed} failed: tool server {gone} is unavailable")
     if prompt is None:
-        names = ", ".join(f"/{p['name']}" for p in available) or "none"
+        names = ", ".join(f"/{command}" for command, _ in named) or "none"
         raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
     arguments = _arguments(prompt["arguments"], rest, command=typed)
     try:

@@ -27,7 +27,6 @@ from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
-from reasoning.tools.mcp import SEPARATOR
 from teamops import budgets
 
 PAGE = "chat/session.html"
@@ -483,13 +482,8 @@ def completions(request: HttpRequest) -> HttpResponse:
                     }
                 )
     elif prefix == "/":
-        offered = {(p["server"], p["name"]): p for p in mentions.prompts(request.user)}  # each once
-        servers_of: dict[str, set[str]] = {}
-        for server, name in offered:
-            servers_of.setdefault(name, set()).add(server)
-        for (server, name), prompt in offered.items():
-            # A name several servers offer is written with its server, so it picks this one.
-            command = f"{server}{SEPARATOR}{name}" if len(servers_of[name]) > 1 else name
+        for command, prompt in mentions.commands(mentions.prompts(request.user)):
+            server, name = prompt["server"], prompt["name"]
             if name.startswith(word) or command.startswith(word):
                 description = prompt["description"]
                 items.append(

@@ -3,6 +3,7 @@
 import logging
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from chat import documents
@@ -353,3 +354,28 @@ def test_a_question_with_a_mention_and_arithmetic_answers_both_parts(alice, alic
     run = ReasoningRun.objects.filter(session=alice_session).last()
     tools = [e.payload["tool"] for e in TraceEvent.objects.filter(run=run, kind="tool.called")]
     assert [t.split("__")[-1] for t in tools] == ["calculator"], "the arithmetic is the calculator's"
+
+
+def test_a_command_two_servers_offer_asks_which_and_is_listed_once_each(alice, monkeypatch):
+    """With one prompt on two servers, "/args" silently took the first server's, and the
+    list of commands after an unknown one named each twice, without its server."""
+    from chat import mentions, services
+
+    offered = [
+        {"server": "everything", "name": "args", "arguments": [], "description": ""},
+        {"server": "evhttp", "name": "args", "arguments": [], "description": ""},
+        {"server": "evhttp", "name": "simple", "arguments": [], "description": ""},
+        {"server": "evhttp", "name": "simple", "arguments": [], "description": ""},
+    ]
+    monkeypatch.setattr(mentions, "prompts", lambda user, *a, **k: offered)
+    with pytest.raises(
+        ValidationError,
+        match=r"Several tool servers offer /args: write "
+        r"/everything__args or /evhttp__args\.",
+    ):
+        services.message_prepare(user=alice, content="/args Paris")
+    with pytest.raises(ValidationError) as unknown:
+        services.message_prepare(user=alice, content="/nosuch x")
+    assert unknown.value.messages[0].endswith(
+        "Available commands: /everything__args, /evhttp__args, /simple."
+    )
