@@ -25,6 +25,7 @@ from chat import documents, limits, mentions, services
 from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
+from chat.inputs import clean_title
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from teamops import budgets
@@ -415,10 +416,12 @@ def document_upload(request: HttpRequest) -> HttpResponse:
                     f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes."
                 )
             try:
-                content = upload.read().decode("utf-8")
+                content = upload.read().decode("utf-8-sig")  # a byte-order mark is not text
             except UnicodeDecodeError:
                 raise ValidationError("Upload Markdown or plain text in UTF-8.") from None
             title = title or upload.name.rsplit(".", 1)[0]
+            if not clean_title(title):  # a file named ".md": no name to take
+                raise ValidationError("The file has no name to use as its title; give it a title.")
         fmt = "text" if upload is not None and upload.name.lower().endswith((".txt", ".text")) else "markdown"
         document = documents.document_create(
             owner=request.user,

@@ -426,6 +426,20 @@ def test_a_plain_text_upload_is_plain_text_whatever_the_case_of_its_name(alice, 
     assert set(Document.objects.filter(owner=alice).values_list("format", flat=True)) == {"text"}
 
 
+def test_an_uploaded_files_byte_order_mark_is_not_kept_and_a_nameless_file_asks_for_a_title(
+    alice, client_for
+):
+    client = client_for(alice)
+    client.post(
+        reverse("chat:document-upload"), {"file": SimpleUploadedFile("bom.md", "\ufeff# Hi".encode())}
+    )
+    assert Document.objects.get(owner=alice, title="bom").content == "# Hi"
+    nameless = client.post(reverse("chat:document-upload"), {"file": SimpleUploadedFile(".md", b"text")})
+    page = nameless.content.decode()
+    assert nameless.status_code == 400 and "The file has no name to use as its title" in page
+    assert "pasted text" not in page
+
+
 def test_a_page_someone_may_not_see_says_so_in_the_app(alice, client_for):
     """A teammate opening the usage page got a bare "403 Forbidden" with no way back."""
     response = client_for(alice).get("/usage/")
