@@ -21,6 +21,7 @@ from reasoning.foresight import (
     unknown_place,
     zones_in,
 )
+from reasoning.routing.features import aspects_listed
 from reasoning.text import (
     CONDITION,
     CONDITIONAL,
@@ -131,12 +132,12 @@ def question_parts(query: str) -> list[str]:
     questions: list[str] = []
     for chunk in chunks:
         pieces = []
-        joins = [chunk] if CONDITIONAL.match(chunk) else _SPLIT_AND.split(chunk)
+        whole = bool(CONDITIONAL.match(chunk) or aspects_listed(chunk))
+        joins = [chunk] if whole else _SPLIT_AND.split(chunk)
         for piece in (c for joined in joins for c in split_calculations(joined)):
             head, *rest = _SPLIT_COMMA.split(piece)
-            pieces += (
-                [head, *rest] if rest and _ASKING.search(head) and not CONDITION.match(head) else [piece]
-            )
+            one = whole or not rest or not _ASKING.search(head) or CONDITION.match(head)
+            pieces += [piece] if one else [head, *rest]
         for number, piece in enumerate(pieces):
             cleaned = piece.strip(" ,.;:!?")
             if not WORD.search(cleaned):

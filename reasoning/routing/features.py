@@ -288,6 +288,15 @@ def _comma_questions(piece: str) -> list[str]:
     return [head, *rest] if rest and _ASKS_SOMETHING.search(head) and not CONDITION.match(head) else [piece]
 
 
+def aspects_listed(sentence: str) -> bool:
+    """ "Compare A and B: where each is stronger, where it is weaker, and which to pick": one
+    ask, with the aspects it wants after its colon (split, the aspects read as asks of their
+    own, and a plan step was headed "Where it is weaker?"). Questions after the colon ("Research
+    and compare: what is 12 * 450, and what time is it in London?") are asks of their own."""
+    head, colon, tail = sentence.partition(":")
+    return bool(colon) and bool(_ASK_START.match(head)) and "," in tail and not tail.rstrip().endswith("?")
+
+
 def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two)."""
     asks: list[str] = []
@@ -296,7 +305,7 @@ def split_asks(text: str) -> list[str]:
         sentence = PREAMBLE.sub("", sentence).strip(" .;:!")
         if not sentence.strip("?"):
             continue
-        if CONDITIONAL.match(sentence):
+        if CONDITIONAL.match(sentence) or aspects_listed(sentence):
             pieces = [sentence.strip(" ,.;:!?")]
         else:
             pieces = [

@@ -387,3 +387,18 @@ async def test_asking_for_help_with_work_is_not_answered_with_the_capabilities()
     assert "Offline I can" not in answer and "can't answer that offline" in answer, answer
     _result, answer = await answer_to("What can you do?")
     assert "Offline I can" in answer
+
+
+def test_the_aspects_an_ask_lists_after_its_colon_are_not_asks_of_their_own():
+    """/compare's prompt came back in three headed parts, one of them "Where it is weaker?"."""
+    from reasoning.llm.offline_text import question_parts
+    from reasoning.routing.features import split_asks
+
+    compare = (
+        "Compare trunk-based development and git flow: where each is stronger, where it is weaker, "
+        "and which you recommend for our team, with the reason."
+    )
+    assert len(question_parts(compare)) == 1 and len(split_asks(compare)) == 1
+    # Questions after a colon still are: each is answered.
+    listed = "Research and compare: what is 12 * 450, and what time is it in London?"
+    assert len(question_parts(listed)) == 2 and len(split_asks(listed)) == 2
