@@ -16,9 +16,11 @@ Two rules sit on top of the model, because a wrong DIRECT costs more than a wron
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from reasoning.foresight import accounts_for, expression_in
 from reasoning.routing.features import Reading, read
 from reasoning.routing.model import LEVELS, LinearModel, shipped_model
 from reasoning.types import ComplexityAnalysis, ComplexityLevel, ExecutionStrategy
@@ -109,6 +111,60 @@ class RouteDecision:
         }
 
 
+# The words a bare calculation is written with besides its numbers ("Evaluate 7*2 + 5",
+# "Analyze: what is 3*4?"): nothing in them asks for work.
+_CALCULATION_WORDS = frozenset(
+    [
+        "evaluate",
+        "calculate",
+        "compute",
+        "analyze",
+        "analyse",
+        "solve",
+        "simplify",
+        "work",
+        "out",
+        "what",
+        "is",
+        "whats",
+        "s",
+        "the",
+        "value",
+        "of",
+        "result",
+        "please",
+        "percent",
+        "plus",
+        "minus",
+        "times",
+        "divided",
+        "by",
+        "multiplied",
+        "over",
+        "to",
+        "power",
+        "squared",
+        "cubed",
+        "square",
+        "root",
+        "sqrt",
+        "mod",
+        "modulo",
+        "and",
+        "e",
+    ]
+)
+
+
+def bare_calculation(question: str) -> bool:
+    """Whether the question is one calculation and nothing else, which a direct answer with the
+    calculator settles: "evaluate" or "analyze" in front of it had it planned as research."""
+    expression = expression_in(question)
+    if not expression or not accounts_for(question, expression):
+        return False
+    return all(word.lower() in _CALCULATION_WORDS for word in re.findall(r"[A-Za-z]+", question))
+
+
 class Router:
     def __init__(self, model: LinearModel | None = None, *, complex_guard: float = COMPLEX_GUARD) -> None:
         self.model = model or shipped_model()
@@ -119,6 +175,9 @@ class Router:
         probabilities = self.model.probabilities(reading.vector())
         level = max(LEVELS, key=lambda name: probabilities[name])
         values = reading.values
+        if bare_calculation(question):
+            confidence = max(probabilities["simple"], RULE_CONFIDENCE)
+            return RouteDecision(ComplexityLevel.SIMPLE, confidence, probabilities, reading)
         work = any(values[name] for name in WORK)  # as RouteDecision.asks_for_work
         if work and values["our"] and any(values[name] for name in BEYOND_ONE_FINDING):
             confidence = max(probabilities["complex"], RULE_CONFIDENCE)

@@ -144,3 +144,16 @@ def test_the_unseen_sets_are_never_trained_on_and_meet_the_goal():
     scores = score(unseen, lambda question: router.route(question).level.value)
     assert scores.accuracy >= 0.85, "\n".join(scores.lines())
     assert scores.complex_as_simple == 0, "no complex question is ever routed DIRECT"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Evaluate 3*(4+5) - 2**3", "Evaluate 7*2 + 5", "Analyze: what is 3*4?", "Solve 12 divided by 4"],
+)
+def test_a_bare_calculation_is_answered_directly_whatever_verb_asks_it(question):
+    """ "Evaluate" or "Analyze" in front of a calculation read as research: DEEP, three model
+    calls and a plan for 7*2 + 5."""
+    from reasoning.routing.router import Router
+
+    assert Router().route(question).level.value == "simple"
+    assert Router().route("Evaluate the risk of migrating 3 services to Kubernetes").level.value == "complex"
