@@ -113,47 +113,12 @@ class RouteDecision:
 
 # The words a bare calculation is written with besides its numbers ("Evaluate 7*2 + 5",
 # "Analyze: what is 3*4?"): nothing in them asks for work.
-_CALCULATION_WORDS = frozenset(
-    [
-        "evaluate",
-        "calculate",
-        "compute",
-        "analyze",
-        "analyse",
-        "solve",
-        "simplify",
-        "work",
-        "out",
-        "what",
-        "is",
-        "whats",
-        "s",
-        "the",
-        "value",
-        "of",
-        "result",
-        "please",
-        "percent",
-        "plus",
-        "minus",
-        "times",
-        "divided",
-        "by",
-        "multiplied",
-        "over",
-        "to",
-        "power",
-        "squared",
-        "cubed",
-        "square",
-        "root",
-        "sqrt",
-        "mod",
-        "modulo",
-        "and",
-        "e",
-    ]
-)
+_CALCULATION_WORDS = frozenset({
+    "evaluate", "calculate", "compute", "analyze", "analyse", "solve", "simplify", "work", "out",
+    "what", "is", "whats", "s", "the", "value", "of", "result", "please", "percent", "plus",
+    "minus", "times", "divided", "by", "multiplied", "over", "to", "power", "squared", "cubed",
+    "square", "root", "sqrt", "mod", "modulo", "and", "e",
+})  # fmt: skip
 
 
 def bare_calculation(question: str) -> bool:
