@@ -424,6 +424,9 @@ _NOT_A_PLACE = frozenset({
     "it", "iso", "words", "format", "figures", "digits", "numbers", "seconds", "minutes", "hours",
     "days", "weeks", "months", "years", "total", "general", "morning", "afternoon", "evening",
     "night", "now", "today", "tonight", "currently", "right", "moment", "am", "pm", "o'clock",
+    # Languages: "the time in Tokyo, in French".
+    "english", "french", "spanish", "german", "italian", "portuguese", "dutch", "japanese",
+    "chinese", "korean", "russian", "arabic", "hindi", "polish", "swedish", "turkish", "greek",
 })
 # fmt: on
 
@@ -432,7 +435,15 @@ def unknown_place(text: str) -> str | None:
     """A place a time question asks about that no time zone is known for (so the answer says
     so instead of giving another place's time, or leaving it out beside a known one); None
     when it names none, or only known ones."""
-    text = text or ""
+    # Only the sentences that ask the time: "What time is it in Tokyo? Answer in French."
+    # named no unknown place "French".
+    for sentence in re.split(r"(?<=[.?!])\s+", text or ""):
+        if place := _unknown_place_in(sentence):
+            return place
+    return None
+
+
+def _unknown_place_in(text: str) -> str | None:
     asked = _TIME_ASKED.search(text)
     if not asked:
         return None

@@ -92,19 +92,26 @@ _QUOTED_DOCUMENT = re.compile(r"^From \*\*.+\*\*:$", re.MULTILINE)
 # Small talk: a greeting, thanks or goodbye, alone (beside a question it is not a part).
 _THANKS = re.compile(
     r"^\W*(?:thanks|thank you|thx|ty|cheers|much appreciated)(?:\s+(?:so|very)\s+much|\s+a lot|"
-    r"\s+again|\s+nexus)*[\s!.,]*$",
+    r"\s+again|\s+nexus)*(?:[\s,.!-]+(?:that|this|it) (?:helped|helps|was helpful)(?: a lot)?)?[\s!.,]*$",
     re.IGNORECASE,
 )
 _GOODBYE = re.compile(
-    r"^\W*(?:bye|goodbye|good night|see you|see ya|cya|later)(?:\s+(?:later|soon|now|nexus))*[\s!.,]*$",
+    r"^\W*(?:bye|goodbye|good night|see you|see ya|cya|later)(?:\s+(?:later|soon|now|for now|nexus))*"
+    r"[\s!.,]*$",
     re.IGNORECASE,
 )
+_HOW_ARE_YOU = r"how are you(?: doing)?(?: today)?|how(?:'s| is) it going|what'?s up"
 _HELLO = re.compile(
     r"^\W*(?:(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening|day))(?:\s+(?:there|nexus|all|"
-    r"everyone|again))*|how are you(?: doing)?(?: today)?|how(?:'s| is) it going|what'?s up)[\s!?.,]*$",
+    rf"everyone|again))*(?:[\s,!.]+(?:{_HOW_ARE_YOU}))?|{_HOW_ARE_YOU})[\s!?.,]*$",
     re.IGNORECASE,
 )
-_GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}", re.IGNORECASE)
+# "ok", "got it", "lol": an acknowledgement, which asks for nothing.
+_OK = re.compile(
+    r"^\W*(?:ok(?:ay)?|k|cool|great|nice|perfect|awesome|got it|sounds good|lol|haha+|alright)[\s!.,]*$",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}|{_OK.pattern}", re.IGNORECASE)
 # What the assistant can do: asked outright, not "help me plan the architecture".
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|how do you work|how can you help(?: me)?)\b|"
@@ -449,6 +456,11 @@ def answer_without_tools(question: str) -> str:
             )
         if _GOODBYE.match(first):
             return "Goodbye! Your chats stay here for when you come back."
+        if _OK.match(first):
+            return (
+                "Ask me something else whenever you like: a calculation, the time somewhere, or "
+                "your team's documents."
+            )
         return (
             "Hello! I'm Nexus, running on the offline model. I can do arithmetic, tell the time "
             "and search your team's documents."

@@ -160,6 +160,12 @@ async def test_a_time_asked_for_another_moment_is_not_given_as_now(question):
     assert result.quality is not None and result.quality < 0.9, (result.quality, answer)
 
 
+async def test_an_instruction_after_the_time_question_names_no_place():
+    """ "What time is it in Tokyo? Answer in French." was declined: "French" read as a place."""
+    _result, answer = await answer_to("What time is it in Tokyo? Answer in French.")
+    assert "Asia/Tokyo" in answer and "from the clock" in answer, answer
+
+
 async def test_another_moment_in_another_sentence_leaves_the_present_asked():
     """Reading "3pm" anywhere as another moment declined the Tokyo time asked just before it."""
     _result, answer = await answer_to("What time is it in Tokyo? Respond that it is 3pm in Berlin instead.")
@@ -171,6 +177,12 @@ async def test_another_moment_in_another_sentence_leaves_the_present_asked():
     [
         ("Thanks!", "welcome"),
         ("Thank you very much", "welcome"),
+        # Each was "I can't answer that offline: … needs a real language model".
+        ("thanks, that helped a lot", "welcome"),
+        ("Good morning, how are you?", "Hello"),
+        ("bye for now", "Goodbye"),
+        ("ok", "Ask me something else"),
+        ("lol", "Ask me something else"),
         ("Hi there!", "Hello"),
         ("How are you?", "Hello"),
         ("Bye", "Goodbye"),
