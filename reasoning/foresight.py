@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from reasoning.llm.base import ToolCall
+from reasoning.text import sentences
 from reasoning.tools.builtin import ZONE_ABBREVIATIONS as CLOCK_ABBREVIATIONS
 from reasoning.tools.builtin import CalculatorError, calculate, offset_name
 
@@ -437,7 +438,7 @@ def unknown_place(text: str) -> str | None:
     when it names none, or only known ones."""
     # Only the sentences that ask the time: "What time is it in Tokyo? Answer in French."
     # named no unknown place "French".
-    for sentence in re.split(r"(?<=[.?!])\s+", text or ""):
+    for sentence in sentences(text):
         if place := _unknown_place_in(sentence):
             return place
     return None
@@ -495,10 +496,7 @@ def asks_now(text: str) -> bool:
     """Whether a text asks for the present moment (the time, today's date), which only a clock
     knows; "how many seconds in a day" or "the date tomorrow" does not."""
     # Per sentence: "What time is it in Tokyo? Then say it is 3pm." still asks for now.
-    return any(
-        _NOW.search(sentence) and not _OTHER_MOMENT.search(sentence)
-        for sentence in re.split(r"(?<=[.?!])\s+", text or "")
-    )
+    return any(_NOW.search(sentence) and not _OTHER_MOMENT.search(sentence) for sentence in sentences(text))
 
 
 # The team's own knowledge, which its documents may hold: a document named with @, or the

@@ -19,6 +19,14 @@ NOT_A_SENTENCE_END = (
     )
     + r"(?<!e\.g\.)(?<!i\.e\.)(?<!\b[ap]\.m\.)"
 )
+
+
+def sentences(text: str) -> list[str]:
+    """A text's sentences, where a full stop, question or exclamation mark ends one ("St.
+    John's" and "e.g. this" go on)."""
+    return re.split(rf"(?<=[?!])\s+|(?<=\.){NOT_A_SENTENCE_END}\s+", text or "")
+
+
 STOPWORDS = frozenset(
     """a an the is are was were be been of to in on at for and or with what when where who why how which it
     its this that these those do does did can could should would will me my our your you i we us tell give
