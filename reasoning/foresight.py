@@ -267,10 +267,68 @@ def _scaled(match: re.Match[str]) -> str:
     return format(value.quantize(Decimal(1)) if value == value.to_integral() else value.normalize(), "f")
 
 
+# Numbers written in words ("seven times eight", "one hundred and five"), read as digits.
+# fmt: off
+_UNITS = {word: value for value, word in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+))}
+_TENS = {word: 10 * value for value, word in enumerate((
+    "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+), 2)}
+# fmt: on
+_NUMBER_WORD = rf"(?:{'|'.join([*_TENS, *_UNITS])})"
+_SPELLED = re.compile(
+    rf"\b{_NUMBER_WORD}(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}|hundred|thousand)\b)*\b"
+    r"(?:\s+(?:hundred|thousand)\b)*"
+)
+
+
+def _spelled(match: re.Match[str]) -> str:
+    total = current = 0
+    for word in re.findall(r"[a-z]+", match.group()):
+        if word in _UNITS or word in _TENS:
+            current += _UNITS.get(word, 0) + _TENS.get(word, 0)
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word == "thousand":
+            total, current = total + max(current, 1) * 1000, 0
+    return str(total + current)
+
+
+# Arithmetic asked in words, rewritten as the expression it asks for ("divide 100 by 8").
+_N = r"(-?\d+(?:\.\d+)?)"
+_PHRASES = [
+    (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"\1 / \2"),
+    (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"\1 + \2"),
+    (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"\1 * \2"),
+    (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"\1 * \2"),
+    (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"\2 - \1"),
+    (rf"\b(?:increase|raise)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"\1 * (1 + \2/100)"),
+    (rf"\b(?:decrease|reduce|lower)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"\1 * (1 - \2/100)"),
+    (rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}", r"what is \1 / \2 * 100"),
+    (rf"\bhalf\s+(?:of\s+)?{_N}", r"\1 / 2"),
+    (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"\1 / 3"),
+    (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"\1 / 4"),
+    (rf"\b(?:double|twice)\s+{_N}", r"2 * \1"),
+    (rf"\bcube\s+root\s+of\s+{_N}", r"\1 ** (1/3)"),
+    (rf"{_N}\s+factorial\b|\b(?:the\s+)?factorial\s+of\s+{_N}|(?<![\d.]){_N}!(?!=)", None),
+    (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"\1 ** \2"),
+]
+_PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
+
+
+def _factorial(match: re.Match[str]) -> str:
+    return f"factorial({next(group for group in match.groups() if group)})"
+
+
 def _grouped_digits_joined(text: str) -> str:
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
-    return _SCALED.sub(_scaled, text)
+    text = _SCALED.sub(_scaled, _SPELLED.sub(_spelled, text))
+    for pattern, replacement in _PHRASED:
+        text = pattern.sub(replacement or _factorial, text)
+    return text
 
 
 _NUMBERS = re.compile(rf"(?<![\w.]){_NUM}")

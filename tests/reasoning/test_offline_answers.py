@@ -32,6 +32,21 @@ async def answer_to(question: str):
 
 
 ARITHMETIC = [
+    # Asked in words: each was declined ("needs a real language model").
+    ("What is seven times eight?", ["**56**"]),
+    ("Divide 100 by 8", ["**12.5**"]),
+    ("Add 0.1 and 0.2", ["**0.3**"]),
+    ("What is the sum of 7 and 8?", ["**15**"]),
+    ("Half of 3,478", ["**1739**"]),
+    ("What is a third of 99?", ["**33**"]),
+    ("What is 9 factorial?", ["**362880**"]),
+    ("Calculate 5!", ["**120**"]),
+    ("What is 10 to the 3rd power?", ["**1000**"]),
+    ("What percentage is 45 of 180?", ["**25**"]),
+    ("Increase 80 by 15%", ["**92**"]),
+    ("Subtract 7 from 20", ["**13**"]),
+    ("What is one hundred and five plus twenty-two?", ["**127**"]),
+    ("What is the cube root of 512?", ["**8**"]),
     # A number's scale word was dropped: "25% of 10k" answered 2.5 and approved at 0.90.
     ("What's 25% of 10k?", ["**2500**"]),
     ("What is 30% of 1.5 million?", ["**450000**"]),
