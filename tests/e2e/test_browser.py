@@ -192,3 +192,6 @@ def test_composer_completes_documents_and_commands(page: Page, slow_site: Site):
     expect(page.locator("#completions [role=option]").first).to_contain_text(
         "/compare first second", timeout=20000
     )
+    # The list opens over the message box, not at the chat column's edge far to its left.
+    listed, typed = page.locator("#completions").bounding_box(), box.bounding_box()
+    assert abs(listed["x"] - typed["x"]) < 4, (listed, typed)
