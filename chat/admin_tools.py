@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.views.decorators.debug import sensitive_post_parameters
 
@@ -87,16 +87,25 @@ class MCPServerForm(forms.ModelForm):
         policies = self.cleaned_data.get("approval_policies") or {}
         if not isinstance(policies, dict) or any(v not in POLICIES for v in policies.values()):
             raise forms.ValidationError('Use {"tool name": "auto", "ask" or "never"}.')
-        for name in policies:
-            refuse_nul(name, what="A tool name")
-        return policies
+        return self._known_tools(policies)
 
     def clean_tool_policies(self) -> dict[str, str]:
         policies = self.cleaned_data.get("tool_policies") or {}
         if not isinstance(policies, dict) or any(v not in ("cache", "no-cache") for v in policies.values()):
             raise forms.ValidationError('Use {"tool name": "cache" or "no-cache"}.')
+        return self._known_tools(policies)
+
+    def _known_tools(self, policies: dict[str, str]) -> dict[str, str]:
+        """Policies for tools the server has: a misspelt name applied to nothing, silently.
+        Unchecked while the server has not been listed yet."""
         for name in policies:
             refuse_nul(name, what="A tool name")
+        listed = [tool.get("name") for tool in (self.instance.tools or []) if isinstance(tool, dict)]
+        unknown = [name for name in policies if listed and name not in listed]
+        if unknown:
+            raise forms.ValidationError(
+                f"{', '.join(unknown)}: no such tool on this server (it lists {', '.join(listed)})."
+            )
         return policies
 
     def clean_args(self) -> list[str]:
@@ -189,6 +198,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
         "last_checked",
         "paused_until",
         "tool_count",
+        "listed_tools",
     ]
 
     def _fieldsets(self, obj: Any) -> list[Any]:
@@ -199,7 +209,16 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                 ("Approval", {"fields": ["default_approval", "approval_policies"]}),
                 (
                     "Status",
-                    {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+                    {
+                        "fields": [
+                            "last_status",
+                            "last_error",
+                            "last_checked",
+                            "paused_until",
+                            "tool_count",
+                            "listed_tools",
+                        ]
+                    },
                 ),
             ]
         return [
@@ -210,7 +229,16 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             ("Secrets", {"fields": secrets}),
             (
                 "Status",
-                {"fields": ["last_status", "last_error", "last_checked", "paused_until", "tool_count"]},
+                {
+                    "fields": [
+                        "last_status",
+                        "last_error",
+                        "last_checked",
+                        "paused_until",
+                        "tool_count",
+                        "listed_tools",
+                    ]
+                },
             ),
         ]
 
@@ -284,6 +312,31 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
         if obj.last_status == MCPServer.Status.OK:
             return format_html('<span class="server-status ok">✓ {}</span>', "connected")
         return "not checked yet"
+
+    @admin.display(description="tools")
+    def listed_tools(self, obj: MCPServer) -> str:
+        """Each tool as last listed, with the approval and caching that apply to it: the names
+        the per-tool policies above are keyed by."""
+        if not obj.tools:
+            return "not listed yet: check the connection"
+        rows = format_html_join(
+            "",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    tool.get("name", ""),
+                    tool.get("approval", ""),
+                    tool.get("cache", ""),
+                    tool.get("description", ""),
+                )
+                for tool in obj.tools
+            ),
+        )
+        return format_html(
+            '<table class="listed-tools"><thead><tr><th>tool</th><th>approval</th><th>caching</th>'
+            "<th>description</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="stored secrets")
     def stored_secrets(self, obj: MCPServer) -> str:

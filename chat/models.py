@@ -553,6 +553,9 @@ class MCPServer(models.Model):
     # Set while a process has the server paused (its circuit open) after repeated failures.
     paused_until = models.DateTimeField(null=True, blank=True)
     tool_count = models.PositiveIntegerField(default=0)
+    # The tools as last listed (name, approval, caching, description): what the per-tool
+    # policies are keyed by.
+    tools = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]

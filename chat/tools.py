@@ -217,21 +217,23 @@ RECORD_EVERY_SECONDS = 5.0
 
 
 async def record_status(
-    name: str, error: str | None, tool_count: int, paused_for: float | None = None
+    name: str, error: str | None, tools: list[dict[str, str]], paused_for: float | None = None
 ) -> None:
-    """What the admin's status column shows: the last time a worker reached the server, and
-    whether it is paused after repeated failures (its circuit open) and until when. The same
-    news from this process is written at most every RECORD_EVERY_SECONDS."""
-    news = (error or "", None if error else tool_count, paused_for)
+    """What the admin's status column shows: the last time a worker reached the server, its
+    tools, and whether it is paused after repeated failures (its circuit open) and until when.
+    The same news from this process is written at most every RECORD_EVERY_SECONDS."""
+    news = (error or "", None if error else repr(tools), paused_for)
     now = time.monotonic()
     last = _recorded.get(name)
     if not paused_for and last is not None and last[0] == news and now - last[1] < RECORD_EVERY_SECONDS:
         return
     _recorded[name] = (news, now)
-    await database_sync_to_async(_record_status)(name, error, tool_count, paused_for)
+    await database_sync_to_async(_record_status)(name, error, tools, paused_for)
 
 
-def _record_status(name: str, error: str | None, tool_count: int, paused_for: float | None) -> None:
+def _record_status(
+    name: str, error: str | None, tools: list[dict[str, str]], paused_for: float | None
+) -> None:
     status = MCPServer.Status.OK
     if error:
         status = MCPServer.Status.PAUSED if paused_for else MCPServer.Status.ERROR
@@ -242,7 +244,7 @@ def _record_status(name: str, error: str | None, tool_count: int, paused_for: fl
         "paused_until": timezone.now() + timedelta(seconds=paused_for) if paused_for else None,
     }
     if not error:
-        changes["tool_count"] = tool_count
+        changes["tool_count"], changes["tools"] = len(tools), tools
     MCPServer.objects.filter(name=name).update(**changes)
 
 
@@ -254,7 +256,7 @@ class RefusedServer(ToolProvider):
         self.error = error
 
     async def list_tools(self) -> list[ToolSpec]:
-        await record_status(self.name, str(self.error), 0, None)
+        await record_status(self.name, str(self.error), [], None)
         raise self.error
 
     async def call_tool(self, spec: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:

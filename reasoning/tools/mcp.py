@@ -304,7 +304,8 @@ class MCPToolProvider(ToolProvider):
         config: MCPServerConfig,
         *,
         meta: dict[str, Any] | None = None,
-        on_status: Callable[[str, str | None, int, float | None], Awaitable[None]] | None = None,
+        on_status: Callable[[str, str | None, list[dict[str, str]], float | None], Awaitable[None]]
+        | None = None,
     ) -> None:
         self.pool = pool
         self.config = config
@@ -318,10 +319,19 @@ class MCPToolProvider(ToolProvider):
             tools = await self.pool.tools(self.config, self.meta)
         except MCPUnavailable as exc:
             if self.on_status:
-                await self.on_status(self.name, str(exc), 0, exc.paused_for)
+                await self.on_status(self.name, str(exc), [], exc.paused_for)
             raise
         if self.on_status:
-            await self.on_status(self.name, None, len(tools), None)
+            listed = [
+                {
+                    "name": tool.name,
+                    "approval": self._approval(tool),
+                    "cache": self._policy(tool),
+                    "description": " ".join((tool.description or "").split())[:160],
+                }
+                for tool in tools
+            ]
+            await self.on_status(self.name, None, listed, None)
         self.hidden = [tool.name for tool in tools if not callable_by_us(tool)]
         return [
             ToolSpec(

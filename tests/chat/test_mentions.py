@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from chat import documents
 from chat.models import MCPServer, Message, ReasoningRun, TraceEvent
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -379,3 +380,32 @@ def test_a_command_two_servers_offer_asks_which_and_is_listed_once_each(alice, m
     assert unknown.value.messages[0].endswith(
         "Available commands: /everything__args, /evhttp__args, /simple."
     )
+
+
+def test_the_admin_lists_a_servers_tools_and_refuses_a_policy_for_a_tool_it_lacks(auditor, client_for, alice):
+    """A server's page showed only "Tool count: 16": no names to key the per-tool policies by,
+    and a misspelt name was stored and applied to nothing."""
+    from asgiref.sync import async_to_sync
+
+    from chat import tools
+
+    builtin = MCPServer.objects.get(builtin=True)
+    async_to_sync(tools.registry_for(alice).ensure_loaded)()
+    wait_until(lambda: MCPServer.objects.get(pk=builtin.pk).tools)
+    client = client_for(auditor)
+    page = client.get(reverse("admin:chat_mcpserver_change", args=[builtin.pk])).content.decode()
+    assert "<code>calculator</code>" in page and "<code>clock</code>" in page
+    form = {"enabled": "on", "call_timeout": "30", "tool_policies": "{}", "default_approval": ""}
+    refused = client.post(
+        reverse("admin:chat_mcpserver_change", args=[builtin.pk]),
+        {**form, "approval_policies": '{"calculater": "ask"}'},
+    )
+    assert (
+        refused.status_code == 200 and "calculater: no such tool on this server" in refused.content.decode()
+    )
+    saved = client.post(
+        reverse("admin:chat_mcpserver_change", args=[builtin.pk]),
+        {**form, "approval_policies": '{"calculator": "ask"}'},
+    )
+    assert saved.status_code == 302
+    assert MCPServer.objects.get(pk=builtin.pk).approval_policies == {"calculator": "ask"}
