@@ -541,7 +541,8 @@ _NOW = re.compile(
 
 # Another moment than now: the clock tells the present only.
 _OTHER_MOMENT = re.compile(
-    r"\b(?:tomorrow|yesterday|next|last|ago|from now|later|earlier)\b|"
+    r"\b(?:tomorrow|yesterday|next|last|ago|from now|from today|later|earlier|until|till)\b|"
+    r"\b(?:days?|weeks?|months?|years?|hours?) (?:from|after|before)\b|"
     r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b|"
     # A conversion: "if it's 9am in London", "when it is noon in New York".
     r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
@@ -550,11 +551,28 @@ _OTHER_MOMENT = re.compile(
 )
 
 
+# Not a question for the clock, though it names the current time: work about time ("Write a
+# function that returns the current time in Tokyo", "Design a scheduler … local time"), how
+# time works ("time complexity", "how NTP keeps the current time"), or a place only the
+# person knows ("where I am").
+_ABOUT_TIME = re.compile(
+    r"^\W*(?:please\s+)?(?:write|build|design|create|implement|make|explain|describe|code|develop|"
+    r"generate|show me how|teach)\b|\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|"
+    r"\b(?:time|date) (?:complexity|value|format|stamp|library|type)\b|\bbest practices?\b|"
+    r"\b(?:function|script|program|snippet|widget|api|library|database|ntp|daylight saving|dst)\b|"
+    r"\bwhere (?:i am|i'm|i live)\b|\bmy (?:local )?time\b",
+    re.IGNORECASE,
+)
+
+
 def asks_now(text: str) -> bool:
     """Whether a text asks for the present moment (the time, today's date), which only a clock
     knows; "how many seconds in a day" or "the date tomorrow" does not."""
     # Per sentence: "What time is it in Tokyo? Then say it is 3pm." still asks for now.
-    return any(_NOW.search(sentence) and not _OTHER_MOMENT.search(sentence) for sentence in sentences(text))
+    return any(
+        _NOW.search(sentence) and not _OTHER_MOMENT.search(sentence) and not _ABOUT_TIME.search(sentence)
+        for sentence in sentences(text)
+    )
 
 
 # The team's own knowledge, which its documents may hold: a document named with @, or the
@@ -565,6 +583,8 @@ _TEAM = re.compile(
     r"internal|docs?|documents?)\b",
     re.IGNORECASE,
 )
+# "the US", "USA": a country, not "us" the team.
+COUNTRY_US = re.compile(r"\b(?:the\s+)?U\.?S\.?(?:A\.?)?(?!\w)")
 _WRITING = re.compile(
     r"^\W*(?:please\s+)?(?:write|draft|rewrite|rephrase|shorten|translate|correct|fix|proofread|"
     r"suggest|give me|make|come up with|name|compose|polish)\b",
@@ -602,7 +622,9 @@ def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[
             calls.append((name, {"expression": expression}))
     if asks_now(part) and (name := tool_named(tools, "clock")) and not unknown_place(part):
         calls += [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
-    wants_documents = not calls and not attached and not _WRITING.match(part) and _TEAM.search(part)
+    wants_documents = (
+        not calls and not attached and not _WRITING.match(part) and _TEAM.search(COUNTRY_US.sub(" ", part))
+    )
     if wants_documents and (name := tool_named(tools, "search_documents")):
         calls.append((name, {"query": " ".join(part.split()).strip(" ,.;:!?")}))
     return [

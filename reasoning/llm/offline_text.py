@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from reasoning.foresight import (
+    COUNTRY_US,
     SEVERAL_ZONES,
     accounts_for,
     asks_now,
@@ -161,14 +162,10 @@ def question_parts(query: str) -> list[str]:
     return distinct(asked or parts)[:MAX_PARTS]
 
 
-# "the US", "USA": a country, not "us" the team.
-_COUNTRY_US = re.compile(r"\b(?:the\s+)?U\.?S\.?(?:A\.?)?(?!\w)")
-
-
 def part_kind(part: str) -> str:
     if expression_in(part):
         return "arithmetic"
-    if _TIME.search(part) and not _DOCS.search(_COUNTRY_US.sub(" ", part)):
+    if _TIME.search(part) and not _DOCS.search(COUNTRY_US.sub(" ", part)):
         return "time"
     if _GREETING.match(part):
         return "greeting"
@@ -471,7 +468,7 @@ def answer_without_tools(question: str) -> str:
             "in Tokyo?\"), and find passages in your team's documents. With ANTHROPIC_API_KEY set, "
             "Claude answers instead, with the same planning, tools and quality checks."
         )
-    if kind == "time" and (place := unknown_place(first)):
+    if kind == "time" and asks_now(first) and (place := unknown_place(first)):
         if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
             return (
                 f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "

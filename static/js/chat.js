@@ -653,8 +653,9 @@
     const input = form.querySelector("#composer-input");
     form.dataset.sending = "true";
     form.dataset.sent = input.value;
-    // The last send's error is about that send; the notice that live updates paused stays.
-    document.querySelectorAll("#composer-error .error:not(.live-updates)").forEach((p) => p.remove());
+    // The last send's error is about that send; the notices that live updates paused, or that
+    // the chat was deleted in another tab, stay.
+    document.querySelectorAll("#composer-error .error:not(.live-updates):not(.gone)").forEach((p) => p.remove());
     showSending(input.value);
     input.value = "";
     fitComposer(input);

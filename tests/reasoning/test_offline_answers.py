@@ -358,6 +358,14 @@ NOT_FOR_THE_CLOCK = [
     "Outline a research plan to study the effect of four-day work weeks on productivity.",
     "What time does the sun set in Oslo today?",
     "Which day is Thanksgiving this year?",
+    # Work about time, how time works, or a place only the person knows: each got the clock.
+    "Write a JavaScript function that returns the current time in Tokyo.",
+    "What's the best practice for storing the current time in a database?",
+    "What's the current time complexity of Python's sort?",
+    "Does London observe daylight saving time right now?",
+    "What's the date 100 days from today?",
+    "What time is it where I am?",
+    "How do I get the current time in Python?",
 ]
 
 

@@ -82,6 +82,9 @@ TOOLS = ["calculator", "clock", "nexus__search_documents"]
             [("clock", {"timezone": "Europe/Berlin"}), ("clock", {"timezone": "Asia/Tokyo"})],
         ),
         ("What's our VPN address?", [("nexus__search_documents", {"query": "What's our VPN address"})]),
+        # "US" is the country here, not "us" the team: no search of the team's documents.
+        ("What time is it in the US?", []),
+        ("what's the time in the USA right now", []),
         # No present moment asked for, no team knowledge, a writing task: no tool.
         ("How many seconds are in a day?", []),
         ("What time zone should I put for a meeting in Lisbon?", []),
