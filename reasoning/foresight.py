@@ -297,23 +297,32 @@ def _spelled(match: re.Match[str]) -> str:
 
 
 # Arithmetic asked in words, rewritten as the expression it asks for ("divide 100 by 8").
-_N = r"(-?\d+(?:\.\d+)?)"
+# An operand: a number, or a phrase already read into brackets ("twice the sum of 3 and 4").
+_N = r"(?:the\s+)?(-?\d+(?:\.\d+)?|\([^()]*\))"
 _PHRASES = [
-    (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"\1 / \2"),
-    (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"\1 + \2"),
-    (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"\1 * \2"),
-    (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"\1 * \2"),
-    (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"\2 - \1"),
-    (rf"\b(?:increase|raise)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"\1 * (1 + \2/100)"),
-    (rf"\b(?:decrease|reduce|lower)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"\1 * (1 - \2/100)"),
-    (rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}", r"what is \1 / \2 * 100"),
-    (rf"\bhalf\s+(?:of\s+)?{_N}", r"\1 / 2"),
-    (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"\1 / 3"),
-    (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"\1 / 4"),
-    (rf"\b(?:double|twice)\s+{_N}", r"2 * \1"),
-    (rf"\bcube\s+root\s+of\s+{_N}", r"\1 ** (1/3)"),
+    # "negative seven": the sign, before anything reads the number.
+    (rf"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
+    # Each phrase's result in brackets: "3 times the sum of 4 and 5" is 3 * (4 + 5).
+    (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"(\1 / \2)"),
+    (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"(\1 + \2)"),
+    (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"(\1 * \2)"),
+    (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
+    (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"(\2 - \1)"),
+    (rf"\b(?:increase|raise)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 + \2/100))"),
+    (rf"\b(?:decrease|reduce|lower)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
+    (
+        rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}",
+        r"what is (\1 / \2 * 100)",
+    ),
+    (rf"\bhalf\s+(?:of\s+)?{_N}", r"(\1 / 2)"),
+    (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"(\1 / 3)"),
+    (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"(\1 / 4)"),
+    (rf"\b(?:double|twice)\s+{_N}", r"(2 * \1)"),
+    (rf"\btriple\s+{_N}", r"(3 * \1)"),
+    (rf"\bsquare(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 2)"),
+    (rf"\bcube\s+root\s+of\s+{_N}", r"(\1 ** (1/3))"),
     (rf"{_N}\s+factorial\b|\b(?:the\s+)?factorial\s+of\s+{_N}|(?<![\d.]){_N}!(?!=)", None),
-    (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"\1 ** \2"),
+    (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"(\1 ** \2)"),
 ]
 _PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
 
@@ -326,8 +335,12 @@ def _grouped_digits_joined(text: str) -> str:
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = _SCALED.sub(_scaled, _SPELLED.sub(_spelled, text))
-    for pattern, replacement in _PHRASED:
-        text = pattern.sub(replacement or _factorial, text)
+    for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
+        before = text
+        for pattern, replacement in _PHRASED:
+            text = pattern.sub(replacement or _factorial, text)
+        if text == before:
+            break
     return text
 
 
@@ -336,7 +349,14 @@ _PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent)")
 # Words that change what is asked which the expression reader cannot apply (beyond the ones
 # it does: "x% of y", "rounded to N decimals", "then doubled").
 _UNREAD_QUANTITY = re.compile(
-    r"\b(?:million|billion|thousand|trillion|binary|hex(?:adecimal)?|octal|roman|half|third|quarter)\b", re.I
+    r"\b(?:million|billion|thousand|trillion|binary|hex(?:adecimal)?|octal|roman|half|third|quarter|"
+    # Operations the phrases above did not read ("the sum of 2, 3 and 4", "3 more than twice
+    # 5", "all squared"), and comparisons ("Which is bigger: 3^4 or 4^3?"), which one
+    # expression's value does not answer.
+    r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
+    r"less|more|all|"
+    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals)\b",
+    re.I,
 )
 
 

@@ -47,6 +47,19 @@ ARITHMETIC = [
     ("Subtract 7 from 20", ["**13**"]),
     ("What is one hundred and five plus twenty-two?", ["**127**"]),
     ("What is the cube root of 512?", ["**8**"]),
+    # A phrase inside another: each was read without its brackets and approved wrong
+    # ("3 times the sum of 4 and 5" = 3 * 4 + 5 = 17), or "negative" dropped (-7 * 4 = 28).
+    ("What is 3 times the sum of 4 and 5?", ["**27**"]),
+    ("What is twice the sum of 3 and 4?", ["**14**"]),
+    ("What is 10 minus the sum of 2 and 3?", ["**5**"]),
+    ("Subtract 3 from the product of 4 and 5", ["**17**"]),
+    ("Triple the sum of 2 and 3", ["**15**"]),
+    ("Square the sum of 2 and 3", ["**25**"]),
+    ("What is half of the sum of 10 and 20?", ["**15**"]),
+    ("What is 7 divided by the sum of 3 and 4?", ["**1**"]),
+    ("Divide the sum of 10 and 20 by 5", ["**6**"]),
+    ("What is negative seven times four?", ["**-28**"]),
+    ("Negative five plus three?", ["**-2**"]),
     # A number's scale word was dropped: "25% of 10k" answered 2.5 and approved at 0.90.
     ("What's 25% of 10k?", ["**2500**"]),
     ("What is 30% of 1.5 million?", ["**450000**"]),
@@ -316,6 +329,11 @@ async def test_a_passage_quoted_for_the_ask_is_judged_to_answer_it(question, quo
 
 
 MISREAD = [
+    # Read in part, so never approved: the operation or comparison left unread.
+    "What is 10% of the sum of 100 and 200?",
+    "What's 2 plus 3, all squared?",
+    "Which is bigger: 3^4 or 4^3?",
+    "What is the average of 4, 8 and 15?",
     "What is 1/3 of 90?",
     "What's the square root of 2 times the square root of 8?",
     "What's 3 to the power of 4, divided by 9?",
