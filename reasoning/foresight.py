@@ -301,7 +301,7 @@ def _spelled(match: re.Match[str]) -> str:
 _N = r"(?:the\s+)?(-?\d+(?:\.\d+)?|\([^()]*\))"
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
-    (rf"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
+    (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
     # Each phrase's result in brackets: "3 times the sum of 4 and 5" is 3 * (4 + 5).
     (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"(\1 / \2)"),
     (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"(\1 + \2)"),
