@@ -854,7 +854,7 @@ def test_search_and_export_your_chats(tab: Tab, site: Site):
     with page.expect_download() as download:
         page.locator(".session-actions .export").click()
     text = Path(download.value.path()).read_text()
-    assert "## Question\n\nWhat is 17*23?" in text and "391" in text
+    assert "## Question\n\nWhat is 17\\*23?" in text and "391" in text  # typed text, escaped
     page.keyboard.press("Escape")
     page.goto(site.url + "/search/?q=17*23")
     results = page.locator(".search-results li")
