@@ -26,6 +26,10 @@ from chat.sink import session_group
 from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, AwaitingApproval, InputRequest
 
 POLL_SECONDS = 0.5
+# The note on a request declined because the person stopped its run, and how long a run told
+# so waits for its executor to cancel it (they look for a stop every 0.25 s: chat.stops).
+STOPPED = "the run was stopped"
+STOP_NOTICE_SECONDS = 5.0
 logger = logging.getLogger(__name__)
 
 
@@ -83,6 +87,11 @@ class ChatApprover:
         while True:
             decision = await self._known(request)
             if decision is not None:
+                if not decision.approved and decision.note == STOPPED:
+                    # Declined because the person pressed Stop: the executor is about to
+                    # cancel the run (it looks every quarter second); going on would write an
+                    # answer, "You declined the calculator…", for a stopped run.
+                    await asyncio.sleep(STOP_NOTICE_SECONDS)
                 return decision
             if waited >= grace:
                 break
@@ -255,7 +264,7 @@ def _expire(rows: Any, note: str = "nobody answered in time") -> list[int]:
 def approvals_decline_for_stopped(run_id: int) -> None:
     """Close a stopped run's open cards: its tool calls declined, its servers' questions
     cancelled, every tab told (a card left open could still be approved, for nothing)."""
-    _expire(ToolApproval.objects.filter(run_id=run_id), note="the run was stopped")
+    _expire(ToolApproval.objects.filter(run_id=run_id), note=STOPPED)
     open_forms = list(
         Elicitation.objects.filter(run_id=run_id, status=Elicitation.Status.PENDING).values_list(
             "pk", "session_id"

@@ -287,6 +287,10 @@ def test_stopping_a_run_that_waits_for_a_decision_closes_its_card(alice, alice_s
     worker.join(30)
     card.refresh_from_db()
     assert card.status == "declined" and card.note == "the run was stopped"
+    # The run saw the decline before its stop: it went on to write "You declined the
+    # calculator…" as the answer of a stopped run.
+    run.refresh_from_db()
+    assert run.status == "cancelled" and not run.answers.exists()
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "Approve once" not in page
     late = client.post(
@@ -295,6 +299,25 @@ def test_stopping_a_run_that_waits_for_a_decision_closes_its_card(alice, alice_s
     assert late.status_code == 400 and "already decided" in late.content.decode()
     card.refresh_from_db()
     assert card.status == "declined" and card.decided_by is None
+
+
+def test_a_run_that_sees_its_card_closed_by_a_stop_waits_to_be_stopped(alice, alice_session):
+    """The card closes as the stop is stored; a run that saw the closed card before its
+    executor saw the stop went on, and wrote "You declined the calculator…" as the answer of
+    a stopped run (seen once in five stops in a browser). Here the card closes a second
+    before the stop, so the run always sees it first."""
+    from chat.approvals import approvals_decline_for_stopped
+
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 8*8?")
+    worker = in_background(run.pk)
+    wait_until(lambda: pending(run))
+    approvals_decline_for_stopped(run.pk)
+    time.sleep(1.0)
+    services.run_stop(run)
+    worker.join(30)
+    run.refresh_from_db()
+    assert run.status == "cancelled" and not run.answers.exists()
 
 
 def test_a_decision_on_a_finished_runs_card_is_refused(alice, alice_session, client_for, settings):
