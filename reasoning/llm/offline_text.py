@@ -383,10 +383,11 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
                 f"The {base} tool could not help: {markdown_inline(text.removeprefix('Error:').strip())}"
             )
         elif base == "calculator":
-            value = text.split("=")[-1].strip()
-            lines.append(
-                f"{_code(arguments.get('expression', ''))} = **{value}** (computed with the calculator)."
-            )
+            # What the calculator computed, as it says ("9*8 = 72"): a person who edited the
+            # call's arguments before approving it had it compute another expression.
+            computed, _, value = text.rpartition("=")
+            expression = computed.strip() or arguments.get("expression", "")
+            lines.append(f"{_code(expression)} = **{value.strip()}** (computed with the calculator).")
         elif base == "clock":
             lines.append(f"It is {text} (from the clock).")
         elif base == "search_documents":

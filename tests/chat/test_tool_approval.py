@@ -320,6 +320,19 @@ def test_a_run_that_sees_its_card_closed_by_a_stop_waits_to_be_stopped(alice, al
     assert run.status == "cancelled" and not run.answers.exists()
 
 
+def test_an_answer_says_what_the_edited_call_computed(alice, alice_session, client_for):
+    """Approved with edited arguments (9*8 for 9*7), the answer read "`9*7` = **72**": the
+    question's expression beside the edited call's result, a sum that is wrong as written."""
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 9*7?")
+    worker = in_background(run.pk)
+    (card,) = wait_until(lambda: pending(run))
+    decide(client_for(alice), card, "edit", arguments=json.dumps({"expression": "9*8"}))
+    answer = wait_until(lambda: ReasoningRun.objects.get(pk=run.pk).answers.first())
+    worker.join(30)
+    assert "`9*8` = **72**" in answer.content and "`9*7`" not in answer.content
+
+
 def test_a_decision_on_a_finished_runs_card_is_refused(alice, alice_session, client_for, settings):
     """A card still open on a run that ended another way (failed, or a card from before this
     fix) takes no decision: nothing waits for it."""
