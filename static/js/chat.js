@@ -494,8 +494,26 @@
   }
   document.addEventListener("input", (event) => {
     const input = event.target.closest && event.target.closest("#composer-input");
-    if (input) fitComposer(input);
+    if (input) {
+      fitComposer(input);
+      sayIfTooLong(input);
+    }
   });
+  // Over the limit, the box says so while the text is typed or pasted (a maxlength cut a
+  // long paste off silently, its end lost); the server refuses it with the same words.
+  function sayIfTooLong(input) {
+    const limit = Number(input.dataset.limit || 0);
+    const box = document.getElementById("composer-error");
+    if (!limit || !box) return;
+    box.querySelector(".too-long")?.remove();
+    if (input.value.length <= limit) return;
+    const p = document.createElement("p");
+    p.className = "error too-long";
+    p.setAttribute("role", "alert");
+    p.textContent = `This message is ${input.value.length.toLocaleString("en")} characters; the limit is ` +
+      `${limit.toLocaleString("en")}. Shorten it, or upload it as a document and mention it with @.`;
+    box.replaceChildren(p);
+  }
   document.addEventListener("reset", (event) => {
     const input = event.target.querySelector && event.target.querySelector("#composer-input");
     if (input) setTimeout(() => fitComposer(input), 0);

@@ -161,11 +161,16 @@ def test_bad_input_errors_inline(page: Page):
     page.fill("#composer-input", "  ")
     page.click("#composer button[type=submit]")
     expect(page.locator("#composer-error .error")).to_have_text("Type a message first.")
-    page.locator("#composer-input").evaluate("box => box.removeAttribute('maxlength')")
-    page.fill("#composer-input", "x" * 20_001)
+    # A paste past the limit is kept whole (a maxlength cut its end off, silently) and the
+    # box says at once that it is too long; sending it is refused with the text kept.
+    long = "x" * 20_000 + " END"
+    page.fill("#composer-input", long)
+    expect(page.locator("#composer-input")).to_have_value(long)
+    expect(page.locator("#composer-error")).to_contain_text("This message is 20,004 characters")
     page.keyboard.press("Enter")
     expect(page.locator("#composer-error")).to_contain_text("the limit is 20,000")
     expect(page.locator(".turn")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value(long)
 
 
 def test_composer_completes_documents_and_commands(page: Page, slow_site: Site):
