@@ -57,6 +57,9 @@ def strict_json(text: str) -> Any:
 # Invisible characters that reorder what follows them: in a title they make "txt.exe" read
 # as "exe.txt". Titles never need them, so they are dropped.
 BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"))
+# In a message: the embeddings and overrides, which make text read backwards to whoever it is
+# shown to (a shared chat's "fo latipac eht"); the marks a right-to-left writer uses stay.
+BIDI_OVERRIDES = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e"))
 TITLE_CHARS = 200
 
 

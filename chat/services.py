@@ -22,7 +22,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
-from chat.inputs import clean_title, refuse_nul, visible
+from chat.inputs import BIDI_OVERRIDES, clean_title, refuse_nul, visible
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from chat.sink import sessions_changed
 from reasoning.modes import MODE_NAMES
@@ -303,7 +303,9 @@ def _title_from(text: str) -> str:
 def message_validate(content: str) -> str:
     """The message as stored: without blank lines around it, but with its first line's
     indentation (a pasted code snippet stays aligned)."""
-    text = LEADING_BLANK_LINES.sub("", refuse_nul(content or "", what="The message")).rstrip()
+    text = LEADING_BLANK_LINES.sub(
+        "", refuse_nul(content or "", what="The message").translate(BIDI_OVERRIDES)
+    ).rstrip()
     if not visible(text):
         raise ValidationError("Type a message first.")
     limit = settings.NEXUS_MAX_MESSAGE_CHARS
