@@ -74,6 +74,8 @@ def approval_decide(request: HttpRequest, approval_id: int) -> HttpResponse:
     except ValidationError as exc:
         error = exc.messages[0]
     context = {"approval": approval_for(approval.run_id, approval.argument_hash), "error": error}
+    if error and choice == "edit":  # the edit stays open as it was typed, to be corrected
+        context["edited"] = request.POST.get("arguments", "")
     return _card(request, "chat/tools/approval.html", context, f"#approval-{approval.pk}", error)
 
 

@@ -117,6 +117,9 @@ def test_each_decision_reaches_the_model_and_is_stored(
     # Said inside the card, which the page swaps even for an error (it said only "The request
     # failed (400)." under the message box).
     assert bad["HX-Retarget"] == f"#approval-{second.pk}" and bad["HX-Reswap"] == "outerHTML"
+    # What was typed stays, in the open editor, to be corrected (it went back to the model's).
+    assert '<details class="approval-edit" open>' in bad.content.decode()
+    assert ">{oops</textarea>" in bad.content.decode()
     decide(client, second, "edit", arguments=json.dumps({"text": "edited"}))
 
     third = wait_until(
