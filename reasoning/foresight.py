@@ -113,7 +113,30 @@ CITY_ZONES = {
     "pacific time": "America/Los_Angeles",
     "east coast": "America/New_York",
     "west coast": "America/Los_Angeles",
-}
+    # Cities the time-zone database does not name, by the zone they keep.
+    "houston": "America/Chicago", "dallas": "America/Chicago", "austin": "America/Chicago",
+    "miami": "America/New_York", "atlanta": "America/New_York", "philadelphia": "America/New_York",
+    "philly": "America/New_York", "washington": "America/New_York", "las vegas": "America/Los_Angeles",
+    "san diego": "America/Los_Angeles", "portland": "America/Los_Angeles", "ottawa": "America/Toronto",
+    "montreal": "America/Toronto", "calgary": "America/Edmonton", "rio de janeiro": "America/Sao_Paulo",
+    "munich": "Europe/Berlin", "frankfurt": "Europe/Berlin", "hamburg": "Europe/Berlin",
+    "barcelona": "Europe/Madrid", "milan": "Europe/Rome", "geneva": "Europe/Zurich",
+    "edinburgh": "Europe/London", "manchester": "Europe/London", "st petersburg": "Europe/Moscow",
+    "osaka": "Asia/Tokyo", "kyoto": "Asia/Tokyo", "shenzhen": "Asia/Shanghai",
+    "guangzhou": "Asia/Shanghai", "bombay": "Asia/Kolkata", "bangalore": "Asia/Kolkata",
+    "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
+    "lahore": "Asia/Karachi", "tel aviv": "Asia/Jerusalem", "abu dhabi": "Asia/Dubai",
+    "hanoi": "Asia/Bangkok", "cape town": "Africa/Johannesburg",
+    # Regions that keep one zone (also what a place after a comma means: "Perth, Scotland").
+    "scotland": "Europe/London", "england": "Europe/London", "wales": "Europe/London",
+    "ontario": "America/Toronto", "quebec": "America/Toronto", "nova scotia": "America/Halifax",
+    "british columbia": "America/Vancouver", "alberta": "America/Edmonton",
+    "arizona": "America/Phoenix", "illinois": "America/Chicago", "massachusetts": "America/New_York",
+    "oregon": "America/Los_Angeles", "nevada": "America/Los_Angeles", "colorado": "America/Denver",
+    "washington state": "America/Los_Angeles", "bavaria": "Europe/Berlin",
+    "new south wales": "Australia/Sydney", "queensland": "Australia/Brisbane",
+    "western australia": "Australia/Perth",
+}  # fmt: skip
 # Countries that keep several time zones: the answer names some places instead of one time.
 SEVERAL_ZONES = {
     "us": "New York, Chicago, Denver or Los Angeles",
@@ -133,6 +156,9 @@ _REGIONS = frozenset({
     "korea", "netherlands", "new jersey", "new zealand", "nigeria", "norway", "pakistan", "peru",
     "philippines", "poland", "portugal", "south africa", "south korea", "spain", "sweden", "switzerland",
     "texas", "thailand", "turkey", "uk", "vietnam",
+    "scotland", "england", "wales", "ontario", "quebec", "nova scotia", "british columbia", "alberta",
+    "arizona", "illinois", "massachusetts", "oregon", "nevada", "colorado", "washington state",
+    "bavaria", "new south wales", "queensland", "western australia",
 })  # fmt: skip
 _IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
 # Abbreviations people write for a place, read in capitals only ("la" is a word); a time
@@ -539,7 +565,15 @@ def _unknown_place_in(text: str) -> str | None:
         place = " ".join(words)
         if not zones_in(place):
             return place
+        # "Sydney, Nova Scotia", "London, Ontario": a qualifier it does not know says another
+        # place of that name is meant, whose time it would get wrong.
+        qualifier = _QUALIFIER.match(text, named.end())
+        if qualifier and fold(qualifier[1]) not in _NOT_A_PLACE and not zones_in(qualifier[1]):
+            return f"{place}, {qualifier[1]}"
     return None
+
+
+_QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 
 
 # "What time is it", "today's date", "what week number is it", "what year is it now": the

@@ -113,6 +113,14 @@ PLACES = [
     ("What time is it in Paris, Texas?", ["America/Chicago"]),
     ("What time is it in St. John's?", ["America/St_Johns"]),
     ("What time is it in LA?", ["America/Los_Angeles"]),
+    # The qualifier names another place of that name: each got the better-known one's time.
+    ("What time is it in Sydney, Nova Scotia?", ["America/Halifax"]),
+    ("What time is it in London, Ontario?", ["America/Toronto"]),
+    ("What time is it in Perth, Scotland?", ["Europe/London"]),
+    # Cities the time-zone database does not name: each was "I don't know where".
+    ("What time is it in Houston?", ["America/Chicago"]),
+    ("What time is it in Bangalore?", ["Asia/Kolkata"]),
+    ("What time is it in Munich?", ["Europe/Berlin"]),
     ("What is 2+2 and what time is it in Paris and in Tokyo?", ["**4**", "Europe/Paris", "Asia/Tokyo"]),
 ]
 
@@ -407,6 +415,12 @@ US_ZONES = [
 async def test_a_named_zone_or_coast_is_told_its_own_time(question, zone):
     _result, answer = await answer_to(question)
     assert zone in answer and "UTC" not in answer, answer
+
+
+async def test_a_qualifier_it_does_not_know_is_not_ignored():
+    """ "Paris, Kentucky" got Paris, France's time."""
+    _result, answer = await answer_to("What time is it in Paris, Kentucky?")
+    assert "from the clock" not in answer and "Paris, Kentucky" in answer, answer
 
 
 @pytest.mark.parametrize("question", ["What time is it in the US?", "What time is it in Canada?"])
