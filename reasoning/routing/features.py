@@ -97,7 +97,8 @@ RESEARCH = re.compile(
 DESIGN = re.compile(
     r"\b(design\w*|architect\w*|strateg\w*|roadmap\w*|plan(s|ning)?|proposal|curricul\w*|framework|"
     r"playbook|blueprint|restructur\w*|reorgani[sz]\w*|migrat\w*|go-to-market|launch\w*|"
-    r"from scratch|remediat\w*|forecast\w*|financial model|capacity)\b",
+    r"from scratch|remediat\w*|forecast\w*|financial model|capacity|scal(?:e|ing) (?:\w+ )?(?:to |by )?\d+x|"
+    r"build(?:ing)? (?:an?|our|the) (?:[\w-]+ ){0,3}(?:system|platform|service|engine|pipeline|infrastructure))\b",
     re.IGNORECASE,
 )
 _DELIVERABLES = (
@@ -137,7 +138,7 @@ BRIEF = re.compile(
     re.IGNORECASE,
 )
 IMPROVE = re.compile(
-    r"\b(improve|make (our|the|it)\b.*\bbetter|optimi[sz]e|reduce|cut|increase|grow|boost|fix (our|the "
+    r"\b(improve|make (our|the|it)\b.*\bbetter|optimi[sz]e|reduce|cut|halve|lower|increase|grow|boost|fix (our|the "
     r"way))\b",
     re.IGNORECASE,
 )

@@ -157,3 +157,14 @@ def test_a_bare_calculation_is_answered_directly_whatever_verb_asks_it(question)
 
     assert Router().route(question).level.value == "simple"
     assert Router().route("Evaluate the risk of migrating 3 services to Kubernetes").level.value == "complex"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How would you build a search engine for 1 billion documents?", "How can we scale Postgres 100x?"],
+)
+def test_building_or_scaling_a_system_is_never_answered_directly(question):
+    """Asked as a how-to, each was routed DIRECT with 90%+ confidence."""
+    from reasoning.routing.router import Router
+
+    assert Router().route(question).level.value != "simple"
