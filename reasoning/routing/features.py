@@ -97,8 +97,10 @@ RESEARCH = re.compile(
 DESIGN = re.compile(
     r"\b(design\w*|architect\w*|strateg\w*|roadmap\w*|plan(s|ning)?|proposal|curricul\w*|framework|"
     r"playbook|blueprint|restructur\w*|reorgani[sz]\w*|migrat\w*|go-to-market|launch\w*|"
-    r"from scratch|remediat\w*|forecast\w*|financial model|capacity|scal(?:e|ing) (?:\w+ )?(?:to |by )?\d+x|"
-    r"build(?:ing)? (?:an?|our|the) (?:[\w-]+ ){0,3}(?:system|platform|service|engine|pipeline|infrastructure))\b",
+    r"from scratch|remediat\w*|forecast\w*|financial model|capacity|"
+    r"scal(?:e|ing) (?:\w+ )?(?:to |by )?\d+x|"
+    r"build(?:ing)? (?:an?|our|the) (?:[\w-]+ ){0,3}"
+    r"(?:system|platform|service|engine|pipeline|infrastructure))\b",
     re.IGNORECASE,
 )
 _DELIVERABLES = (
@@ -138,8 +140,8 @@ BRIEF = re.compile(
     re.IGNORECASE,
 )
 IMPROVE = re.compile(
-    r"\b(improve|make (our|the|it)\b.*\bbetter|optimi[sz]e|reduce|cut|halve|lower|increase|grow|boost|fix (our|the "
-    r"way))\b",
+    r"\b(improve|make (our|the|it)\b.*\bbetter|optimi[sz]e|reduce|cut|halve|lower|increase|grow|boost|"
+    r"fix (our|the way))\b",
     re.IGNORECASE,
 )
 RECOMMEND = re.compile(
