@@ -109,7 +109,10 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 def session_new(request: HttpRequest) -> HttpResponse:
-    session = services.session_create(owner=request.user)
+    """A new chat; from a chat still empty, that chat (each click on "+ New chat" added
+    another empty "New chat" to the list)."""
+    empty = services.session_unused(request.user, request.POST.get("from", ""))
+    session = empty or services.session_create(owner=request.user)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 

@@ -456,3 +456,22 @@ def test_a_page_someone_may_not_see_says_so_in_the_app(alice, client_for):
 def test_the_home_page_title_names_nexus_once(alice, client_for):
     page = client_for(alice).get("/").content.decode()
     assert "Nexus · Nexus" not in page and 'data-title="Nexus | Mode:' in page
+
+
+def test_a_new_chat_from_a_chat_still_empty_is_that_chat(alice, bob, alice_session, client_for, dispatched):
+    """Each click on "+ New chat" added another empty "New chat" to the list."""
+    client = client_for(alice)
+    first = client.post(reverse("chat:session-new"))
+    empty = alice.chat_sessions.get(title="New chat")
+    again = client.post(reverse("chat:session-new"), {"from": empty.pk})
+    assert (
+        again["Location"] == first["Location"] and alice.chat_sessions.filter(title="New chat").count() == 1
+    )
+    # From a chat with a question in it, from someone else's chat, or from nonsense: a new one.
+    post(client, empty, "What is 2+2?")
+    client.post(reverse("chat:session-new"), {"from": empty.pk})
+    bobs = services.session_create(owner=bob)
+    client.post(reverse("chat:session-new"), {"from": bobs.pk})
+    for junk in ("x", "9" * 40, "١٢"):
+        assert client.post(reverse("chat:session-new"), {"from": junk}).status_code == 302
+    assert alice.chat_sessions.count() == 2 + 1 + 1 + 3  # her first, the asked one, and one per post after it

@@ -101,16 +101,19 @@ def tab(context, site: Site) -> Iterator[Tab]:
 
 
 def new_chat(page: Page) -> None:
-    before = page.url
-    if page.locator("text=Start a chat").count():
-        page.click("text=Start a chat")
-    else:
-        if page.locator(".sidebar-toggle").first.is_visible():
-            page.locator(".sidebar-toggle").first.click()
-        page.click(".new-chat")
-    page.wait_for_url(lambda url: url != before and re.search(r"/sessions/\d+/$", url) is not None)
+    """A blank chat: a new one, or the one shown if it is still blank ("+ New chat" from a
+    blank chat stays there)."""
+    with page.expect_navigation():
+        if page.locator("text=Start a chat").count():
+            page.click("text=Start a chat")
+        else:
+            if page.locator(".sidebar-toggle").first.is_visible():
+                page.locator(".sidebar-toggle").first.click()
+            page.click(".new-chat")
+    page.wait_for_url(lambda url: re.search(r"/sessions/\d+/$", url) is not None)
     expect(page.locator("#composer-input")).to_be_visible()
     expect(page.locator("#session-title h1")).to_have_text("New chat")
+    expect(page.locator("#thread article.turn")).to_have_count(0)
 
 
 def ask(page: Page, question: str) -> None:
