@@ -71,6 +71,10 @@ class RedactSecretsFilter(logging.Filter):
             # which may hold a secret in a form no redaction recognises: keep only the type.
             record.msg = f"{record.getMessage()} ({record.exc_info[0].__name__})"
             record.args, record.exc_info, record.exc_text = None, None, None
+        if record.name == "django.request" and getattr(record, "status_code", 500) < 500:
+            # A refusal (403 for a page someone may not see, 404) is the app working, not a
+            # fault: its line stays, the traceback of how it was raised goes.
+            record.exc_info, record.exc_text = None, None
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:

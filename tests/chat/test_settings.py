@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import PermissionDenied
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,3 +159,29 @@ def test_every_way_to_start_a_worker_leaves_out_gossip_and_mingle():
         assert "--without-gossip" in text and "--without-mingle" in text, name
         # docker-compose's worker said --concurrency=4: four runs at once, not NEXUS_WORKER_RUNS.
         assert "--concurrency" not in text, name
+
+
+def test_a_refused_page_logs_one_line_not_a_traceback(alice, client_for):
+    """Every 403 on /usage/ for a teammate logged a full "Traceback … PermissionDenied",
+    which an alert on tracebacks would page someone for. A 500 keeps its traceback."""
+    import logging
+
+    from chat.logging import RedactSecretsFilter
+
+    assert client_for(alice).get("/usage/").status_code == 403
+    try:
+        raise PermissionDenied("staff only")
+    except PermissionDenied:
+        import sys
+
+        info = sys.exc_info()
+    refused = logging.LogRecord(
+        "django.request", logging.WARNING, __file__, 1, "Forbidden: /usage/", None, info
+    )
+    refused.status_code = 403
+    RedactSecretsFilter().filter(refused)
+    assert "Traceback" not in logging.Formatter().format(refused)
+    failed = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "Server error", None, info)
+    failed.status_code = 500
+    RedactSecretsFilter().filter(failed)
+    assert "Traceback" in logging.Formatter().format(failed)
