@@ -36,6 +36,8 @@ from reasoning.tools.approval import POLICIES
 # What decides which program runs or where secrets go: superusers only.
 CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
 SECRET_INPUTS = ["env_secret", "headers_secret", "clear_secrets"]
+# What the workers last found, shown on every server's page.
+STATUS_FIELDS = ["last_status", "last_error", "last_checked", "paused_until", "tool_count", "listed_tools"]
 
 
 def _parse_pairs(text: str, label: str) -> dict[str, str]:
@@ -190,16 +192,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     list_filter = ["enabled", "transport", "last_status"]
     actions = ["check_connection"]
     # Staff without superuser rights edit only what cannot launch a program or move a secret.
-    readonly_fields = [
-        "builtin",
-        "stored_secrets",
-        "last_status",
-        "last_error",
-        "last_checked",
-        "paused_until",
-        "tool_count",
-        "listed_tools",
-    ]
+    readonly_fields = ["builtin", "stored_secrets", *STATUS_FIELDS]
 
     def _fieldsets(self, obj: Any) -> list[Any]:
         secrets = [*SECRET_INPUTS, "stored_secrets"]
@@ -207,19 +200,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             return [
                 (None, {"fields": ["name", "builtin", "enabled", "call_timeout", "tool_policies"]}),
                 ("Approval", {"fields": ["default_approval", "approval_policies"]}),
-                (
-                    "Status",
-                    {
-                        "fields": [
-                            "last_status",
-                            "last_error",
-                            "last_checked",
-                            "paused_until",
-                            "tool_count",
-                            "listed_tools",
-                        ]
-                    },
-                ),
+                ("Status", {"fields": STATUS_FIELDS}),
             ]
         return [
             (None, {"fields": ["name", "transport", "enabled", "call_timeout", "tool_policies"]}),
@@ -227,19 +208,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             ("stdio", {"fields": ["command", "args", "cwd"]}),
             ("Streamable HTTP", {"fields": ["url"]}),
             ("Secrets", {"fields": secrets}),
-            (
-                "Status",
-                {
-                    "fields": [
-                        "last_status",
-                        "last_error",
-                        "last_checked",
-                        "paused_until",
-                        "tool_count",
-                        "listed_tools",
-                    ]
-                },
-            ),
+            ("Status", {"fields": STATUS_FIELDS}),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:

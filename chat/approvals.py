@@ -251,30 +251,32 @@ def approval_expire_before(cutoff: Any) -> list[int]:
     return sorted(set(_expire(rows)))
 
 
+def _close(rows: Any, kind: str, **changes: Any) -> list[int]:
+    """Close the cards among `rows` (approvals or input forms) still pending, with `changes`,
+    and tell every tab; the runs' ids. Only a card still pending takes the change: a decision
+    made meanwhile stands."""
+    pending = rows.model.Status.PENDING
+    closed = list(rows.filter(status=pending).values_list("pk", "run_id", "session_id"))
+    rows.model.objects.filter(pk__in=[pk for pk, _, _ in closed], status=pending).update(**changes)
+    for pk, _, session_id in closed:
+        card_changed(session_id, kind, pk)
+    return [run_id for _, run_id, _ in closed]
+
+
 def _expire(rows: Any, note: str = "nobody answered in time") -> list[int]:
-    expired = list(rows.filter(status=ToolApproval.Status.PENDING).values_list("pk", "run_id", "session_id"))
-    ToolApproval.objects.filter(
-        pk__in=[pk for pk, _, _ in expired], status=ToolApproval.Status.PENDING
-    ).update(status=ToolApproval.Status.DECLINED, note=note, decided_at=timezone.now())
-    for pk, _, session_id in expired:
-        card_changed(session_id, "approval", pk)
-    return [run_id for _, run_id, _ in expired]
+    return _close(rows, "approval", status=ToolApproval.Status.DECLINED, note=note, decided_at=timezone.now())
 
 
 def approvals_decline_for_stopped(run_id: int) -> None:
     """Close a stopped run's open cards: its tool calls declined, its servers' questions
     cancelled, every tab told (a card left open could still be approved, for nothing)."""
     _expire(ToolApproval.objects.filter(run_id=run_id), note=STOPPED)
-    open_forms = list(
-        Elicitation.objects.filter(run_id=run_id, status=Elicitation.Status.PENDING).values_list(
-            "pk", "session_id"
-        )
+    _close(
+        Elicitation.objects.filter(run_id=run_id),
+        "elicitation",
+        status=Elicitation.Status.CANCEL,
+        answered_at=timezone.now(),
     )
-    Elicitation.objects.filter(pk__in=[pk for pk, _ in open_forms], status=Elicitation.Status.PENDING).update(
-        status=Elicitation.Status.CANCEL, answered_at=timezone.now()
-    )
-    for pk, session_id in open_forms:
-        card_changed(session_id, "elicitation", pk)
 
 
 def card_changed(session_id: int, kind: str, pk: int) -> None:

@@ -22,7 +22,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from chat import mentions
-from chat.converters import MAX_ID
+from chat.converters import parse_id
 from chat.inputs import BIDI_OVERRIDES, clean_title, refuse_nul, visible
 from chat.models import AnswerFeedback, ChatSession, Message, ReasoningRun, SessionMode, ToolApproval
 from chat.sink import sessions_changed
@@ -271,10 +271,11 @@ def session_create(*, owner: Any, title: str = "") -> ChatSession:
 def session_unused(owner: Any, session_id: str) -> ChatSession | None:
     """The owner's chat `session_id` if it is still a blank "New chat", nothing asked in it
     and no title given (a new chat opened from it is that chat), else None."""
-    if not (str(session_id).isascii() and str(session_id).isdigit()) or int(session_id) > MAX_ID:
+    pk = parse_id(session_id)
+    if pk is None:
         return None
     return (
-        ChatSession.objects.filter(pk=int(session_id), owner=owner, title="New chat", messages__isnull=True)
+        ChatSession.objects.filter(pk=pk, owner=owner, title="New chat", messages__isnull=True)
         .order_by()
         .first()
     )
