@@ -138,11 +138,12 @@ CITY_ZONES = {
     "western australia": "Australia/Perth",
 }  # fmt: skip
 # Countries that keep several time zones: the answer names some places instead of one time.
+_US_CITIES = "New York, Chicago, Denver or Los Angeles"
 SEVERAL_ZONES = {
-    "us": "New York, Chicago, Denver or Los Angeles",
-    "usa": "New York, Chicago, Denver or Los Angeles",
-    "united states": "New York, Chicago, Denver or Los Angeles",
-    "america": "New York, Chicago, Denver or Los Angeles",
+    "us": _US_CITIES,
+    "usa": _US_CITIES,
+    "united states": _US_CITIES,
+    "america": _US_CITIES,
     "canada": "Toronto, Winnipeg, Edmonton or Vancouver",
     "australia": "Sydney, Brisbane, Adelaide or Perth",
     "russia": "Moscow, Yekaterinburg, Novosibirsk or Vladivostok",
@@ -357,7 +358,11 @@ def _factorial(match: re.Match[str]) -> str:
     return f"factorial({next(group for group in match.groups() if group)})"
 
 
+@functools.lru_cache(maxsize=256)
 def _grouped_digits_joined(text: str) -> str:
+    """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
+    one run reads the same question and its parts a dozen times (routing, foresight, the
+    answer and its check), and the phrases cost about 60 µs a reading."""
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = _SCALED.sub(_scaled, _SPELLED.sub(_spelled, text))
@@ -548,6 +553,10 @@ def unknown_place(text: str) -> str | None:
     return None
 
 
+# ", Nova Scotia" after a place: which place of that name is meant.
+_QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
+
+
 def _unknown_place_in(text: str) -> str | None:
     asked = _TIME_ASKED.search(text)
     if not asked:
@@ -571,9 +580,6 @@ def _unknown_place_in(text: str) -> str | None:
         if qualifier and fold(qualifier[1]) not in _NOT_A_PLACE and not zones_in(qualifier[1]):
             return f"{place}, {qualifier[1]}"
     return None
-
-
-_QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 
 
 # "What time is it", "today's date", "what week number is it", "what year is it now": the
