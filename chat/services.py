@@ -575,10 +575,14 @@ def runs_to_unpark() -> list[int]:
 
 
 def runs_heartbeat(run_ids: list[int], *, worker: str) -> None:
-    """Mark the worker's running runs alive (one statement for all of them)."""
-    ReasoningRun.objects.filter(pk__in=run_ids, worker=worker, status=ReasoningRun.Status.RUNNING).update(
-        heartbeat_at=timezone.now()
-    )
+    """Mark the worker's running runs alive, all at once. Their rows are locked in id order
+    first, the order the event writer updates runs in: one UPDATE of many rows locks them in
+    whatever order it finds them, and a writer holding one of them while waiting for another
+    was a deadlock (PostgreSQL broke one in a burst of 100 runs, stalling both for a second)."""
+    mine = ReasoningRun.objects.filter(pk__in=run_ids, worker=worker, status=ReasoningRun.Status.RUNNING)
+    with transaction.atomic():
+        alive = list(mine.order_by("pk").select_for_update(no_key=True).values_list("pk", flat=True))
+        ReasoningRun.objects.filter(pk__in=alive).update(heartbeat_at=timezone.now())
 
 
 def run_mark_succeeded(run: ReasoningRun) -> None:

@@ -192,7 +192,9 @@ def store(items: list[Item]) -> list[list[Any]]:
         # Not the heartbeat: the executor beats for all its runs at once (chat.engine), and a
         # changed heartbeat_at is an indexed column, which made every batch's UPDATE rewrite the
         # run's index entries (its full-text one included) instead of updating the row in place.
-        for run_id, change in batch.runs.items():
+        # In id order, the order the heartbeat locks them in (chat.services.runs_heartbeat):
+        # two transactions locking the same runs in opposite orders were a deadlock.
+        for run_id, change in sorted(batch.runs.items()):
             change.write(run_id)
         # Last, just before the commit: these rows are shared with the other workers' writers,
         # which wait for their locks while this transaction holds them.

@@ -370,3 +370,32 @@ def test_a_call_stored_after_its_run_was_counted_is_added_to_the_usage_rollup(ru
     assert usage == {"tokens": 140, "runs": 1} and calls == {"calls": 2, "tokens": 140}
     run.refresh_from_db()
     assert run.input_tokens == 140
+
+
+def test_a_batch_updates_its_runs_in_id_order_as_the_heartbeat_locks_them(runs):
+    """Two transactions locking the same run rows in opposite orders deadlock: the writer's
+    batch and the executor's heartbeat both go in id order."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    order = [runs[2], runs[0], runs[1]]  # the order the runs' events came in
+    items = [Item(RunSink(run, behind=True), "event", event(1), None) for run in order]
+    with CaptureQueriesContext(connection) as queries:
+        writer.store(items)
+    updated = [
+        int(q["sql"].rsplit("=", 1)[1].strip().strip("'"))
+        for q in queries.captured_queries
+        if q["sql"].startswith('UPDATE "chat_reasoningrun"')
+    ]
+    assert updated == sorted(run.pk for run in runs)
+
+    for run in runs:
+        assert services.run_claim(run.pk, worker="w1") is not None
+    with CaptureQueriesContext(connection) as queries:
+        services.runs_heartbeat([run.pk for run in reversed(runs)], worker="w1")
+    statements = [q["sql"] for q in queries.captured_queries if "chat_reasoningrun" in q["sql"]]
+    assert statements[0].startswith("SELECT") and "ORDER BY 1 ASC" in statements[0]
+    if connection.vendor == "postgresql":
+        assert statements[0].endswith("FOR NO KEY UPDATE")
+    assert statements[-1].startswith('UPDATE "chat_reasoningrun" SET "heartbeat_at"')
+    assert ReasoningRun.objects.filter(pk__in=[r.pk for r in runs], heartbeat_at__isnull=False).count() == 3
