@@ -127,6 +127,10 @@ CITY_ZONES = {
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
     "lahore": "Asia/Karachi", "tel aviv": "Asia/Jerusalem", "abu dhabi": "Asia/Dubai",
     "hanoi": "Asia/Bangkok", "cape town": "Africa/Johannesburg",
+    # Names the database gives a less likely place (its "Pacific/Samoa" is American Samoa, a
+    # day behind Samoa; its San Juan is in Argentina).
+    "samoa": "Pacific/Apia", "san juan": "America/Puerto_Rico", "puerto rico": "America/Puerto_Rico",
+    "santiago de compostela": "Europe/Madrid",
     # Regions that keep one zone (also what a place after a comma means: "Perth, Scotland").
     "scotland": "Europe/London", "england": "Europe/London", "wales": "Europe/London",
     "ontario": "America/Toronto", "quebec": "America/Toronto", "nova scotia": "America/Halifax",
@@ -161,7 +165,8 @@ _REGIONS = frozenset({
     "arizona", "illinois", "massachusetts", "oregon", "nevada", "colorado", "washington state",
     "bavaria", "new south wales", "queensland", "western australia",
 })  # fmt: skip
-_IANA = re.compile(r"\b([A-Z][a-z]+(?:_[A-Z][a-z]+)*/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
+# "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
+_IANA = re.compile(r"\b([a-z]+(?:_[a-z]+)*/[a-z][a-z_-]*(?:/[a-z][a-z_-]*)?)\b", re.IGNORECASE)
 # Abbreviations people write for a place, read in capitals only ("la" is a word); a time
 # zone's abbreviation (PST, CEST) goes to the clock as it is: it names one offset.
 PLACE_ABBREVIATIONS = {
@@ -207,6 +212,63 @@ def _places() -> tuple[dict[str, str], re.Pattern[str]]:
     return places, re.compile(rf"\b({'|'.join(re.escape(name) for name in names)})\b")
 
 
+@functools.cache
+def _zone_names() -> dict[str, str]:
+    return {zone.lower(): zone for zone in zoneinfo.available_timezones() if "/" in zone}
+
+
+def _iana_zones(text: str) -> list[tuple[re.Match[str], str]]:
+    """The zone names a text writes out, in any case ("europe/london")."""
+    names = _zone_names()
+    return [(m, names[m.group(1).lower()]) for m in _IANA.finditer(text) if m.group(1).lower() in names]
+
+
+# Country names (and the common short ones), for reading "Manaus, Brazil": the city is in that
+# country, so its own zone is meant, not the country's main one.
+_COUNTRY_ALIASES = {
+    "usa": "US", "us": "US", "united states": "US", "america": "US", "uk": "GB", "england": "GB",
+    "scotland": "GB", "wales": "GB", "britain": "GB", "great britain": "GB", "korea": "KR",
+    "south korea": "KR", "russia": "RU", "vietnam": "VN", "holland": "NL",
+}  # fmt: skip
+
+
+@functools.cache
+def _countries() -> tuple[dict[str, str], dict[str, str]]:
+    """Each zone's country, and each country name's code, from the time-zone database's
+    tables; empty where the system has none (a qualifier then always wins, as before)."""
+    zones: dict[str, str] = {}
+    names: dict[str, str] = dict(_COUNTRY_ALIASES)
+    for root in zoneinfo.TZPATH:
+        try:
+            with open(f"{root}/zone.tab", encoding="utf-8") as table:
+                for line in table:
+                    if not line.startswith("#") and len(fields := line.split("\t")) >= 3:
+                        zones[fields[2].strip()] = fields[0]
+            with open(f"{root}/iso3166.tab", encoding="utf-8") as table:
+                for line in table:
+                    if not line.startswith("#") and len(fields := line.rstrip("\n").split("\t")) == 2:
+                        names.setdefault(fold(fields[1]), fields[0])
+        except OSError:
+            continue
+        break
+    return zones, names
+
+
+def country_of(zone: str) -> str | None:
+    zones, _ = _countries()
+    return zones.get(zone)
+
+
+def country_named(name: str) -> str | None:
+    """The country a place name is or lies in: "Brazil", "USA", "Texas" (one zone's country)."""
+    folded = fold(name).strip(" .")
+    _, names = _countries()
+    if folded in names:
+        return names[folded]
+    zone = _places()[0].get(folded)
+    return country_of(zone) if zone else None
+
+
 # Digit groups: "1,234" and "1 000 000" (spaces, narrow or not) are one number.
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
@@ -243,11 +305,12 @@ _ROUNDED = re.compile(
 )
 # "200 + 15%", "120 minus 15 percent": the amount changed by a share of itself, as on a
 # calculator (not 200 + 15).
+# "100 + 10% + 10%": the second share changes the first change's result (121, not 120).
 _PERCENT_CHANGE = re.compile(
-    r"(\d+(?:\.\d+)?)\s*([-+])\s*(\d+(?:\.\d+)?)\s*(?:%|percent\b)(?!\s*(?:of\b|[\d(]))"
+    r"(\d+(?:\.\d+)?|\))\s*([-+])\s*(\d+(?:\.\d+)?)\s*(?:%|percent\b)(?!\s*(?:of\b|[\d(]))"
 )
-# "2(3+4)", "(1+2)(3+4)": a product written without its sign.
-_IMPLIED_PRODUCT = re.compile(r"(?<=[\d)])\s*(?=\()|(?<=\))\s*(?=[\d(])")
+# "2(3+4)", "(1+2)(3+4)": a product written without its sign ("log10(100)" is a function).
+_IMPLIED_PRODUCT = re.compile(r"(?<=[\d)])(?<!log10)(?<!log2)\s*(?=\()|(?<=\))\s*(?=[\d(])")
 _AS_PERCENT = re.compile(r"\s*,?\s*(?:as|in|into)\s+(?:a\s+)?percent(?:age)?\b", re.IGNORECASE)
 _NUMBER_WORDS = [
     (r"\bmultiplied by\b|\btimes\b|\bx\b(?=\s*\d)", "*"),
@@ -259,9 +322,11 @@ _NUMBER_WORDS = [
     (r"\s*\bcubed\b", "**3"),
     (r"\bmod(?:ulo)?\b", "%"),
 ]
+# "log10(1000)", "sin 30°": an angle in degrees is converted (the calculator works in radians).
+_FUNCTIONS = "sqrt|log10|log2|log|ln|sin|cos|tan|exp|factorial"
 _FUNCTION_WORDS = re.compile(
-    r"\b(square root|sqrt|log|ln|sin|cos|tan|exp|factorial)\s*(?:of\s*)?\(?\s*"
-    r"(-?\d+(?:\.\d+)?)\s*\)?",
+    rf"\b(square root|{_FUNCTIONS})\s*(?:of\s*)?\(?\s*"
+    r"(-?\d+(?:\.\d+)?)\s*(?P<degrees>°|degrees?\b|deg\b)?\s*\)?",
     re.IGNORECASE,
 )
 # A number: digits, decimals, an exponent ("1e3"). An expression never starts inside a word,
@@ -269,7 +334,7 @@ _FUNCTION_WORDS = re.compile(
 _NUM = r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _EXPRESSION = re.compile(
     rf"(?<![\w.:])(?:(?:[a-z]+\()?[-+(]*\s*{_NUM}\)*(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?{_NUM}\)*)+"
-    rf"|(?:sqrt|log|ln|sin|cos|tan|exp|factorial)\(\s*-?{_NUM}\s*\))",
+    rf"|(?:{_FUNCTIONS})\(\s*(?:radians\(\s*-?{_NUM}\s*\)|-?{_NUM})\s*\))",
     re.IGNORECASE,
 )
 
@@ -309,6 +374,10 @@ _SPELLED = re.compile(
     rf"\b{_NUMBER_WORD}(?:(?:[\s-]+|\s+and\s+)(?:{_NUMBER_WORD}|hundred|thousand)\b)*\b"
     r"(?:\s+(?:hundred|thousand)\b)*"
 )
+
+
+# "two point five": a decimal, once its words are digits.
+_SPELLED_DECIMAL = re.compile(r"(?<![\d.])(\d+)\s+point\s+(\d+)(?![\d.])")
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -363,9 +432,9 @@ def _grouped_digits_joined(text: str) -> str:
     """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
     one run reads the same question and its parts a dozen times (routing, foresight, the
     answer and its check), and the phrases cost about 60 µs a reading."""
-    text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower()))
+    text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower().replace("\u2212", "-")))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
-    text = _SCALED.sub(_scaled, _SPELLED.sub(_spelled, text))
+    text = _SCALED.sub(_scaled, _SPELLED_DECIMAL.sub(r"\1.\2", _SPELLED.sub(_spelled, text)))
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
         before = text
         for pattern, replacement in _PHRASED:
@@ -418,17 +487,17 @@ def expression_in(text: str) -> str | None:
         candidate, changed = _PERCENT_OF.subn(r"\1/100*\2", candidate, count=1)
         if not changed:
             break
-    candidate = _FUNCTION_WORDS.sub(
-        lambda m: (
-            f"{'sqrt' if m.group(1).lower() in ('square root', 'sqrt') else m.group(1).lower()}({m.group(2)})"
-        ),
-        candidate,
-    )
+    if _ABOUT_CODE.search(candidate) or _STATED.search(candidate):
+        return None
+    candidate = _FUNCTION_WORDS.sub(_function, candidate)
     for pattern, operator in _NUMBER_WORDS:
         candidate = re.sub(pattern, operator, candidate)
-    candidate = _PERCENT_CHANGE.sub(r"\1*(1\2\3/100)", candidate)
+    for _ in range(5):
+        candidate, changed = _PERCENT_CHANGE.subn(r"\1*(1\2\3/100)", candidate, count=1)
+        if not changed:
+            break
     candidate = _IMPLIED_PRODUCT.sub("*", candidate)
-    matches = list(_EXPRESSION.finditer(candidate))
+    matches = [m for m in _EXPRESSION.finditer(candidate) if _calculation(candidate, m)]
     # The expression the question asks about ("What is 5*5?") before any other it quotes (a
     # template's "{{ 7*7 }}" pasted above it), then the longest: "2+3*4" over its "3*4".
     ranked = sorted(
@@ -449,6 +518,53 @@ def expression_in(text: str) -> str | None:
     return _then(ranked[0].group().strip(), candidate[ranked[0].end() :]) if ranked else None
 
 
+def _function(match: re.Match[str]) -> str:
+    name = match.group(1).lower()
+    name = "sqrt" if name == "square root" else name
+    argument = f"radians({match.group(2)})" if match["degrees"] else match.group(2)
+    return f"{name}({argument})"
+
+
+# What a language or a program makes of it ("In C, what is 7/2?" is 3; "5 ^ 3 in JavaScript" is
+# 6) is not what the calculator says, nor is code asked for ("a function that returns 2**10").
+_LANGUAGES = (
+    r"c|c\+\+|c#|java|javascript|js|typescript|python|ruby|go|golang|rust|php|bash|shell|sql|perl|"
+    r"lua|kotlin|swift|scala|haskell|excel|matlab|fortran|cobol|elixir|erlang|dart|julia"
+)
+_ABOUT_CODE = re.compile(
+    rf"\b(?:in|using|with|for)\s+(?:{_LANGUAGES})(?![\w+#])|"
+    r"\b(?:function|evaluates? to|returns?|logs|prints?|operands?|"
+    r"integer division|ints|floating[- ]point|bitwise|xor|overflow)\b|"
+    r"^\W*(?:please\s+)?(?:write|create|implement|generate|fix|debug)\b"
+)
+# A statement to check, not a value to compute: "0.1 + 0.2 == 0.3", "prove that 1+1=2",
+# "explain why 1/0 fails".
+_STATED = re.compile(
+    r"(?:==|!=|<=|>=|(?<![<>!=])=(?!=))\s*[-+(]?\s*\d|\btrue or false\b|\bprove\b|\b(?:explain )?why\b"
+)
+# Numbers joined by "-" or "/" alone, without spaces: a date (9/11, 2000-01-01), a range
+# (2009-2017), a score (2-1), a rule's name (80/20, 3-2-1), a phone number. Arithmetic only
+# when asked as a calculation and nothing else ("What is 10-4?").
+_JOINED = re.compile(r"\d+(?:\.\d+)?(?:[-/]\d+(?:\.\d+)?)+")
+_CALCULATION_BEFORE = re.compile(
+    r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|nexus)[\s,:]+)*"
+    r"(?:(?:what(?:'s|’s| is)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
+)
+_CALCULATION_AFTER = re.compile(r"\s*(?:=\s*)?(?:please\s*)?(?:[?!.]|$)")
+
+
+def _calculation(text: str, match: re.Match[str]) -> bool:
+    """Whether the expression `match` found is arithmetic asked, not numbers inside a name
+    ("CVE-2021-44228", "ISO-8859-1", "1-800-FLOWERS") or joined as in a date or a score."""
+    before, after = text[: match.start()], text[match.end() :]
+    if re.search(r"[a-z][-/]$", before) or re.match(r"[-/][a-z]", after):
+        return False
+    if not _JOINED.fullmatch(match.group().strip(" ()")):
+        return True
+    _, rest = _applied(match.group().strip(), after)
+    return bool(_CALCULATION_BEFORE.search(before) and _CALCULATION_AFTER.match(rest))
+
+
 _AND_NUMBER = re.compile(r"\s*,?\s+and\s+(?=[-+(]?\s*\d)", re.IGNORECASE)
 
 
@@ -464,6 +580,11 @@ def split_calculations(text: str) -> list[str]:
 def _then(expression: str, rest: str) -> str:
     """`expression` with what the words after it do to its result ("then doubled", "rounded
     to 3 decimals", "as a percentage"): an answer that left them out would be wrong."""
+    return _applied(expression, rest)[0]
+
+
+def _applied(expression: str, rest: str) -> tuple[str, str]:
+    """`_then`'s expression, and what is left of `rest` after the words it read."""
     for _ in range(5):
         step = _THEN.match(rest)
         if step is None:
@@ -473,12 +594,13 @@ def _then(expression: str, rest: str) -> str:
     if percent := _AS_PERCENT.match(rest):
         expression, rest = f"({expression})*100", rest[percent.end() :]
     if rounded := _ROUNDED.match(rest):
+        rest = rest[rounded.end() :]
         if way := rounded["way"]:
-            return f"{'floor' if way.lower() == 'down' else 'ceil'}({expression})"
+            return f"{'floor' if way.lower() == 'down' else 'ceil'}({expression})", rest
         places = rounded["places"] or rounded["places2"]
         places = f", {_PLACES_WORDS.get(places.lower(), places)}" if places else ""
         expression = f"round({expression}{places})"
-    return expression
+    return expression, rest
 
 
 # "UTC+2", "GMT-05:30": a fixed offset, which the clock reads as it is.
@@ -503,20 +625,38 @@ def zones_in(text: str) -> list[str]:
     places, pattern = _places()
     found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
-    found += [(m.start(), m.group(1)) for m in _IANA.finditer(text)]
-    found += [(m.start(), ZONE_ABBREVIATIONS[m.group(1)]) for m in _ABBREVIATION.finditer(text)]
+    for match, zone in _iana_zones(text):  # not "Argentina" in "America/Argentina/Ushuaia" too
+        found.append((match.start(), zone))
+        text = text[: match.start()] + " " * len(match.group()) + text[match.end() :]
+    found += [
+        (m.start(), ZONE_ABBREVIATIONS[m.group(1)])
+        for m in _ABBREVIATION.finditer(text)
+        if not _names_place(text[: m.start()])
+    ]
     # "St. John's" as the database writes it ("St Johns").
     named = list(pattern.finditer(re.sub(r"[.'’]", "", fold(text))))
-    found += [
-        (m.start(), places[m.group(1)])
-        for m, after in zip(named, [*named[1:], None], strict=False)
-        if not (
+    qualified: set[int] = set()  # the regions that only say which place is meant
+    for m, after in zip(named, [*named[1:], None], strict=False):
+        if (
             after
             and after.group(1) in _REGIONS
             and re.fullmatch(r"\s*,\s*", m.string[m.end() : after.start()])
-        )
-    ]
+        ):
+            zone = places[m.group(1)]
+            if (country := country_of(zone)) and country == country_named(after.group(1)):
+                qualified.add(after.start())  # "Manaus, Brazil": Manaus's own zone
+            else:
+                continue  # "Paris, Texas": the region's zone
+        if m.start() not in qualified:
+            found.append((m.start(), places[m.group(1)]))
     return list(dict.fromkeys(zone for _, zone in sorted(found, key=lambda item: item[0])))
+
+
+def _names_place(before: str) -> bool:
+    """Whether `before` ends with a place: an abbreviation after it ("Shanghai CST", "Dublin
+    (IST)") is that place's own, often another zone's too (CST, IST, BST)."""
+    tail = fold(re.sub(r"[.'’]", "", re.sub(r"[\s(,]*$", "", before)))[-40:]
+    return any(m.end() == len(tail) for m in _places()[1].finditer(tail))
 
 
 # "What time is it in Londn?": a place after the time question that no zone is known for.
@@ -558,6 +698,8 @@ _QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 
 
 def _unknown_place_in(text: str) -> str | None:
+    for match, _ in _iana_zones(text):  # "in Europe/London" names no place "Europe"
+        text = text[: match.start()] + " " * len(match.group()) + text[match.end() :]
     asked = _TIME_ASKED.search(text)
     if not asked:
         return None
@@ -578,6 +720,10 @@ def _unknown_place_in(text: str) -> str | None:
         # place of that name is meant, whose time it would get wrong.
         qualifier = _QUALIFIER.match(text, named.end())
         if qualifier and fold(qualifier[1]) not in _NOT_A_PLACE and not zones_in(qualifier[1]):
+            # "Sydney, Australia": the country it is in says nothing new.
+            country = country_named(qualifier[1])
+            if country and country in map(country_of, zones_in(place)):
+                continue
             return f"{place}, {qualifier[1]}"
     return None
 
@@ -585,16 +731,27 @@ def _unknown_place_in(text: str) -> str | None:
 # "What time is it", "today's date", "what week number is it", "what year is it now": the
 # present moment, which only a clock knows. "How many seconds in a day" or "the time
 # difference between Lisbon and Warsaw" ask for no present moment.
+# "the time in Oslo", not "the time in seconds" or "the time in the film".
+_IN_A_PLACE = (
+    r"(?:in|at|for|on)\b(?! (?:seconds|minutes|hours|days|weeks|months|years|history|winter|summer|spring|"
+    r"autumn|fall|the (?:movie|film|book|novel|song|show|series|game|play|story|past|future))\b)"
+)
+# "What is the date?", "what's the time in Oslo": not "the date of Easter", "the time limit",
+# "the day rate", "the time of sunset".
+_THE_TIME = (
+    r"what(?:'s|’s| is)? the (?:current )?(?:time|date|day|weekday)"
+    rf"(?=\s*(?:$|[?.!,;:]|(?:right )?now\b|today\b|currently\b|here\b|there\b|please\b|"
+    rf"at the moment\b|(?:over )?{_IN_A_PLACE}))"
+)
 _NOW = re.compile(
-    r"\b(what(?:'s| is)? the (?:current )?(?:time|date|day|weekday)\b"
-    r"(?! (?:zone|difference|between|complexity))|"
+    rf"\b({_THE_TIME}|"
     # Not the time something happens ("what time does the sun set today").
     r"what (?:time|date|day|year|month|week(?: number)?)\b"
     r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
     r"[^?.!]{0,30}\b(?:is it|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
     r"(?:current|today'?s|local) (?:time|date|day|weekday|week number)\b|"
-    r"\b(?:time|date) in\b)",
+    rf"\b(?:time|date) {_IN_A_PLACE})",
     re.IGNORECASE,
 )
 

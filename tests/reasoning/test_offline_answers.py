@@ -469,3 +469,127 @@ def test_the_aspects_an_ask_lists_after_its_colon_are_not_asks_of_their_own():
     # Questions after a colon still are: each is answered.
     listed = "Research and compare: what is 12 * 450, and what time is it in London?"
     assert len(question_parts(listed)) == 2 and len(split_asks(listed)) >= 2
+
+
+# Numbers in a name, a date, a range, a score or a rule's name: each was computed and approved
+# at 0.95 ("CVE-2021-44228" = -42207, "the 80/20 rule" = 4, "on 9/11" = 0.818).
+NOT_ARITHMETIC = [
+    "What is CVE-2021-44228?",
+    "What is ISO-8859-1?",
+    "What's the 80/20 rule?",
+    "What is the 3-2-1 backup rule?",
+    "What happened on 9/11?",
+    "Tell me about the Boeing 737-800",
+    "What is a 3/4 time signature?",
+    "Summarize WWII (1939-1945)",
+    "Who was US president 2009-2017?",
+    "Did Spain win 2-1 last night?",
+    "Whose number is 555-1234?",
+    "What is 1-800-FLOWERS?",
+    "What is the ISO 27001-2022 standard?",
+    "What holiday is on 12/25?",
+    # What a language makes of it, code asked for, or a statement to check.
+    "In C, what is 7/2 with int operands?",
+    "In Python, what does 2 ^ 3 evaluate to?",
+    "What is 5 ^ 3 in JavaScript?",
+    "Write a Python function that returns 2**10",
+    "Create a JavaScript snippet that logs 10/4",
+    "True or false: 0.1+0.2 == 0.3",
+    "Prove that 1+1=2",
+]
+
+
+@pytest.mark.parametrize("question", NOT_ARITHMETIC)
+async def test_numbers_that_are_not_a_calculation_are_not_computed(question):
+    _result, answer = await answer_to(question)
+    assert "computed with the calculator" not in answer and "can't answer that offline" in answer, answer
+
+
+CALCULATIONS = [
+    # Asked as a calculation and nothing else, joined numbers are arithmetic still.
+    ("What is 10-4?", "**6**"),
+    ("Calculate 365-12", "**353**"),
+    ("How much is 350/7?", "**50**"),
+    ("What's 100/7 rounded to 2 decimals?", "**14.29**"),
+    # Each was approved wrong: log10(1000) as log(10)*1000, a Unicode minus dropped, the second
+    # of two percentages added as a number, degrees taken as radians, "point five" dropped.
+    ("log10(1000)?", "**3**"),
+    ("What is log2(8)?", "**3**"),
+    ("What's \u221212 + 5?", "**-7**"),
+    ("How much is \u2212100 / 4?", "**-25**"),
+    ("100 + 10% + 10% = ?", "**121**"),
+    ("What is 200 - 10% - 10%?", "**162**"),
+    ("What is sin(90 degrees)?", "**1**"),
+    ("What is cos 60\u00b0?", "**0.5**"),
+    ("What's two point five times four?", "**10**"),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), CALCULATIONS)
+async def test_a_calculation_is_read_whole(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer, answer
+    assert result.quality is not None and result.quality >= 0.9, (result.quality, answer)
+
+
+# "The time of sunset", "the date of Easter": each got the present time from the clock.
+NOT_NOW = [
+    "What is the date of Easter 2025?",
+    "What's the time of sunset in Oslo?",
+    "What's the time limit for the bar exam?",
+    "What is the Day of the Dead?",
+    "What's the time in seconds for a 4-minute mile?",
+    "What's the time in the movie Paris, Texas?",
+    "What's the date of Chinese New Year in Beijing?",
+]
+
+
+@pytest.mark.parametrize("question", NOT_NOW)
+async def test_the_time_or_date_of_something_is_not_the_present(question):
+    _result, answer = await answer_to(question)
+    assert "from the clock" not in answer, answer
+
+
+ZONES = [
+    # A name the database gives a less likely place: Samoa was American Samoa, a day behind.
+    ("What time is it in Samoa?", "Pacific/Apia"),
+    ("What time is it in San Juan?", "America/Puerto_Rico"),
+    ("What's the time in Santiago de Compostela?", "Europe/Madrid"),
+    # A city in the country named after it keeps its own zone (it got the country's main one).
+    ("What time is it in Manaus, Brazil?", "America/Manaus"),
+    ("What time is it in Jayapura, Indonesia?", "Asia/Jayapura"),
+    ("What time is it in Adak, Alaska?", "America/Adak"),
+    ("What time is it in Broken Hill, New South Wales?", "Australia/Broken_Hill"),
+    # The country alone was "I don't know where “Sydney, Australia” is".
+    ("What time is it in Sydney, Australia?", "Australia/Sydney"),
+    ("What time is it in New York, USA?", "America/New_York"),
+    # A zone's own name, which the decline told people to give, was declined.
+    ("What time is it in Europe/London?", "Europe/London"),
+    ("what time is it in europe/amsterdam", "Europe/Amsterdam"),
+    ("What time is it in America/Argentina/Ushuaia?", "America/Argentina/Ushuaia"),
+]
+
+
+@pytest.mark.parametrize(("question", "zone"), ZONES)
+async def test_the_place_meant_gets_its_own_zone(question, zone):
+    _result, answer = await answer_to(question)
+    assert answer.count("from the clock") == 1 and zone in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "zone", "other"),
+    [
+        ("What's the time in Shanghai CST?", "Asia/Shanghai", "UTC-06:00"),
+        ("What time is it in Dublin (IST)?", "Europe/Dublin", "UTC+05:30"),
+        ("What time is it in Dhaka (BST)?", "Asia/Dhaka", "BST"),
+    ],
+)
+async def test_an_abbreviation_after_a_place_is_that_places_own(question, zone, other):
+    """Each added a second clock for another zone of that abbreviation (US Central, India)."""
+    _result, answer = await answer_to(question)
+    assert zone in answer and other not in answer, answer
+
+
+async def test_a_place_in_another_country_than_the_one_named_is_not_known():
+    _result, answer = await answer_to("What time is it in Paris, USA?")
+    assert "from the clock" not in answer and "Paris, USA" in answer, answer
