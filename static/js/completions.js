@@ -62,9 +62,18 @@
     announce();
   }
 
+  // The list answers the @ word as it was when it was fetched: typing since may have left it
+  // ("Remind me @" then " noon"), and a choice must not splice a stale item into the text.
+  function fresh() {
+    const now = currentToken(input());
+    if (!now || !token || now.start !== token.start) { close(); return false; }
+    token = now;
+    return true;
+  }
+
   function choose(index) {
     const el = input();
-    if (!token || !items[index]) return;
+    if (!fresh() || !items[index]) return;
     const insert = items[index].insert;
     el.value = el.value.slice(0, token.start) + insert + el.value.slice(token.end);
     const caret = token.start + insert.length;
@@ -94,6 +103,7 @@
 
   document.addEventListener("input", (event) => {
     if (event.target.id !== "composer-input") return;
+    if (items.length && !currentToken(event.target)) close();
     clearTimeout(timer);
     timer = setTimeout(lookup, 120);
   });
@@ -115,7 +125,7 @@
   window.NexusCompletions = {
     // Enter picks the highlighted completion instead of sending the message.
     handlesEnter() {
-      if (!items.length || box().hidden || selected < 0) return false;
+      if (!items.length || box().hidden || selected < 0 || !fresh()) return false;
       choose(selected);
       return true;
     },

@@ -200,3 +200,12 @@ def test_composer_completes_documents_and_commands(page: Page, slow_site: Site):
     # The list opens over the message box, not at the chat column's edge far to its left.
     listed, typed = page.locator("#completions").bounding_box(), box.bounding_box()
     assert abs(listed["x"] - typed["x"]) < 4, (listed, typed)
+    # Typing on past an @ word leaves its list behind: Enter sends the message as typed (the
+    # list's first item was spliced in at the old caret, and nothing was sent).
+    box.fill("")
+    box.press_sequentially("Remind me @")
+    expect(options.first).to_contain_text("Release plan", timeout=20000)
+    box.press_sequentially(" noon", delay=10)
+    box.press("Enter")
+    expect(page.locator(".turn .msg.user .bubble").last).to_have_text("Remind me @ noon", timeout=20000)
+    expect(box).to_have_value("")
