@@ -533,6 +533,13 @@ def test_long_answers_with_code_and_tables_stay_inside_the_screen(tab: Tab, site
     expect(jump).to_be_hidden()  # the page opens at the latest message
     page.locator("#thread").evaluate("thread => thread.scrollTop = 0")
     expect(jump).to_be_visible()
+    # A message of many lines grows the composer: the button stays above it (it sat on the
+    # typed text at 390 px, taking the taps meant for it).
+    composer = page.locator("#composer-input")
+    composer.fill("\n".join(f"line {n}" for n in range(30)))
+    above, typed = jump.bounding_box(), composer.bounding_box()
+    assert above["y"] + above["height"] <= typed["y"], (above, typed)
+    composer.fill("")
     jump.click()
     expect(jump).to_be_hidden()
     assert page.locator("#thread").evaluate("t => t.scrollHeight - t.scrollTop - t.clientHeight < 160")
