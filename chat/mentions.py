@@ -25,7 +25,7 @@ from django.core.exceptions import ValidationError
 
 from chat.documents import documents_visible_to
 from chat.models import Document, MCPServer
-from chat.tools import POOL, provider_for
+from chat.tools import POOL, providers_for
 from reasoning.text import MENTION, mention_quote, mention_title
 from reasoning.tools.mcp import SEPARATOR, MCPToolProvider, MCPUnavailable
 from reasoning.types import Attachment
@@ -43,11 +43,10 @@ CONTEXT_CHARS = 30_000
 
 
 def _providers(user: Any) -> list[MCPToolProvider]:
-    return [
-        provider
-        for server in MCPServer.objects.filter(enabled=True)
-        if isinstance(provider := provider_for(server, user), MCPToolProvider)
-    ]
+    # As a run's look at the servers does, this one closes the connections of servers disabled
+    # or changed since: a web process lists servers only here, and their old processes (with
+    # old secrets) ran on in it.
+    return [provider for provider in providers_for(user) if isinstance(provider, MCPToolProvider)]
 
 
 def _listing(user: Any, kind: str, budget: float = 0.0, *, patient: bool = False) -> list[dict[str, Any]]:

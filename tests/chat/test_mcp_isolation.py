@@ -406,6 +406,24 @@ def test_a_disabled_or_changed_server_stops_its_process(settings):
     assert all(c.config.name != "faulty" for c in tools.POOL._connections.values())
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_composers_look_at_the_servers_stops_a_disabled_ones_process(settings):
+    """A web process looks at the servers only for the composer (@ and / lists): there, a
+    disabled or changed server's process, with its old secret, ran on until daphne stopped."""
+    from chat import mentions
+
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {sys.executable: (sys.executable,)}
+    server = MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    mentions.resources(None, 10.0)
+    connection = next(c for c in tools.POOL._connections.values() if c.config.name == "faulty")
+    assert wait_until(lambda: bool(connection.pids))
+    started = connection.pids[-1]
+    server.enabled = False
+    server.save()
+    mentions.prompts(None)
+    assert wait_until(lambda: not _alive(started), 20), "the disabled server's process runs on"
+
+
 def test_a_transport_failure_is_named_not_its_task_groups():
     """A server at an SSE address showed only "ExceptionGroup: unhandled errors in a TaskGroup
     (1 sub-exception)"; the HTTP error inside it, and what to do, are what the operator needs."""
