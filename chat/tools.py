@@ -47,9 +47,15 @@ FORBIDDEN_ENV = re.compile(
     r"|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|JAVA_OPTS|CLASSPATH|DOTNET_\w*|CORECLR_\w*"
     r"|COMPLUS_\w*|GO(FLAGS|PATH|ROOT|PROXY|PRIVATE|NOSUMDB|NOPROXY|INSECURE|TOOLCHAIN|ENV|BIN)"
     r"|CARGO_\w*|RUSTC\w*|GIT_\w*|OPENSSL_\w*|SSL_CERT_\w*|\w*_CA_BUNDLE"
-    r"|\w*_PROXY|XDG_\w*)$",
+    r"|\w*_PROXY|XDG_\w*"
+    # Programs a tool may start: a browser automation's browser, an editor or pager.
+    r"|\w*EXECUTABLE\w*|\w*_(?:BIN|BINARY|CMD|COMMAND|PROGRAM|PRELOAD)|BROWSER|EDITOR|VISUAL|PAGER"
+    r"|PUPPETEER_\w*|PLAYWRIGHT_\w*|CHROME\w*|ELECTRON_\w*)$",
     re.IGNORECASE,
 )
+# An allowed command line ending in "$" pins its arguments whole: "mcp-server-filesystem
+# /srv/share $" refuses "/srv/share /" (which pinning the start alone allows, and the whole disk).
+EXACT = "$"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -57,7 +63,12 @@ def allowed_program(command: str, args: Sequence[str]) -> str | None:
     """The absolute path to start for `command args`, or None when no entry of the operator's
     NEXUS_MCP_ALLOWED_COMMANDS covers them (the program, and the arguments it pins)."""
     for written, (path, *pinned) in settings.NEXUS_MCP_ALLOWED_COMMANDS.items():
-        if command in (path, shlex.split(written)[0]) and list(args[: len(pinned)]) == pinned:
+        if command not in (path, shlex.split(written)[0]):
+            continue
+        if pinned[-1:] == [EXACT]:  # "... /srv/share $": these arguments and no others
+            if list(args) == pinned[:-1]:
+                return path
+        elif list(args[: len(pinned)]) == pinned:
             return path
     return None
 

@@ -181,6 +181,21 @@ def test_an_operator_can_pin_an_interpreter_to_one_script(auditor, client_for, s
     assert not marker.exists()
 
 
+def test_an_operator_can_pin_every_argument(auditor, client_for, settings):
+    """Pinning leading arguments let anyone editing servers add more after them: a filesystem
+    server pinned to one directory was given "/" as a second, and its tools the whole disk."""
+    faulty = str(SERVERS / "faulty.py")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"python3 {faulty} $": (PYTHON, faulty, "$")}
+    client = client_for(auditor)
+    widened = server_form(name="widened", command="python3", args=json.dumps([faulty, "/"]))
+    assert (
+        "is not an allowed command"
+        in client.post(reverse("admin:chat_mcpserver_add"), widened).content.decode()
+    )
+    pinned = server_form(name="pinned", command="python3", args=json.dumps([faulty]))
+    assert client.post(reverse("admin:chat_mcpserver_add"), pinned).status_code == 302
+
+
 @pytest.mark.parametrize(
     "variable",
     [
@@ -196,6 +211,11 @@ def test_an_operator_can_pin_an_interpreter_to_one_script(auditor, client_for, s
         "HTTPS_PROXY=http://attacker.example:3128",
         "REQUESTS_CA_BUNDLE=/tmp/attacker-ca.pem",
         "BASH_FUNC_ls%%=() { id; }",
+        # A program the server's tools start: Puppeteer's browser, an editor.
+        "PUPPETEER_EXECUTABLE_PATH=/tmp/x",
+        "BROWSER=/tmp/x",
+        "EDITOR=/tmp/x",
+        "GIT_SSH_COMMAND=/tmp/x",
         "NOT A NAME=1",
     ],
 )
