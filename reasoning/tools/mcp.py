@@ -331,7 +331,12 @@ class MCPToolProvider(ToolProvider):
                 }
                 for tool in tools
             ]
-            await self.on_status(self.name, None, listed, None)
+            # A listing served while the server's calls are refused (its circuit open) must not
+            # report it connected: the admin showed "connected" for a paused server.
+            if (refused := self.pool.connection(self.config).paused()) is not None:
+                await self.on_status(self.name, str(refused), listed, refused.paused_for)
+            else:
+                await self.on_status(self.name, None, listed, None)
         self.hidden = [tool.name for tool in tools if not callable_by_us(tool)]
         return [
             ToolSpec(

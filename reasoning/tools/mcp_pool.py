@@ -294,15 +294,21 @@ class MCPConnection:
             return tail.strip()
         return ""
 
-    def _refuse_if_paused(self) -> None:
+    def paused(self) -> MCPUnavailable | None:
+        """Why calls are refused now, if the server is paused after repeated failures."""
         paused = self.breaker.paused_for()
-        if paused is not None:
-            raise MCPUnavailable(
-                f"MCP server {self.config.name!r} is paused for {paused:.0f}s after "
-                f"{self.breaker.failures} failures in a row (last: {self.breaker.last_error})",
-                server=self.config.name,
-                paused_for=paused,
-            )
+        if paused is None:
+            return None
+        return MCPUnavailable(
+            f"MCP server {self.config.name!r} is paused for {paused:.0f}s after "
+            f"{self.breaker.failures} failures in a row (last: {self.breaker.last_error})",
+            server=self.config.name,
+            paused_for=paused,
+        )
+
+    def _refuse_if_paused(self) -> None:
+        if (refused := self.paused()) is not None:
+            raise refused
 
     async def ensure(self, budget: float | None = None) -> Any:
         """The live client, connecting if needed; waits at most `budget` (default: the connect

@@ -381,6 +381,25 @@ async def test_a_paused_server_is_refused_at_once_even_while_connected(pool):
     assert not third.success and "unavailable" in third.error and "is paused" in third.detail, third
 
 
+async def test_a_listing_while_paused_reports_the_server_paused_not_connected(pool):
+    """The listing is served from what is known while calls are refused: it reported the server
+    connected, and the admin showed "connected" for a server whose every call was refused."""
+    reported = []
+
+    async def on_status(name, error, tools, paused_for):
+        reported.append((error, paused_for))
+
+    config = faulty(call_timeout=0.5, breaker_threshold=1, breaker_cooldown=600.0)
+    provider = MCPToolProvider(pool, config, on_status=on_status)
+    registry = ToolRegistry([provider])
+    await registry.ensure_loaded()
+    assert reported[-1] == (None, None)
+    await registry.execute("faulty__hang", {})
+    await provider.list_tools()
+    error, paused_for = reported[-1]
+    assert error and "is paused" in error and paused_for and paused_for > 500, reported[-1]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_disabled_or_changed_server_stops_its_process(settings):
     """Disabled servers' processes (and ones with an old secret) ran on in every worker and web
