@@ -6,9 +6,11 @@ unchanged (no shell). The launcher asks the kernel for a signal when its parent 
 (PR_SET_PDEATHSIG), then starts the server as its child in the same process group and waits.
 When the parent dies, even by SIGKILL with no chance to clean up, the launcher stops the
 whole group (the server and anything it started); the server itself also gets SIGKILL if the
-launcher goes first. A SIGTERM to the group (the SDK's normal shutdown) reaches the server
-directly; the launcher outlives it to end whatever the server left running in the group and
-to pass on its exit status.
+launcher goes first. The launcher is also a child subreaper (PR_SET_CHILD_SUBREAPER): what the
+server started in a session of its own (setsid, Node's detached spawn) leaves the group but
+stays below the launcher, which stops it too. A SIGTERM to the group (the SDK's normal
+shutdown) reaches the server directly; the launcher outlives it to end whatever the server
+left running and to pass on its exit status.
 
 Standard library only, and nothing imported from the project: it runs isolated (-I -S).
 """
@@ -24,19 +26,26 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PARENT_GONE = signal.SIGUSR1
 TERM_GRACE = 2.0
 
 
-def _die_with_parent(sig: int) -> None:
+def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def _die_with_parent(sig: int) -> None:
+    _prctl(PR_SET_PDEATHSIG, int(sig))
 
 
 def _stop_group(*_: object) -> None:
     """The parent died: SIGTERM the group, a moment's grace, then SIGKILL (self included)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    escaped = [pid for pid in _ours() if pid not in _others_in_group()]
+    _signal(escaped, signal.SIGTERM)
     os.killpg(0, signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE
     while time.monotonic() < deadline:
@@ -46,6 +55,7 @@ def _stop_group(*_: object) -> None:
             break
         if pid == 0:
             time.sleep(0.02)
+    _signal(escaped + [pid for pid in _ours() if pid not in escaped], signal.SIGKILL)
     os.killpg(0, signal.SIGKILL)
 
 
@@ -56,6 +66,8 @@ def main(argv: list[str]) -> int:
     parent, command, args = int(argv[0]), argv[1], argv[2:]
     signal.signal(PARENT_GONE, _stop_group)
     _die_with_parent(PARENT_GONE)
+    with contextlib.suppress(OSError):  # Linux 3.4 and later
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
     if os.getppid() != parent:  # the parent died before the request took effect
         return 1
     executable = shutil.which(command)
@@ -94,36 +106,70 @@ def main(argv: list[str]) -> int:
     return os.WEXITSTATUS(status)
 
 
-def _others_in_group() -> list[int]:
-    """The processes of this process group besides the launcher: what the server started."""
-    group, me, others = os.getpgid(0), os.getpid(), []
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """Every process: its state, parent and process group (from /proc)."""
+    found = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+        if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[2]) == group:
-            others.append(int(entry))
-    return others
+        found[int(entry)] = (fields[0], int(fields[1]), int(fields[2]))
+    return found
+
+
+def _others_in_group() -> list[int]:
+    """The processes of this process group besides the launcher: what the server started."""
+    group, me = os.getpgid(0), os.getpid()
+    return [
+        pid for pid, (state, _, pgrp) in _processes().items() if pid != me and state != "Z" and pgrp == group
+    ]
+
+
+def _ours() -> list[int]:
+    """What the server started, wherever it went: this process group, and every process below
+    the launcher (one in a session of its own is still below it, the launcher being a subreaper)."""
+    processes, me = _processes(), os.getpid()
+    group = os.getpgid(0)
+    below = {me}
+    while more := {pid for pid, (_, parent, _) in processes.items() if parent in below and pid not in below}:
+        below |= more
+    return [
+        pid
+        for pid, (state, _, pgrp) in processes.items()
+        if pid != me and state != "Z" and (pgrp == group or pid in below)
+    ]
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def _end_the_rest() -> None:
     """The server is gone: what it started goes too (a helper, a watcher, a browser), however
     it exited, so no orphan outlives the connection. SIGTERM, a moment's grace, SIGKILL."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        others = _others_in_group()
-        for pid in others:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
+        others = _ours()
+        _signal(others, sig)
         deadline = time.monotonic() + TERM_GRACE
         while others and time.monotonic() < deadline:
             time.sleep(0.02)
-            others = _others_in_group()
+            _reap()
+            others = _ours()
         if not others:
             return
+
+
+def _reap() -> None:
+    """Collect adopted children that exited (a subreaper's zombies are its own to wait for)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
 
 
 if __name__ == "__main__":

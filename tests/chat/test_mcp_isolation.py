@@ -240,6 +240,28 @@ def test_servers_die_with_a_process_killed_without_warning(tmp_path):
             os.killpg(owner.pid, signal.SIGKILL)
 
 
+ESCAPING_SERVER = f"""
+import os, subprocess, sys
+subprocess.Popen([{SLEEP!r}, "601"], start_new_session=True)  # its own session and group
+os.execv(sys.executable, [sys.executable, {FAULTY!r}])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_what_a_server_started_in_a_session_of_its_own_dies_with_it_too(tmp_path):
+    """A helper a server detached (setsid, Node's detached spawn) left the process group the
+    launcher stops: it outlived every shutdown, one more for each server start."""
+    server = tmp_path / "escaping.py"
+    server.write_text(ESCAPING_SERVER)
+    configs = f"[MCPServerConfig(name='escaping', command={sys.executable!r}, args=({str(server)!r},))]"
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _kill_owner_and_check(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_server_everything_dies_with_a_process_killed_without_warning(tmp_path, everything):
     node = shutil.which("node")
