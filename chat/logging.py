@@ -75,6 +75,11 @@ class RedactSecretsFilter(logging.Filter):
             # A refusal (403 for a page someone may not see, 404) is the app working, not a
             # fault: its line stays, the traceback of how it was raised goes.
             record.exc_info, record.exc_text = None, None
+        if record.name.startswith("django.security.") and record.levelno >= logging.ERROR:
+            # A request refused for a bad Host header (any scanner sends them) or a suspicious
+            # operation got its 400: one warning line, not an error with a 27-line traceback.
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:

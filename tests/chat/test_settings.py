@@ -185,3 +185,16 @@ def test_a_refused_page_logs_one_line_not_a_traceback(alice, client_for):
     failed.status_code = 500
     RedactSecretsFilter().filter(failed)
     assert "Traceback" in logging.Formatter().format(failed)
+
+
+def test_a_bad_host_header_logs_one_warning_not_an_error_with_a_traceback(alice, client_for, caplog):
+    """Any scanner's request with another Host header logged an ERROR and a 27-line traceback."""
+    import logging
+
+    from chat.logging import RedactSecretsFilter
+
+    with caplog.at_level(logging.WARNING, logger="django.security"):
+        assert client_for(alice).get("/accounts/login/", HTTP_HOST="evil.example").status_code == 400
+    (record,) = [r for r in caplog.records if r.name.startswith("django.security.")]
+    RedactSecretsFilter().filter(record)
+    assert record.levelname == "WARNING" and "Traceback" not in logging.Formatter().format(record)
