@@ -83,6 +83,11 @@ _ASKS = re.compile(
 _LEADING_JOINER = re.compile(r"^(?:also|and|plus|then|so)\b[\s,]*(?=\w)", re.IGNORECASE)
 
 
+def shorten(text: str, limit: int = 160) -> str:
+    """`text` cut to `limit` characters, marked as cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def counted(count: int, noun: str) -> str:
     """ "1 part", "3 parts": a count with its noun in the right number (regular plurals only)."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

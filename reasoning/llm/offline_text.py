@@ -35,6 +35,7 @@ from reasoning.text import (
     markdown_inline,
     paragraphs,
     search_hits,
+    shorten,
     stem,
 )
 from reasoning.tools.approval import declined_tool
@@ -499,7 +500,3 @@ def answer_without_tools(question: str) -> str:
 def _code(expression: str) -> str:
     """An expression as inline code, so its * and _ never read as Markdown."""
     return f"`{' '.join(str(expression).split()).replace('`', '')}`"
-
-
-def shorten(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -19,6 +19,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from reasoning.text import shorten
 from reasoning.tools.approval import POLICIES, default_approval
 from reasoning.tools.mcp_config import (
     SEPARATOR,
@@ -327,7 +328,7 @@ class MCPToolProvider(ToolProvider):
                     "name": tool.name,
                     "approval": self._approval(tool),
                     "cache": self._policy(tool),
-                    "description": " ".join((tool.description or "").split())[:160],
+                    "description": shorten(" ".join((tool.description or "").split())),
                 }
                 for tool in tools
             ]

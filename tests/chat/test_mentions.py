@@ -395,6 +395,9 @@ def test_the_admin_lists_a_servers_tools_and_refuses_a_policy_for_a_tool_it_lack
     client = client_for(auditor)
     page = client.get(reverse("admin:chat_mcpserver_change", args=[builtin.pk])).content.decode()
     assert "<code>calculator</code>" in page and "<code>clock</code>" in page
+    # A long description is shown cut, and marked so (it ended mid-sentence: "Arithmetic such as").
+    listed = {tool["name"]: tool["description"] for tool in MCPServer.objects.get(pk=builtin.pk).tools}
+    assert listed["calculator"].endswith("…") and len(listed["calculator"]) == 161, listed["calculator"]
     form = {"enabled": "on", "call_timeout": "30", "tool_policies": "{}", "default_approval": ""}
     refused = client.post(
         reverse("admin:chat_mcpserver_change", args=[builtin.pk]),
