@@ -38,6 +38,8 @@ CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
 SECRET_INPUTS = ["env_secret", "headers_secret", "clear_secrets"]
 # What the workers last found, shown on every server's page.
 STATUS_FIELDS = ["last_status", "last_error", "last_checked", "paused_until", "tool_count", "listed_tools"]
+# The longest a tool call may be given, in seconds.
+MAX_CALL_TIMEOUT = 3600
 
 
 def _parse_pairs(text: str, label: str) -> dict[str, str]:
@@ -109,6 +111,14 @@ class MCPServerForm(forms.ModelForm):
                 f"{', '.join(unknown)}: no such tool on this server (it lists {', '.join(listed)})."
             )
         return policies
+
+    def clean_call_timeout(self) -> float:
+        """At most an hour: a timeout of 1e308 seconds was "never", which the per-server
+        isolation (a hung server costs a call its timeout, then a pause) relies on not being."""
+        timeout = self.cleaned_data.get("call_timeout")
+        if timeout is not None and not 0 < timeout <= MAX_CALL_TIMEOUT:
+            raise forms.ValidationError(f"Give a number of seconds above 0 and at most {MAX_CALL_TIMEOUT}.")
+        return timeout
 
     def clean_args(self) -> list[str]:
         args = self.cleaned_data.get("args") or []

@@ -611,3 +611,14 @@ def test_another_servers_calculator_never_stands_in_for_nexuss_own(alice_session
     run = ask(alice_session, "What is 17*23?")
     assert run.status == "succeeded" and "391" in run.answers.get().content
     assert list(run.tool_executions.values_list("server", flat=True)) == ["nexus"]
+
+
+@pytest.mark.parametrize("timeout", ["1e308", "99999999", "0", "-5"])
+def test_a_call_timeout_is_a_real_bound(auditor, client_for, python_allowed, timeout):
+    """1e308 seconds was accepted: a hung server's calls then never timed out."""
+    form = server_form(
+        name="slow", command=PYTHON, args=json.dumps([str(SERVERS / "faulty.py")]), call_timeout=timeout
+    )
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    assert "Give a number of seconds above 0 and at most 3600" in response.content.decode()
+    assert not MCPServer.objects.filter(name="slow").exists()
