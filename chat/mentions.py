@@ -24,7 +24,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
 from chat.documents import documents_visible_to
-from chat.models import Document, MCPServer
+from chat.models import Document
 from chat.tools import POOL, providers_for
 from reasoning.text import MENTION, mention_quote, mention_title
 from reasoning.tools.mcp import SEPARATOR, MCPToolProvider, MCPUnavailable
