@@ -282,7 +282,7 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
         raise ValidationError(f"/{typed} failed: tool server {gone} is unavailable")
     if prompt is None:
         names = ", ".join(f"/{command}" for command, _ in named) or "none"
-        raise ValidationError(f"Unknown command /{name}. Available commands: {names}.")
+        raise ValidationError(f"Unknown command /{typed}. Available commands: {names}.")
     arguments = _arguments(prompt["arguments"], rest, command=typed)
     try:
         messages = async_to_sync(_provider(user, prompt["server"]).get_prompt)(name, arguments)

@@ -106,6 +106,9 @@ def test_an_unknown_command_is_refused_with_the_list(alice, alice_session, clien
     response = post(client_for(alice), alice_session, "/frobnicate now")
     html = response.content.decode()
     assert "Unknown command /frobnicate" in html and "/summarize" in html and "/compare" in html
+    # Named as typed: "/nexus__nothing" was refused as "Unknown command /nothing".
+    html = post(client_for(alice), alice_session, "/nexus__nothing").content.decode()
+    assert "Unknown command /nexus__nothing." in html
     assert not Message.objects.exists() and not dispatched
 
 
