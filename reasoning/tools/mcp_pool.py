@@ -38,6 +38,22 @@ STDERR_TAIL = 2000
 STOP_GRACE = 1.0
 SHUTDOWN_BUDGET = 8.0
 LISTING_KINDS = ("tools", "resources", "prompts")
+# A listing is read page by page (the protocol lets any server page it) up to this many pages.
+MAX_LISTING_PAGES = 50
+
+
+async def every_page(client: Any, kind: str, meta: dict[str, Any] | None = None) -> list[Any]:
+    """All of a server's tools, resources or prompts, following its cursors: read the first
+    page alone, a server listing 25 tools in pages of 10 offered 10."""
+    items: list[Any] = []
+    cursor = None
+    for _ in range(MAX_LISTING_PAGES):
+        result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
+        items += getattr(result, kind)
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return items
 
 
 def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
@@ -358,8 +374,7 @@ class MCPConnection:
                         sampling_callback=self._sample,
                         **self.client_options,
                     ) as client:
-                        listing = await client.list_tools()
-                        tools = redacted(list(listing.tools), self.config.redact)
+                        tools = redacted(await every_page(client, "tools"), self.config.redact)
                         self.listings["tools"] = (time.monotonic(), tools)
                         session.client = client
                         ready.set_result(client)
@@ -532,9 +547,7 @@ class MCPConnection:
         if kind == "tools" and self.listings.get("tools", (0.0, []))[0] >= started:
             return self.tools  # connecting just listed them
         try:
-            result = await asyncio.wait_for(
-                getattr(client, f"list_{kind}")(meta=meta or None), self.config.list_timeout
-            )
+            listed = await asyncio.wait_for(every_page(client, kind, meta), self.config.list_timeout)
         except TimeoutError:
             error = (
                 f"MCP server {self.config.name!r} did not list its {kind} "
@@ -551,7 +564,7 @@ class MCPConnection:
                 self.listings[kind] = (time.monotonic(), [])
                 return []
             raise MCPUnavailable(self.config.redact(str(exc)), server=self.config.name) from None
-        items = redacted(list(getattr(result, kind)), self.config.redact)
+        items = redacted(listed, self.config.redact)
         self.listings[kind] = (time.monotonic(), items)
         # Not a success for the breaker: a server that lists its tools while every call to
         # them hangs must still be paused.

@@ -328,3 +328,22 @@ def test_uploaded_documents_reach_the_uploader_only(alice, bob, client_for):
     assert "day one" not in "".join(
         ToolExecution.objects.filter(run=bob_run).values_list("result", flat=True)
     )
+
+
+PAGED = str(Path(__file__).parent / "servers" / "paged.py")
+
+
+async def test_a_listing_in_pages_is_read_whole(pool):
+    """The protocol lets a server page its listings: read the first page alone, a server of 25
+    tools offered 10 to the model, and 10 of its resources and prompts to the composer."""
+    config = MCPServerConfig(name="paged", command=sys.executable, args=(PAGED,))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    names = sorted(spec.tool for spec in registry.specs())
+    assert names == [f"tool{n:02d}" for n in range(25)]
+    outcome = await registry.execute("paged__tool24", {})
+    assert outcome.success and "tool24 ran" in outcome.content
+    connection = pool.connection(config)
+    resources = await asyncio.wrap_future(pool.submit(connection.listing("resources")))
+    prompts = await asyncio.wrap_future(pool.submit(connection.listing("prompts")))
+    assert len(resources) == 25 and len(prompts) == 25
