@@ -18,6 +18,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import contextvars
+import logging
 import os
 import signal
 import sys
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 STDERR_TAIL = 2000
 # After asking a session to stop, how long before it is cancelled, and how long its
@@ -42,18 +44,64 @@ LISTING_KINDS = ("tools", "resources", "prompts")
 MAX_LISTING_PAGES = 50
 
 
-async def every_page(client: Any, kind: str, meta: dict[str, Any] | None = None) -> list[Any]:
+async def every_page(
+    client: Any, kind: str, meta: dict[str, Any] | None = None, server: str = ""
+) -> list[Any]:
     """All of a server's tools, resources or prompts, following its cursors: read the first
     page alone, a server listing 25 tools in pages of 10 offered 10."""
+    from pydantic import ValidationError
+
     items: list[Any] = []
     cursor = None
     for _ in range(MAX_LISTING_PAGES):
-        result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
-        items += getattr(result, kind)
-        cursor = result.next_cursor
+        try:
+            result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
+            page, cursor = getattr(result, kind), result.next_cursor
+        except ValidationError:
+            if kind != "tools" or not hasattr(getattr(client, "session", None), "_dispatcher"):
+                raise
+            page, cursor = await _valid_tools(client, cursor, meta, server)
+        items += page
         if not cursor:
             break
     return items
+
+
+async def _valid_tools(
+    client: Any, cursor: str | None, meta: dict[str, Any] | None, server: str
+) -> tuple[list[Any], Any]:
+    """A page of tools read one tool at a time: one tool the protocol does not allow (an input
+    schema that is not an object) made the SDK refuse the whole listing, and the server offered
+    nothing. The others are offered; the refused ones are logged by name. The SDK validates
+    every listing whole, so the page is asked for through its raw request (its dispatcher's)."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    params: dict[str, Any] = {}
+    if cursor:
+        params["cursor"] = cursor
+    if meta:
+        params["_meta"] = meta
+    raw = await client.session._dispatcher.send_raw_request("tools/list", params or None, {})
+    tools, refused = [], []
+    for item in raw.get("tools") or []:
+        try:
+            tool = types.Tool.model_validate(item)
+        except ValidationError:
+            tool = None
+        if tool is not None and (tool.input_schema or {}).get("type") == "object":  # as models require
+            tools.append(tool)
+        else:
+            refused.append(str(item.get("name") if isinstance(item, dict) else item)[:100])
+    # The session keeps each listed tool's output schema, and lists the tools again (the whole,
+    # refused listing) before calling one it has none for: it is given the tools kept.
+    if absorb := getattr(client.session, "_absorb_tool_listing", None):
+        absorb(types.ListToolsResult(tools=tools), complete=False)
+    if refused:
+        logger.warning(
+            "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
+        )
+    return tools, raw.get("nextCursor")
 
 
 def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
@@ -374,7 +422,9 @@ class MCPConnection:
                         sampling_callback=self._sample,
                         **self.client_options,
                     ) as client:
-                        tools = redacted(await every_page(client, "tools"), self.config.redact)
+                        tools = redacted(
+                            await every_page(client, "tools", server=self.config.name), self.config.redact
+                        )
                         self.listings["tools"] = (time.monotonic(), tools)
                         session.client = client
                         ready.set_result(client)
@@ -547,7 +597,9 @@ class MCPConnection:
         if kind == "tools" and self.listings.get("tools", (0.0, []))[0] >= started:
             return self.tools  # connecting just listed them
         try:
-            listed = await asyncio.wait_for(every_page(client, kind, meta), self.config.list_timeout)
+            listed = await asyncio.wait_for(
+                every_page(client, kind, meta, self.config.name), self.config.list_timeout
+            )
         except TimeoutError:
             error = (
                 f"MCP server {self.config.name!r} did not list its {kind} "

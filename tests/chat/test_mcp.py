@@ -347,3 +347,19 @@ async def test_a_listing_in_pages_is_read_whole(pool):
     resources = await asyncio.wrap_future(pool.submit(connection.listing("resources")))
     prompts = await asyncio.wrap_future(pool.submit(connection.listing("prompts")))
     assert len(resources) == 25 and len(prompts) == 25
+
+
+RAW = str(Path(__file__).parent / "servers" / "raw.py")
+
+
+async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool, caplog):
+    """One tool whose input schema was not an object made the SDK refuse the whole listing:
+    the server (written without an SDK, as third-party ones are) offered none of its tools."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW,))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    assert sorted(spec.tool for spec in registry.specs()) == ["echo", "shout"]
+    assert all(spec.input_schema["type"] == "object" for spec in registry.specs())
+    outcome = await registry.execute("raw__shout", {})
+    assert outcome.success and "shout ran" in outcome.content
+    assert "tool server 'raw' lists tools the protocol does not allow, left out: broken" in caplog.text

@@ -1,0 +1,43 @@
+"""A tool server written without any MCP SDK, line-delimited JSON-RPC over stdio, as third-party
+servers are: one of its tools has an input schema the protocol does not allow (not an object)."""
+
+import json
+import sys
+
+TOOLS = [
+    {"name": "echo", "description": "Echo the text.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "broken", "description": "Takes a list.", "inputSchema": {"type": "array"}},
+    {"name": "shout", "description": "Shout the text.", "inputSchema": {"type": "object"}},
+]
+
+
+def answer(request: dict) -> dict | None:
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+    if method == "tools/list":
+        return {"tools": TOOLS}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": f"{params.get('name')} ran"}]}
+    if method == "ping":
+        return {}
+    return None
+
+
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    request = json.loads(line)
+    if "id" not in request:
+        continue  # a notification
+    result = answer(request)
+    if result is None:
+        reply = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "not found"}}
+    else:
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
