@@ -315,12 +315,20 @@ class MCPToolProvider(ToolProvider):
         self.on_status = on_status
         self.hidden: list[str] = []
 
+    def _listed_late(self) -> None:
+        task = asyncio.ensure_future(self.list_tools())  # on the pool's loop: records the status
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
     async def list_tools(self) -> list[ToolSpec]:
         try:
             tools = await self.pool.tools(self.config, self.meta)
         except MCPUnavailable as exc:
             if self.on_status:
                 await self.on_status(self.name, str(exc), [], exc.paused_for)
+                # It goes on connecting in the background: once it lists its tools, the status
+                # says so (the admin showed "no tools listing after 3s" for servers connected
+                # since, until a later run in that very process listed them).
+                self.pool.connection(self.config).when_listed("tools", self._listed_late)
             raise
         if self.on_status:
             listed = [

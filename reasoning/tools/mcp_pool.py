@@ -342,6 +342,13 @@ class MCPConnection:
         """Whether a connection attempt is under way (an earlier request started it)."""
         return self._connecting is not None and not self._connecting.done()
 
+    def when_listed(self, kind: str, callback: Callable[[], Any]) -> None:
+        """Call `callback` (on the pool's loop) once the `kind` listing under way succeeds:
+        a request that stopped waiting for it leaves it running in the background."""
+        refresh = self._refreshing.get(kind)
+        if refresh is not None and not refresh.done():
+            refresh.add_done_callback(lambda task: task.cancelled() or task.exception() or callback())
+
     def known(self, kind: str) -> list[Any] | None:
         """The last listing of `kind` this connection got, however old; None if never."""
         entry = self.listings.get(kind)

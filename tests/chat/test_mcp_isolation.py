@@ -422,6 +422,28 @@ async def test_a_listing_while_paused_reports_the_server_paused_not_connected(po
     assert error and "is paused" in error and paused_for and paused_for > 500, reported[-1]
 
 
+async def test_a_server_that_lists_after_the_wait_is_then_reported_connected(pool):
+    """A run waits a server's start only briefly: a server slow to start was recorded as "no
+    tools listing after 0.5s" and stayed so in the admin once connected, until a later run in
+    that very process listed it."""
+    reported = []
+
+    async def on_status(name, error, tools, paused_for):
+        reported.append((error, len(tools)))
+
+    slow = f"import runpy, time; time.sleep(2); runpy.run_path({FAULTY!r}, run_name='__main__')"
+    config = MCPServerConfig(name="slow", command=sys.executable, args=("-c", slow), start_wait=0.5)
+    provider = MCPToolProvider(pool, config, on_status=on_status)
+    with pytest.raises(MCPUnavailable):
+        await provider.list_tools()
+    assert reported[-1][0] and "no tools listing" in reported[-1][0]
+    for _ in range(300):
+        if reported[-1][0] is None:
+            break
+        await asyncio.sleep(0.1)
+    assert reported[-1][0] is None and reported[-1][1] > 0, reported
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_disabled_or_changed_server_stops_its_process(settings):
     """Disabled servers' processes (and ones with an old secret) ran on in every worker and web
