@@ -748,9 +748,9 @@ _NOW = re.compile(
     # Not the time something happens ("what time does the sun set today").
     r"what (?:time|date|day|year|month|week(?: number)?)\b"
     r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
-    r"[^?.!]{0,30}\b(?:is it|today|now)\b|"
+    r"[^?.!]{0,30}\b(?:is it|it is|it's|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
-    r"(?:current|today'?s|local) (?:time|date|day|weekday|week number)\b|"
+    r"(?:current|today'?s|local) (?:(?:utc|gmt) )?(?:time|date|day|weekday|week number)\b|"
     rf"\b(?:time|date) {_IN_A_PLACE})",
     re.IGNORECASE,
 )

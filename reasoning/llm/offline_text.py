@@ -50,14 +50,14 @@ MAX_PARTS = 5
 MAX_QUERY_CHARS = 4000
 
 _WH = (
-    r"what|when|where|who|whom|whose|why|how|which|is|are|was|were|do|does|did|can|could|"
+    r"what|whats|when|where|who|whom|whose|why|how|which|is|are|was|were|do|does|did|can|could|"
     r"should|would|will|tell|give|list|calculate|compute|find|show|explain|summari[sz]e|"
     r"describe|name|convert"
 )
 _SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE)
 # "What is 1+1, what is 2+2 and …": a comma before another question word starts a part, once
 # the text before it asks something ("If it rains, what should I do?" is one question).
-_SPLIT_COMMA = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\b)", re.IGNORECASE)
+_SPLIT_COMMA = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s|s)?\b)", re.IGNORECASE)
 _ASKING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
 # A request in the imperative asks as much as a question does ("Walk me through…", "Outline…").
 _REQUEST = (
@@ -93,26 +93,24 @@ _HEADING = re.compile(r"^\s*\*\*[^\n]*\*\*\s*$", re.MULTILINE)
 _QUOTED_DOCUMENT = re.compile(r"^From \*\*.+\*\*:$", re.MULTILINE)
 # Small talk: a greeting, thanks or goodbye, alone (beside a question it is not a part).
 _THANKS = re.compile(
-    r"^\W*(?:thanks|thank you|thx|ty|cheers|much appreciated)(?:\s+(?:so|very)\s+much|\s+a lot|"
+    r"^\W*(?:thanks|thank you|thx|ty|cheers|much appreciated)(?:\s+(?:so|very)\s+much|\s+a (?:lot|ton|bunch)|"
     r"\s+again|\s+nexus)*(?:[\s,.!-]+(?:that|this|it) (?:helped|helps|was helpful)(?: a lot)?)?[\s!.,]*$",
     re.IGNORECASE,
 )
 _GOODBYE = re.compile(
-    r"^\W*(?:bye|goodbye|good night|see you|see ya|cya|later)(?:\s+(?:later|soon|now|for now|nexus))*"
-    r"[\s!.,]*$",
+    r"^\W*(?:bye(?:[\s-]bye)?|goodbye|good night|see you|see ya|cya|later)"
+    r"(?:\s+(?:later|soon|now|for now|nexus))*[\s!.,]*$",
     re.IGNORECASE,
 )
 _HOW_ARE_YOU = r"how are you(?: doing)?(?: today)?|how(?:'s| is) it going|what'?s up"
 _HELLO = re.compile(
-    r"^\W*(?:(?:hi|hello|hey|hiya|howdy|good (?:morning|afternoon|evening|day))(?:\s+(?:there|nexus|all|"
+    r"^\W*(?:(?:hi+|hel+o+|he+y+|hiya|howdy|good (?:morning|afternoon|evening|day))(?:\s+(?:there|nexus|all|"
     rf"everyone|again))*(?:[\s,!.]+(?:{_HOW_ARE_YOU}))?|{_HOW_ARE_YOU})[\s!?.,]*$",
     re.IGNORECASE,
 )
 # "ok", "got it", "lol": an acknowledgement, which asks for nothing.
-_OK = re.compile(
-    r"^\W*(?:ok(?:ay)?|k|cool|great|nice|perfect|awesome|got it|sounds good|lol|haha+|alright)[\s!.,]*$",
-    re.IGNORECASE,
-)
+_OK_WORD = r"(?:ok(?:ay)?|k|cool|great|nice|perfect|awesome|got it|sounds good|lol|haha+|alright)"
+_OK = re.compile(rf"^\W*{_OK_WORD}(?:[\s!.,]+{_OK_WORD}){{0,2}}[\s!.,]*$", re.IGNORECASE)
 _GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}|{_OK.pattern}", re.IGNORECASE)
 # What the assistant can do: asked outright, not "help me plan the architecture".
 _CAPABILITIES = re.compile(

@@ -44,7 +44,7 @@ _SEQUENCE = re.compile(
 )
 # "What is 1+1, what is 2+2 …": after a comma, another question word starts another ask once
 # the text before it asked something ("If it rains, what should I do?" is one ask).
-_COMMA_QUESTION = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s)?\s)", re.IGNORECASE)
+_COMMA_QUESTION = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s|s)?\s)", re.IGNORECASE)
 _ASKS_SOMETHING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
 _SENTENCES = re.compile(rf"(?:(?<=[?!;])|(?<=\.){NOT_A_SENTENCE_END})\s+(?=\S)|\n+")
 # What comes before the question proper: a greeting, thanks, an apology, a filler.
