@@ -108,6 +108,13 @@ def resources(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, An
     return _listing(user, "resources", budget)
 
 
+def resource_mention(resource: dict[str, Any], known: list[dict[str, Any]]) -> str:
+    """How to mention a resource: by name, unless another server offers one of that name, then
+    by its address."""
+    shared = any(r["name"] == resource["name"] and r["server"] != resource["server"] for r in known)
+    return f"@{mention_quote(resource['uri'])}" if shared else f"@{resource['name']}"
+
+
 def prompts(user: Any, budget: float = COMPLETION_BUDGET, *, patient: bool = False) -> list[dict[str, Any]]:
     return _listing(user, "prompts", budget, patient=patient)
 
@@ -197,7 +204,15 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
     known = resources(user)
     if not any(name in (r["name"], r["uri"]) for r in known):
         known = resources(user, EXPANSION_BUDGET)  # a server still starting may offer it
-    for resource in known:
+    by_uri = [r for r in known if r["uri"] == name]
+    named = by_uri or [r for r in known if r["name"] == name]
+    if len({r["server"] for r in named}) > 1:  # one of them, picked silently, was not always the one meant
+        choices = " or ".join(f"@{mention_quote(r['uri'])} (on {r['server']})" for r in named)
+        raise ValidationError(
+            f'Several tool servers offer a resource called "{name}"; say which one you mean: {choices}. '
+            "Picking it from the @ list writes the reference for you."
+        )
+    for resource in named:
         if name in (resource["name"], resource["uri"]):
             try:
                 read = _provider(user, resource["server"]).read_resource

@@ -478,11 +478,12 @@ def completions(request: HttpRequest) -> HttpResponse:
                     else f"shared by {document.owner.get_username()}",
                 }
             )
-        for resource in mentions.resources(request.user):
+        known = mentions.resources(request.user)
+        for resource in known:
             if word in resource["name"].lower():
                 items.append(
                     {
-                        "insert": f"@{resource['name']} ",
+                        "insert": f"{mentions.resource_mention(resource, known)} ",
                         "label": resource["name"],
                         "detail": f"resource on {resource['server']}",
                     }

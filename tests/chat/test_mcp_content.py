@@ -243,3 +243,34 @@ async def test_tool_names_a_model_would_refuse_are_offered_under_names_it_accept
     assert model_tool_name("s", "a.b") != model_tool_name("s", "a_b") == "s__a_b"
     long = [model_tool_name("server", "x" * 70 + end) for end in ("1", "2")]
     assert len(set(long)) == 2 and all(len(n) <= 64 for n in long)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_resource_two_servers_offer_by_one_name_is_asked_about(alice, alice_session, client_for, settings):
+    """Two servers' "note01.md" showed as two identical @ entries, and a mention of it silently
+    took the first server's."""
+    from django.core.cache import cache
+    from django.urls import reverse
+
+    from chat import mentions
+    from chat.models import MCPServer, ReasoningRun
+
+    paged = str(Path(__file__).parent / "servers" / "paged.py")
+    cache.clear()
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {paged}": (sys.executable, paged)}
+    for name in ("one", "two"):
+        MCPServer.objects.create(name=name, command=sys.executable, args=[paged, name])
+    assert {"one", "two"} <= {r["server"] for r in mentions.resources(alice, budget=60)}
+    client = client_for(alice)
+    items = client.get("/complete/", {"q": "@note01"}).json()["items"]
+    assert sorted(item["insert"] for item in items) == ['@"paged://one/01" ', '@"paged://two/01" ']
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("chat.views.dispatch_run", lambda run_id: None)
+        html = client.post(url, {"content": "Summarise @note01.md"}, HTTP_HX_REQUEST="true").content.decode()
+        assert "Several tool servers offer a resource called &quot;note01.md&quot;" in html, html[-1500:]
+        assert not ReasoningRun.objects.exists()
+        client.post(url, {"content": 'Summarise @"paged://two/01"'}, HTTP_HX_REQUEST="true")
+    run = ReasoningRun.objects.get()
+    assert "Note paged://two/01 from two." in "\n".join(item["content"] for item in run.attachments)
+    cache.clear()

@@ -1,6 +1,8 @@
 """An MCP server that lists its tools, resources and prompts in pages of 10, as the protocol
 allows any server to: a client that reads the first page only misses the rest."""
 
+import sys
+
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -13,7 +15,11 @@ TOOLS = [
     )
     for n in range(25)
 ]
-RESOURCES = [types.Resource(uri=f"paged://notes/{n:02d}", name=f"note{n:02d}.md") for n in range(25)]
+HOST = sys.argv[1] if len(sys.argv) > 1 else "notes"  # servers started with another name differ
+RESOURCES = [
+    types.Resource(uri=f"paged://{HOST}/{n:02d}", name=f"note{n:02d}.md", mime_type="text/markdown")
+    for n in range(25)
+]
 PROMPTS = [types.Prompt(name=f"prompt{n:02d}", description=f"Prompt {n}.") for n in range(25)]
 
 
@@ -38,6 +44,11 @@ async def list_prompts(ctx, params):
     return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
 
+async def read_resource(ctx, params):
+    text = f"Note {params.uri} from {HOST}."
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=text)])
+
+
 async def call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(text=f"{params.name} ran")])
 
@@ -47,6 +58,7 @@ server = Server(
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     on_list_resources=list_resources,
+    on_read_resource=read_resource,
     on_list_prompts=list_prompts,
 )
 
