@@ -26,6 +26,9 @@
         maintainAspectRatio: false,
         interaction: { mode: "index", intersect: false },
         scales: {
+          // A bar chart's few categories are each labelled (at 390 px one of three was skipped);
+          // a long series of days may skip some.
+          x: { ticks: { autoSkip: data.kind !== "bar", maxRotation: 90 } },
           y: { beginAtZero: true, position: "left", title: { display: true, text: data.series[0].label } },
           y1: {
             beginAtZero: true,
