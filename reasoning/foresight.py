@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from reasoning.llm.base import ToolCall
-from reasoning.text import sentences
+from reasoning.text import LIST_ITEM, sentences
 from reasoning.tools.builtin import ZONE_ABBREVIATIONS as CLOCK_ABBREVIATIONS
 from reasoning.tools.builtin import CalculatorError, calculate, offset_name
 
@@ -97,10 +97,8 @@ CITY_ZONES = {
     "korea": "Asia/Seoul",
     "thailand": "Asia/Bangkok",
     "vietnam": "Asia/Ho_Chi_Minh",
-    "indonesia": "Asia/Jakarta",
     "philippines": "Asia/Manila",
     "pakistan": "Asia/Karachi",
-    "brazil": "America/Sao_Paulo",
     "argentina": "America/Argentina/Buenos_Aires",
     "colombia": "America/Bogota",
     "peru": "America/Lima",
@@ -126,7 +124,7 @@ CITY_ZONES = {
     "guangzhou": "Asia/Shanghai", "bombay": "Asia/Kolkata", "bangalore": "Asia/Kolkata",
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
     "lahore": "Asia/Karachi", "tel aviv": "Asia/Jerusalem", "abu dhabi": "Asia/Dubai",
-    "hanoi": "Asia/Bangkok", "cape town": "Africa/Johannesburg",
+    "hanoi": "Asia/Bangkok", "cape town": "Africa/Johannesburg", "sf": "America/Los_Angeles",
     # Names the database gives a less likely place (its "Pacific/Samoa" is American Samoa, a
     # day behind Samoa; its San Juan is in Argentina).
     "samoa": "Pacific/Apia", "san juan": "America/Puerto_Rico", "puerto rico": "America/Puerto_Rico",
@@ -152,6 +150,8 @@ SEVERAL_ZONES = {
     "australia": "Sydney, Brisbane, Adelaide or Perth",
     "russia": "Moscow, Yekaterinburg, Novosibirsk or Vladivostok",
     "mexico": "Mexico City, Cancun or Tijuana",
+    "brazil": "São Paulo, Manaus or Rio Branco",
+    "indonesia": "Jakarta, Makassar or Jayapura",
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
@@ -432,7 +432,9 @@ def _grouped_digits_joined(text: str) -> str:
     """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
     one run reads the same question and its parts a dozen times (routing, foresight, the
     answer and its check), and the phrases cost about 60 µs a reading."""
-    text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text.lower().replace("\u2212", "-")))
+    # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
+    text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
+    text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = _SCALED.sub(_scaled, _SPELLED_DECIMAL.sub(r"\1.\2", _SPELLED.sub(_spelled, text)))
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
@@ -455,7 +457,7 @@ _UNREAD_QUANTITY = re.compile(
     # expression's value does not answer.
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"less|more|all|"
-    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals)\b",
+    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus)\b",
     re.I,
 )
 
@@ -704,18 +706,20 @@ def _unknown_place_in(text: str) -> str | None:
     if not asked:
         return None
     for named in _PLACE_ASKED.finditer(text, asked.end()):
-        words = (
-            re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)[0].strip(" .’'").split()
-        )
+        # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
+        # was left out.
+        pieces = re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)
+        for piece in pieces:
+            if place := _unknown(piece):
+                return place
+        words = pieces[0].strip(" .’'").split()
         while words and fold(words[-1]) in _NOT_A_PLACE:
             words.pop()
-        if words and fold(words[0]) == "the":  # "in the US", "in the Eastern time zone"
+        if words and fold(words[0]) == "the":
             words.pop(0)
         if not words or fold(words[0]) in _NOT_A_PLACE:
             continue
         place = " ".join(words)
-        if not zones_in(place):
-            return place
         # "Sydney, Nova Scotia", "London, Ontario": a qualifier it does not know says another
         # place of that name is meant, whose time it would get wrong.
         qualifier = _QUALIFIER.match(text, named.end())
@@ -725,7 +729,31 @@ def _unknown_place_in(text: str) -> str | None:
             if country and country in map(country_of, zones_in(place)):
                 continue
             return f"{place}, {qualifier[1]}"
+    if not zones_in(text) and (other := _ELSEWHERE.search(text)):
+        # "for Sarah", "for the client", "there": a place the clock cannot know, not UTC's time.
+        return other.group("place") or other.group(0)
     return None
+
+
+def _unknown(piece: str) -> str | None:
+    """`piece` (words after "in") as a place name, if no zone is known for it."""
+    words = piece.strip(" .’'").split()
+    while words and fold(words[-1]) in _NOT_A_PLACE:
+        words.pop()
+    if words and fold(words[0]) == "the":  # "in the US", "in the Eastern time zone"
+        words.pop(0)
+    if not words or fold(words[0]) in _NOT_A_PLACE:
+        return None
+    place = " ".join(words)
+    return None if zones_in(place) else place
+
+
+# Somewhere the clock cannot know: a person ("for Sarah", "for my manager") or a place named
+# earlier ("there").
+_ELSEWHERE = re.compile(
+    r"\bfor\s+(?P<place>(?:(?:my|our|the|your)\s+)?[^\W\d_][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)|\bthere\b",
+    re.IGNORECASE,
+)
 
 
 # "What time is it", "today's date", "what week number is it", "what year is it now": the

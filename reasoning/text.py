@@ -83,6 +83,27 @@ _ASKS = re.compile(
 _LEADING_JOINER = re.compile(r"^(?:also|and|plus|then|so)\b[\s,]*(?=\w)", re.IGNORECASE)
 
 
+# A list item's marker at the start of a line: "- ", "* ", "• ", "> ", "1) ", "2. ", "a) ", and
+# nested ones ("> - ").
+LIST_ITEM = re.compile(
+    r"^[ \t]*(?:(?:[-*•>]+|\(?(?:\d{1,2}|[a-z])[.)])[ \t]+)+", re.IGNORECASE | re.MULTILINE
+)
+
+
+def joined_lines(text: str) -> str:
+    """The text on one line, but for its list items and lines that start a question, each on a
+    line of its own (list items without their marker): "- 5 * 5" is the item 5 * 5, not -5 * 5,
+    and two items are two asks; a sentence wrapped over two lines stays one."""
+    joined = ""
+    for line in (text or "").splitlines():
+        item = LIST_ITEM.match(line)
+        line = " ".join(line[item.end() if item else 0 :].split())
+        if line:
+            apart = bool(item or _ASKS.match(line)) and bool(joined)
+            joined += ("\n" if apart else " " if joined else "") + line
+    return joined
+
+
 def shorten(text: str, limit: int = 160) -> str:
     """`text` cut to `limit` characters, marked as cut."""
     return text if len(text) <= limit else text[:limit] + "…"

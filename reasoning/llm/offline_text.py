@@ -31,6 +31,7 @@ from reasoning.text import (
     NOT_A_SENTENCE_END,
     WORD,
     distinct,
+    joined_lines,
     keywords,
     markdown_inline,
     paragraphs,
@@ -129,7 +130,7 @@ _FOLLOW_UP = re.compile(
 
 def question_parts(query: str) -> list[str]:
     """The separate questions in a message ("What is 2+2 and what time is it?" has two)."""
-    text = " ".join((query or "")[:MAX_QUERY_CHARS].split())
+    text = joined_lines((query or "")[:MAX_QUERY_CHARS])
     chunks = [
         c
         for c in re.split(rf"(?<=[?!])\s+|[;\n]+|(?<=\.){NOT_A_SENTENCE_END}\s+(?=[A-Z])", text)
@@ -469,6 +470,11 @@ def answer_without_tools(question: str) -> str:
             "Claude answers instead, with the same planning, tools and quality checks."
         )
     if kind == "time" and asks_now(first) and (place := unknown_place(first)):
+        if fold(place) == "there":  # a place named earlier, which each message is read without
+            return (
+                "I can't tell which place “there” is. Name a city (London, São Paulo), a time zone "
+                "(Europe/London) or an abbreviation (PST)."
+            )
         if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
             return (
                 f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from reasoning.foresight import split_calculations
-from reasoning.text import CONDITION, CONDITIONAL, MENTION, NOT_A_SENTENCE_END
+from reasoning.text import CONDITION, CONDITIONAL, MENTION, NOT_A_SENTENCE_END, joined_lines
 
 # --- vocabulary -------------------------------------------------------------------------------
 
@@ -283,7 +283,7 @@ def clean(question: str) -> str:
     text = QUOTED.sub(" the text ", text)
     text = re.sub(r"```.*?```", " the code ", text, flags=re.DOTALL)
     text = COMMAND.sub(lambda m: m.group(1).replace("-", " ").replace("_", " "), text)
-    return " ".join(text.split())
+    return joined_lines(text)
 
 
 def _comma_questions(piece: str) -> list[str]:
@@ -301,7 +301,13 @@ def aspects_listed(sentence: str) -> bool:
 
 
 def split_asks(text: str) -> list[str]:
-    """The separate requests in a question ("Compare A and B, then recommend one" has two)."""
+    """The separate requests in a question ("Compare A and B, then recommend one" has two).
+    Each list item, or line that starts a question, is read on its own: "- time in Denver" is
+    an ask, not a remark before the next line's."""
+    lines = joined_lines(text).split("\n")
+    if len(lines) > 1:
+        return [ask for line in lines for ask in split_asks(line)]
+    text = lines[0]
     asks: list[str] = []
     remarks: list[str] = []  # statements before the first ask ("I love pizza. What is 2+2?")
     for sentence in _SENTENCES.split(text):

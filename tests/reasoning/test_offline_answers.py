@@ -606,3 +606,52 @@ async def test_asks_written_without_apostrophes_are_each_answered():
     """ "Whats 7*6, whats the time in Cairo" was one part headed so: the time was never told."""
     _result, answer = await answer_to("Whats 7*6, whats the time in Cairo, and who wrote Hamlet?")
     assert "**42**" in answer and "Africa/Cairo" in answer and "Who wrote Hamlet" in answer, answer
+
+
+LISTS = [
+    # A list bullet was read as a minus sign (-100 for 25% of 400), and list items were merged
+    # into one calculation or left out.
+    ("- 25% of 400", ["**100**"]),
+    ("- 5 * 5", ["**25**"]),
+    ("> - 40 + 2", ["**42**"]),
+    ("- 100 - 30\n- 50 + 5", ["**70**", "**55**"]),
+    ("1) 12*12\n2) 15% of 60", ["**144**", "**9**"]),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), LISTS)
+async def test_each_list_item_is_an_ask_of_its_own(question, expected):
+    result, answer = await answer_to(question)
+    assert all(value in answer for value in expected) and "**-" not in answer, answer
+    assert result.quality is not None and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_a_list_item_the_model_cannot_answer_is_not_dropped_from_an_approved_answer():
+    """The CEO item was left out, and the rest approved at 0.90."""
+    _result, answer = await answer_to("- time in Denver\n- 12.5% of 640\n- who is the CEO of Apple")
+    assert "America/Denver" in answer and "**80**" in answer and "CEO of Apple" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        # Each got UTC's time.
+        ("what time is it for Sarah?", "“Sarah”"),
+        ("What time is it for my manager?", "can't answer that offline"),
+        ("the server is in us-east-1, what time is it there?", "“there”"),
+        # The unknown place beside a known one was left out.
+        ("what time is it in London and Nowhereville", "“Nowhereville”"),
+        ("What is the time in Berlin and at HQ?", "“HQ”"),
+        # One zone was given for a country that keeps several.
+        ("What time is it in Brazil?", "“Brazil” keeps several time zones"),
+        ("What time is it in Indonesia?", "“Indonesia” keeps several time zones"),
+    ],
+)
+async def test_a_place_the_clock_cannot_know_is_named_not_given_utc(question, named):
+    _result, answer = await answer_to(question)
+    assert named in answer and "from the clock" not in answer, answer
+
+
+async def test_a_comparison_answered_with_one_side_is_not_approved():
+    result, _answer = await answer_to("what's 3^4 vs 4^3")
+    assert result.quality is not None and result.quality < 0.7
