@@ -132,7 +132,8 @@ def _short(exc: BaseException) -> str:
         return "; ".join(dict.fromkeys(_short(inner) for inner in exc.exceptions))[:500]
     text = str(exc).strip()
     status = getattr(getattr(exc, "response", None), "status_code", None)
-    if status in (404, 405):
+    # The SDK reports an HTTP 404 or 405 as an MCP error saying only "Not Found".
+    if status in (404, 405) or text in ("Not Found", "Method Not Allowed"):
         text += (
             " (this address does not take streamable HTTP: Nexus connects over stdio or "
             "streamable HTTP, usually at /mcp, not to an SSE-only server's /sse)"

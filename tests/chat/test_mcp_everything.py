@@ -149,3 +149,37 @@ async def test_a_question_on_a_shared_connection_reaches_the_person_only_when_un
         assert question.success and "Name: Ada" in question.content and asked == ["run-1"]
     else:
         assert "decline" in question.content.lower() and asked == []
+
+
+def test_an_sse_only_server_is_named_as_such(everything):
+    """server-everything in its SSE mode, added at its /sse address: the status said only
+    "MCPError: Not Found", without the hint that streamable HTTP is what Nexus speaks."""
+    import asyncio
+
+    from reasoning.tools.mcp import MCPUnavailable
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        ["node", everything, "sse"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pool = MCPConnectionPool()
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        config = MCPServerConfig(name="sse", transport="http", url=f"http://127.0.0.1:{port}/sse")
+        with pytest.raises(MCPUnavailable) as refused:
+            asyncio.run(pool.tools(config))
+        assert "SSE-only" in str(refused.value), refused.value
+    finally:
+        pool.close_sync()
+        server.terminate()
+        server.wait(10)
