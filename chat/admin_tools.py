@@ -31,10 +31,13 @@ from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, env_refusal
-from reasoning.tools.approval import POLICIES
+from reasoning.tools.approval import POLICIES, SAMPLING
 
 # What decides which program runs or where secrets go: superusers only.
 CONNECTION_FIELDS = ["transport", "command", "args", "cwd", "url"]
+# What only superusers change: how a server is reached, and whether a person approves its calls
+# (staff setting "auto" skipped the approval of every destructive or open-world tool).
+SUPERUSER_FIELDS = [*CONNECTION_FIELDS, "default_approval", "approval_policies"]
 SECRET_INPUTS = ["env_secret", "headers_secret", "clear_secrets"]
 # What the workers last found, shown on every server's page.
 STATUS_FIELDS = ["last_status", "last_error", "last_checked", "paused_until", "tool_count", "listed_tools"]
@@ -91,7 +94,9 @@ class MCPServerForm(forms.ModelForm):
         policies = self.cleaned_data.get("approval_policies") or {}
         if not isinstance(policies, dict) or any(v not in POLICIES for v in policies.values()):
             raise forms.ValidationError('Use {"tool name": "auto", "ask" or "never"}.')
-        return self._known_tools(policies)
+        # "sampling" names the server's requests for a completion, not a tool.
+        self._known_tools({name: v for name, v in policies.items() if name != SAMPLING})
+        return policies
 
     def clean_tool_policies(self) -> dict[str, str]:
         policies = self.cleaned_data.get("tool_policies") or {}
@@ -226,7 +231,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
         if obj is not None and obj.builtin:
             fields.append("name")
         if not request.user.is_superuser:
-            fields += ["name", *CONNECTION_FIELDS]
+            fields += ["name", *SUPERUSER_FIELDS]
         return list(dict.fromkeys(fields))
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
@@ -260,9 +265,9 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: MCPServer, form: Any, change: bool) -> None:
         # The form already hides these from staff; this holds even for a hand-made POST.
-        touched = set(form.changed_data) & {*CONNECTION_FIELDS, *SECRET_INPUTS, "name"}
+        touched = set(form.changed_data) & {*SUPERUSER_FIELDS, *SECRET_INPUTS, "name"}
         if not request.user.is_superuser and (touched or self._launches_a_program(obj)):
-            raise PermissionDenied("Only superusers change how a tool server is reached.")
+            raise PermissionDenied("Only superusers change how a tool server is reached or its approvals.")
         super().save_model(request, obj, form, change)
 
     @staticmethod

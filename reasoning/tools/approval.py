@@ -14,6 +14,8 @@ from typing import Any, Literal, Protocol
 
 ApprovalPolicy = Literal["auto", "ask", "never"]
 POLICIES: tuple[str, ...] = ("auto", "ask", "never")
+# The approval policies' key for a server's requests for a completion (MCP sampling).
+SAMPLING = "sampling"
 
 
 def default_approval(annotations: Any) -> ApprovalPolicy:

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reasoning.text import shorten
-from reasoning.tools.approval import POLICIES, default_approval
+from reasoning.tools.approval import POLICIES, SAMPLING, default_approval
 from reasoning.tools.mcp_config import (
     SEPARATOR,
     MCPRequestError,
@@ -372,7 +372,7 @@ class MCPToolProvider(ToolProvider):
     def _sampling_approval(self) -> str:
         """A server's requests for a completion are asked about unless an admin set
         `sampling` (like a tool name) in its approval policies."""
-        chosen = dict(self.config.approval_policies).get("sampling") or "ask"
+        chosen = dict(self.config.approval_policies).get(SAMPLING) or "ask"
         return chosen if chosen in POLICIES else "ask"
 
     def _approval(self, tool: Any) -> str:

@@ -409,9 +409,13 @@ def test_the_admin_lists_a_servers_tools_and_refuses_a_policy_for_a_tool_it_lack
     assert (
         refused.status_code == 200 and "calculater: no such tool on this server" in refused.content.decode()
     )
+    # "sampling" (the server's requests for a completion), as the README says, is no tool.
     saved = client.post(
         reverse("admin:chat_mcpserver_change", args=[builtin.pk]),
-        {**form, "approval_policies": '{"calculator": "ask"}'},
+        {**form, "approval_policies": '{"calculator": "ask", "sampling": "never"}'},
     )
     assert saved.status_code == 302
-    assert MCPServer.objects.get(pk=builtin.pk).approval_policies == {"calculator": "ask"}
+    assert MCPServer.objects.get(pk=builtin.pk).approval_policies == {
+        "calculator": "ask",
+        "sampling": "never",
+    }

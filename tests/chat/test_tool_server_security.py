@@ -93,6 +93,26 @@ def test_staff_without_superuser_rights_cannot_turn_a_server_into_a_shell(
     assert not marker.exists()
 
 
+def test_staff_cannot_waive_a_persons_approval_of_tool_calls(server_staff, client_for):
+    """Staff set an HTTP server's approval to "auto": every destructive or open-world tool then
+    ran without anyone being asked. Whether a person approves is a superuser's decision."""
+    remote = MCPServer.objects.create(name="remote", transport="http", url="https://mcp.example.com/mcp")
+    client = client_for(server_staff)
+    form = {
+        "enabled": "on",
+        "call_timeout": "30",
+        "tool_policies": "{}",
+        "default_approval": "auto",
+        "approval_policies": '{"delete_everything": "never"}',
+    }
+    response = client.post(reverse("admin:chat_mcpserver_change", args=[remote.pk]), form)
+    assert response.status_code in (302, 403)
+    remote.refresh_from_db()
+    assert remote.default_approval == "" and remote.approval_policies == {}, "nothing changed"
+    page = client.get(reverse("admin:chat_mcpserver_change", args=[remote.pk])).content.decode()
+    assert 'name="default_approval"' not in page and 'name="approval_policies"' not in page
+
+
 def test_staff_neither_start_nor_delete_a_server_that_runs_a_program(
     make_user, auditor, client_for, python_allowed
 ):
