@@ -330,7 +330,8 @@ def _arguments(declared: list[Any], rest: str, *, command: str = "…") -> dict[
     required = [a["name"] for a in arguments if a["required"]]
     if not names:
         return {}
-    if "=" in rest:
+    # Pairs only when one names an argument: "E=mc^2" or a URL's query is a value.
+    if re.search(rf"(?:^|\s)(?:{'|'.join(map(re.escape, names))})=", rest):
         try:
             parts = shlex.split(rest)
         except ValueError:

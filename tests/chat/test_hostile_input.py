@@ -93,6 +93,19 @@ def test_an_unclosed_quote_in_command_arguments_is_explained(alice, alice_sessio
     assert not Message.objects.exists() and not dispatched
 
 
+def test_a_command_value_holding_an_equals_sign_is_a_value(alice, alice_session, client_for, dispatched):
+    """ "/summarize the equation E=mc^2" was refused: "Missing topic; write topic=…"."""
+    from chat.models import ReasoningRun
+
+    response = client_for(alice).post(
+        reverse("chat:message-create", args=[alice_session.pk]),
+        {"content": "/summarize the equation E=mc^2"},
+        **HTMX,
+    )
+    assert "Missing topic" not in response.content.decode()
+    assert "the equation E=mc^2" in ReasoningRun.objects.get().query
+
+
 HOSTILE_FRAMES = [
     '{"type": "sync", "cursor": {"99999999999999999999999999": 0}}',
     '{"type": "sync", "cursor": {"1": 1e999}}',
