@@ -110,9 +110,14 @@ def resources(user: Any, budget: float = COMPLETION_BUDGET) -> list[dict[str, An
 
 def resource_mention(resource: dict[str, Any], known: list[dict[str, Any]]) -> str:
     """How to mention a resource: by name, unless another server offers one of that name, then
-    by its address."""
-    shared = any(r["name"] == resource["name"] and r["server"] != resource["server"] for r in known)
-    return f"@{mention_quote(resource['uri'])}" if shared else f"@{resource['name']}"
+    by its address, and by server and address where another server offers that address too
+    (`@"everything__demo://doc"`, as a command is written with its server)."""
+    others = [r for r in known if r["server"] != resource["server"]]
+    if not any(r["name"] == resource["name"] for r in others):
+        return f"@{resource['name']}"
+    if not any(r["uri"] == resource["uri"] for r in others):
+        return f"@{mention_quote(resource['uri'])}"
+    return f"@{mention_quote(resource['server'] + SEPARATOR + resource['uri'])}"
 
 
 def prompts(user: Any, budget: float = COMPLETION_BUDGET, *, patient: bool = False) -> list[dict[str, Any]]:
@@ -202,18 +207,20 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
     if document_id is not None:
         return None
     known = resources(user)
-    if not any(name in (r["name"], r["uri"]) for r in known):
+    if not any(name in _mentioned_as(r) for r in known):
         known = resources(user, EXPANSION_BUDGET)  # a server still starting may offer it
+    server, _, address = name.partition(SEPARATOR)
+    on_server = [r for r in known if r["server"] == server and address in (r["name"], r["uri"])]
     by_uri = [r for r in known if r["uri"] == name]
-    named = by_uri or [r for r in known if r["name"] == name]
+    named = on_server or by_uri or [r for r in known if r["name"] == name]
     if len({r["server"] for r in named}) > 1:  # one of them, picked silently, was not always the one meant
-        choices = " or ".join(f"@{mention_quote(r['uri'])} (on {r['server']})" for r in named)
+        choices = " or ".join(f"{resource_mention(r, known)} (on {r['server']})" for r in named)
         raise ValidationError(
             f'Several tool servers offer a resource called "{name}"; say which one you mean: {choices}. '
             "Picking it from the @ list writes the reference for you."
         )
     for resource in named:
-        if name in (resource["name"], resource["uri"]):
+        if resource in on_server or name in (resource["name"], resource["uri"]):
             try:
                 read = _provider(user, resource["server"]).read_resource
                 content = async_to_sync(read)(resource["uri"])
@@ -224,6 +231,11 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
                 raise Unreadable(resource["server"]) from None
             return Attachment("resource", resource["name"], content, source=resource["uri"])
     return None
+
+
+def _mentioned_as(resource: dict[str, Any]) -> set[str]:
+    prefix = resource["server"] + SEPARATOR
+    return {resource["name"], resource["uri"], prefix + resource["name"], prefix + resource["uri"]}
 
 
 def _provider(user: Any, server: str) -> MCPToolProvider:

@@ -15,6 +15,7 @@ from reasoning.tools.mcp import (
     model_tool_name,
 )
 from reasoning.tools.registry import ToolRegistry
+from tests.conftest import wait_until
 
 FAULTY = str(Path(__file__).parent / "servers" / "faulty.py")
 
@@ -273,4 +274,27 @@ def test_a_resource_two_servers_offer_by_one_name_is_asked_about(alice, alice_se
         client.post(url, {"content": 'Summarise @"paged://two/01"'}, HTTP_HX_REQUEST="true")
     run = ReasoningRun.objects.get()
     assert "Note paged://two/01 from two." in "\n".join(item["content"] for item in run.attachments)
+    ReasoningRun.objects.update(status=ReasoningRun.Status.SUCCEEDED)
+
+    # Two servers at one address too (one program added twice): the server names it.
+    for name in ("one", "two"):
+        MCPServer.objects.filter(name=name).update(args=[paged, "same"])
+    cache.clear()
+    wait_until(
+        lambda: len([r for r in mentions.resources(alice, budget=60) if r["uri"] == "paged://same/01"]) == 2
+    )
+    items = client.get("/complete/", {"q": "@note01"}).json()["items"]
+    assert sorted(item["insert"] for item in items) == [
+        '@"one__paged://same/01" ',
+        '@"two__paged://same/01" ',
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("chat.views.dispatch_run", lambda run_id: None)
+        html = client.post(
+            url, {"content": 'Summarise @"paged://same/01"'}, HTTP_HX_REQUEST="true"
+        ).content.decode()
+        assert "@&quot;one__paged://same/01&quot; (on one)" in html, html[-1500:]
+        client.post(url, {"content": 'Summarise @"one__paged://same/01"'}, HTTP_HX_REQUEST="true")
+    run = ReasoningRun.objects.latest("pk")
+    assert "from same." in "\n".join(item["content"] for item in run.attachments)
     cache.clear()
