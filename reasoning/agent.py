@@ -132,6 +132,8 @@ class ToolExecutor:
         approver = self.registry.approver
         if policy != "ask" or approver is None:
             return call, None, base
+        if (refused := self.registry.refused_now(call.name)) is not None:
+            return call, refused, base  # a paused server: nobody is asked to approve a refused call
         request = ApprovalRequest(
             call.id, call.name, base["server"], tool, dict(call.arguments), base["argument_hash"], in_call
         )

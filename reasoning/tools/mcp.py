@@ -315,6 +315,9 @@ class MCPToolProvider(ToolProvider):
         self.on_status = on_status
         self.hidden: list[str] = []
 
+    def refused_now(self) -> Exception | None:
+        return self.pool.connection(self.config).paused()
+
     def _listed_late(self) -> None:
         task = asyncio.ensure_future(self.list_tools())  # on the pool's loop: records the status
         task.add_done_callback(lambda done: done.cancelled() or done.exception())

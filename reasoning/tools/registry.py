@@ -162,6 +162,11 @@ class ToolProvider(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; providers without any keep the default."""
 
+    def refused_now(self) -> Exception | None:
+        """Why a call would be refused at once (a server paused after repeated failures), so
+        nobody is asked to approve it; None for providers that never refuse so."""
+        return None
+
 
 @dataclass
 class ToolRegistry:
@@ -217,6 +222,16 @@ class ToolRegistry:
     def spec(self, name: str) -> ToolSpec | None:
         entry = self._specs.get(name)
         return entry[0] if entry else None
+
+    def refused_now(self, name: str) -> ToolOutcome | None:
+        """The outcome of a call to `name` that its provider would refuse at once, if it would."""
+        entry = self._specs.get(name)
+        refused = entry[1].refused_now() if entry else None
+        if refused is None:
+            return None
+        detail = _describe(refused)
+        public = getattr(refused, "public", None)
+        return ToolOutcome(False, "", public or detail, 0.0, detail=detail if public else None)
 
     def cache_policy(self, name: str) -> CachePolicy:
         spec = self.spec(name)

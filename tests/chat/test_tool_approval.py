@@ -528,3 +528,39 @@ def test_a_server_asking_for_a_completion_is_served_by_our_model_once_approved(
     assert "Hello, Ada! (from the configured model)" in result
     assert LLMCall.objects.filter(run=run, component="sampling").count() == 1, "counted in the run's calls"
     assert "Say hello to Ada" in json.dumps(script.requests_for("sampling")[0].messages)
+
+
+def test_no_one_is_asked_to_approve_a_call_to_a_paused_server(alice, alice_session, settings, monkeypatch):
+    """The card asked a person to approve a call on a server paused after repeated failures;
+    once approved, the answer was "tool server … is unavailable" anyway."""
+    from chat import tools
+    from reasoning.llm.scripted import ScriptedClient
+    from tests.reasoning.helpers import analysis, quality, tool
+
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {FAULTY}": (sys.executable, FAULTY)}
+    MCPServer.objects.create(
+        name="faulty", command=sys.executable, args=[FAULTY], approval_policies={"echo": "ask"}
+    )
+    provider = next(p for p in tools.providers_for(alice) if p.name == "faulty")
+    tools.POOL.submit(provider.list_tools()).result(30)  # listed: the listing is then served as known
+    breaker = tools.POOL.connection(provider.config).breaker
+
+    async def crashes() -> None:  # as the pool's calls fail, on its loop
+        for _ in range(breaker.threshold):
+            breaker.failure("crashed mid-call")
+
+    tools.POOL.submit(crashes()).result(10)
+    script = ScriptedClient(
+        by_component={
+            "analysis": [analysis("simple")],
+            "agent": [tool("faulty__echo", text="hi"), "The echo tool is unavailable."],
+            "evaluation": [quality(True, 0.9)],
+        },
+        default={"insights": [], "lessons": [], "improvements": [], "confidence": 0.5},
+    )
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    run = services.message_post(session=alice_session, content="Echo hi")
+    run_now(run.pk)
+    assert not ToolApproval.objects.filter(run=run).exists()
+    execution = ToolExecution.objects.get(run=run)
+    assert not execution.success and "paused" in execution.error, execution.error
