@@ -17,6 +17,7 @@ from asgiref.sync import async_to_sync
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -30,7 +31,7 @@ from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import refuse_nul
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
-from chat.tools import check_server, command_refusal, env_refusal
+from chat.tools import check_server, command_refusal, env_refusal, providers_for
 from reasoning.tools.approval import POLICIES, SAMPLING
 
 # What decides which program runs or where secrets go: superusers only.
@@ -187,6 +188,13 @@ class MCPServerForm(forms.ModelForm):
         return server
 
 
+def _retire_old_connections() -> None:
+    """End, in this process at once, the connections of servers just disabled, deleted or
+    changed: they ran on (with an old secret) until someone's next request here. Other
+    processes end theirs at their next look at the servers."""
+    providers_for(None)
+
+
 @admin.register(MCPServer)
 class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     audit_object_type = "mcp server"
@@ -269,6 +277,15 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
         if not request.user.is_superuser and (touched or self._launches_a_program(obj)):
             raise PermissionDenied("Only superusers change how a tool server is reached or its approvals.")
         super().save_model(request, obj, form, change)
+        transaction.on_commit(_retire_old_connections)
+
+    def delete_model(self, request: HttpRequest, obj: MCPServer) -> None:
+        super().delete_model(request, obj)
+        transaction.on_commit(_retire_old_connections)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        super().delete_queryset(request, queryset)
+        transaction.on_commit(_retire_old_connections)
 
     @staticmethod
     def _launches_a_program(obj: MCPServer) -> bool:

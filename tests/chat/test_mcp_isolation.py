@@ -487,6 +487,28 @@ def test_the_composers_look_at_the_servers_stops_a_disabled_ones_process(setting
     assert wait_until(lambda: not _alive(started), 20), "the disabled server's process runs on"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_disabling_a_server_in_the_admin_ends_its_process_in_that_process_at_once(
+    auditor, client_for, settings
+):
+    """A disabled or deleted server's process ran on in the web process until someone's next
+    request there (with no traffic, for good)."""
+    from django.urls import reverse
+
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {sys.executable: (sys.executable,)}
+    server = MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY])
+    provider = next(p for p in tools.providers_for(None) if p.name == "faulty")
+    tools.POOL.submit(provider.list_tools()).result(30)
+    started = tools.POOL.connection(provider.config).pids[-1]
+    form = {"enabled": "", "call_timeout": "30", "tool_policies": "{}", "approval_policies": "{}"}
+    form |= {"name": "faulty", "transport": "stdio", "command": sys.executable, "args": f'["{FAULTY}"]'}
+    form |= {"cwd": "", "url": "", "default_approval": "", "env_secret": "", "headers_secret": ""}
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_change", args=[server.pk]), form)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert not MCPServer.objects.get(pk=server.pk).enabled
+    assert wait_until(lambda: not _alive(started), 20), "the disabled server's process runs on"
+
+
 def test_a_transport_failure_is_named_not_its_task_groups():
     """A server at an SSE address showed only "ExceptionGroup: unhandled errors in a TaskGroup
     (1 sub-exception)"; the HTTP error inside it, and what to do, are what the operator needs."""
