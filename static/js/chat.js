@@ -440,12 +440,25 @@
     sync();
   });
   // 4503: the server has no Redis right now; 4429: this person has too many tabs open. Say
-  // so under the composer; the ws extension keeps reconnecting, and the next open clears it.
+  // so under the composer; the next open clears it.
   const CLOSE_REASONS = {
-    4503: "Live updates are unavailable; reload in a moment.",
+    4503: "Live updates are unavailable for a moment; they come back on their own.",
     4429: "Too many Nexus tabs are open: close some, then reload this one for live updates.",
     4401: "You are signed out in this browser: reload the page to sign in again.",
   };
+  // After a 4503 the page tries again itself, less and less often (the ws extension retries
+  // only the standard codes, and a page stayed without live updates once Redis was back).
+  let retries = 0;
+  document.addEventListener("htmx:wsOpen", () => { retries = 0; });
+  document.addEventListener("htmx:wsClose", (event) => {
+    const closed = event.detail && event.detail.event;
+    const wrapper = event.detail && event.detail.socketWrapper;
+    if (closed && closed.code === 4503 && wrapper && wrapper.reconnect) {
+      const delay = Math.min(30000, 1000 * 2 ** Math.min(retries, 5)) * (0.5 + Math.random() / 2);
+      retries += 1;
+      setTimeout(() => wrapper.reconnect(), delay);
+    }
+  });
   document.addEventListener("htmx:wsClose", (event) => {
     socket = null;
     const closed = event.detail && event.detail.event;

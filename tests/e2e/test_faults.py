@@ -306,3 +306,36 @@ def test_a_worker_that_loses_redis_mid_run_again_and_again_keeps_consuming_on_it
     log = worker.log()
     assert "Unrecoverable error" not in log, log[-3000:]
     assert log.count("Connection to broker lost") == 3
+
+
+def test_a_page_open_through_a_redis_outage_reconnects_and_catches_up(fault_site, private_redis, chromium):
+    """The page's socket, closed because Redis went away, never reopened once it was back: the
+    next answer never came and the status line stayed at "Starting…" until a reload."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.e2e.conftest import PASSWORD
+    from tests.e2e.test_browser import CHROMIUM_ARGS, ask
+
+    fault_site.start_worker()
+    fault_site.start_web()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.goto(fault_site.url + "/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            page.click("text=Start a chat")
+            ask(page, "What is 17*23?")
+            expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=30000)
+            private_redis.stop()
+            note = page.locator("#composer-error .live-updates")
+            expect(note).to_contain_text("Live updates are unavailable", timeout=30000)
+            time.sleep(3)
+            private_redis.start()
+            expect(note).to_have_count(0, timeout=60000)  # reconnected by itself
+            ask(page, "What is 6*7?")
+            expect(page.locator(".answer .markdown").last).to_contain_text("42", timeout=30000)
+        finally:
+            browser.close()
