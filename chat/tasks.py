@@ -98,6 +98,12 @@ def sweep_runs_task() -> int:
     return len(run_ids)
 
 
+def sweep_interval() -> float:
+    """Seconds between a worker's sweeps: a heartbeat, so a dead worker's runs are found about
+    a heartbeat after they go stale (every half stale time, they waited up to 45 s more)."""
+    return max(1, min(settings.NEXUS_HEARTBEAT_SECONDS, settings.NEXUS_RUN_STALE_SECONDS // 2))
+
+
 @worker_ready.connect
 def _sweep_on_start(**kwargs: object) -> None:
     """A new worker starts its tool servers and its run loop, and recovers what a dead one
@@ -116,7 +122,7 @@ def _sweep_on_start(**kwargs: object) -> None:
                     logger.info("re-queued %d orphaned run(s)", recovered)
             except Exception as exc:
                 logger.warning("run sweep failed: %s", exc)
-            time.sleep(max(2, settings.NEXUS_RUN_STALE_SECONDS // 2))
+            time.sleep(sweep_interval())
 
     threading.Thread(target=loop, name="nexus-sweeper", daemon=True).start()
 

@@ -201,8 +201,10 @@ NEXUS_WARM_TOOL_SERVERS = env_bool("NEXUS_WARM_TOOL_SERVERS", True)
 # passes (nexus/heap.py). Off only where the project is imported into another long-lived
 # process, such as the test suite's.
 NEXUS_GC_FREEZE = env_bool("NEXUS_GC_FREEZE", True)
-# A running run whose heartbeat is older than this is presumed orphaned by a dead worker.
-NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 90, minimum=2)
+# A running run whose heartbeat is older than this is presumed orphaned by a dead worker and
+# resumed by another (within about this plus a heartbeat and a sweep: 30 + 10 + 10 s; at 90 s,
+# with a sweep every 45 s, a killed worker's users waited over two minutes without news).
+NEXUS_RUN_STALE_SECONDS = env_int("NEXUS_RUN_STALE_SECONDS", 30, minimum=2)
 NEXUS_HEARTBEAT_SECONDS = env_int("NEXUS_HEARTBEAT_SECONDS", 10, minimum=1)
 if NEXUS_RUN_STALE_SECONDS < 3 * NEXUS_HEARTBEAT_SECONDS:
     # A live run would look stale between two beats, and another worker would take it over.

@@ -198,3 +198,15 @@ def test_a_bad_host_header_logs_one_warning_not_an_error_with_a_traceback(alice,
     (record,) = [r for r in caplog.records if r.name.startswith("django.security.")]
     RedactSecretsFilter().filter(record)
     assert record.levelname == "WARNING" and "Traceback" not in logging.Formatter().format(record)
+
+
+def test_a_dead_workers_runs_are_resumed_within_a_minute_by_default(settings):
+    """At 90 s stale and a sweep every 45 s, a killed worker's people waited over two minutes
+    with a frozen status line."""
+    from chat.tasks import sweep_interval
+
+    worst = settings.NEXUS_RUN_STALE_SECONDS + settings.NEXUS_HEARTBEAT_SECONDS + sweep_interval()
+    assert worst <= 60, worst
+    assert settings.NEXUS_RUN_STALE_SECONDS >= 3 * settings.NEXUS_HEARTBEAT_SECONDS, (
+        "a live run is never taken"
+    )
