@@ -316,6 +316,7 @@ def _run_context(run: ReasoningRun) -> dict[str, Any]:
         "resume": ResumeState(
             tracker_state=run.tracker_state if run.next_sequence > 1 and run.tracker_state else None,
             next_sequence=run.next_sequence,
+            started_at=run.started_at,
         ),
         "lessons": lessons_for(run),
         "tools": _registry(run),

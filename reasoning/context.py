@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +57,13 @@ class RunContext:
         lessons: list[str] | None = None,
         checkpoint: Checkpoint | None = None,
         budget: SpendingLimit | None = None,
+        first_started: datetime | None = None,
     ) -> None:
         self.config = config
         self.models = models
         self.emitter = emitter
+        # When the run first started, on whichever worker (the host knows; None: now).
+        self.first_started = first_started
         self.prompts_dir = prompts_dir
         self.totals = Totals()
         self.input = run_input or RunInput("")
@@ -332,9 +336,11 @@ class RunContext:
 
     def latency_ms(self) -> float:
         """From the run's start: a run resumed on another worker counts from its first start
-        (its tracker's), so what a crash cost the person shows in its latency."""
+        (its tracker's, or the host's when the first worker died before storing one), so what
+        a crash cost the person shows in its latency."""
         elapsed = time.perf_counter() - self.started
         created = self.tracker.created_at if self.tracker is not None else None
-        if created is not None:
-            elapsed = max(elapsed, (utcnow() - created).total_seconds())
+        for start in (created, self.first_started):
+            if start is not None:
+                elapsed = max(elapsed, (utcnow() - start).total_seconds())
         return elapsed * 1000

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -38,6 +39,9 @@ class ResumeState:
 
     tracker_state: dict[str, Any] | None = None
     next_sequence: int = 1
+    # When the run first started (a worker that died before its first checkpoint left no
+    # tracker to say so): its latency counts from then.
+    started_at: datetime | None = None
 
 
 @dataclass

@@ -173,3 +173,16 @@ def test_a_run_past_the_time_limit_fails_with_a_clear_message(alice_session, mon
     assert execute_run_task.run(run.pk) == "failed"
     run.refresh_from_db()
     assert run.status == "failed" and "time limit" in run.error
+
+
+def test_a_run_whose_first_worker_died_before_storing_anything_counts_the_wait(alice_session):
+    """A run resumed after its first worker died before its first checkpoint recorded only the
+    second worker's time: "2.2 s" after the person waited 132 s."""
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    long_ago = timezone.now() - timedelta(seconds=100)
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status=ReasoningRun.Status.RUNNING, worker="gone:1", started_at=long_ago, heartbeat_at=long_ago
+    )
+    assert run_now(run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.latency_ms >= 100_000, run.latency_ms

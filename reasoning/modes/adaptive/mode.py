@@ -68,6 +68,7 @@ class AdaptiveReasoningLoop(Mode):
             lessons=list(lessons),
             checkpoint=checkpoint,
             budget=budget,
+            first_started=resume.started_at,
         )
         run = AdaptiveRun(
             ctx,

@@ -62,6 +62,7 @@ class CognitiveMode(Mode):
             lessons=list(lessons),
             checkpoint=checkpoint,
             budget=budget,
+            first_started=resume.started_at,
         )
         cortex = CortexCoordinator(ctx, memory=memory, tracker_state=resume.tracker_state)
         return await cortex.run()
