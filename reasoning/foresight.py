@@ -217,10 +217,15 @@ def _zone_names() -> dict[str, str]:
     return {zone.lower(): zone for zone in zoneinfo.available_timezones() if "/" in zone}
 
 
-def _iana_zones(text: str) -> list[tuple[re.Match[str], str]]:
-    """The zone names a text writes out, in any case ("europe/london")."""
-    names = _zone_names()
-    return [(m, names[m.group(1).lower()]) for m in _IANA.finditer(text) if m.group(1).lower() in names]
+def _zone_names_out(text: str) -> tuple[str, list[tuple[int, str]]]:
+    """The zone names a text writes out, in any case ("europe/london"), with where each starts;
+    and the text with them blanked out, so "America/Argentina/Ushuaia" names no "Argentina"."""
+    names, found = _zone_names(), []
+    for match in _IANA.finditer(text):
+        if (zone := names.get(match.group(1).lower())) is not None:
+            found.append((match.start(), zone))
+            text = text[: match.start()] + " " * len(match.group()) + text[match.end() :]
+    return text, found
 
 
 # Country names (and the common short ones), for reading "Manaus, Brazil": the city is in that
@@ -627,9 +632,8 @@ def zones_in(text: str) -> list[str]:
     places, pattern = _places()
     found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
-    for match, zone in _iana_zones(text):  # not "Argentina" in "America/Argentina/Ushuaia" too
-        found.append((match.start(), zone))
-        text = text[: match.start()] + " " * len(match.group()) + text[match.end() :]
+    text, written = _zone_names_out(text)
+    found += written
     found += [
         (m.start(), ZONE_ABBREVIATIONS[m.group(1)])
         for m in _ABBREVIATION.finditer(text)
@@ -700,8 +704,7 @@ _QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 
 
 def _unknown_place_in(text: str) -> str | None:
-    for match, _ in _iana_zones(text):  # "in Europe/London" names no place "Europe"
-        text = text[: match.start()] + " " * len(match.group()) + text[match.end() :]
+    text, _ = _zone_names_out(text)  # "in Europe/London" names no place "Europe"
     asked = _TIME_ASKED.search(text)
     if not asked:
         return None
@@ -710,16 +713,11 @@ def _unknown_place_in(text: str) -> str | None:
         # was left out.
         pieces = re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)
         for piece in pieces:
-            if place := _unknown(piece):
+            if (place := _place_name(piece)) and not zones_in(place):
                 return place
-        words = pieces[0].strip(" .’'").split()
-        while words and fold(words[-1]) in _NOT_A_PLACE:
-            words.pop()
-        if words and fold(words[0]) == "the":
-            words.pop(0)
-        if not words or fold(words[0]) in _NOT_A_PLACE:
+        place = _place_name(pieces[0])
+        if place is None:
             continue
-        place = " ".join(words)
         # "Sydney, Nova Scotia", "London, Ontario": a qualifier it does not know says another
         # place of that name is meant, whose time it would get wrong.
         qualifier = _QUALIFIER.match(text, named.end())
@@ -735,8 +733,8 @@ def _unknown_place_in(text: str) -> str | None:
     return None
 
 
-def _unknown(piece: str) -> str | None:
-    """`piece` (words after "in") as a place name, if no zone is known for it."""
+def _place_name(piece: str) -> str | None:
+    """`piece` (words after "in") as a place name, None if it names none ("in words")."""
     words = piece.strip(" .’'").split()
     while words and fold(words[-1]) in _NOT_A_PLACE:
         words.pop()
@@ -744,8 +742,7 @@ def _unknown(piece: str) -> str | None:
         words.pop(0)
     if not words or fold(words[0]) in _NOT_A_PLACE:
         return None
-    place = " ".join(words)
-    return None if zones_in(place) else place
+    return " ".join(words)
 
 
 # Somewhere the clock cannot know: a person ("for Sarah", "for my manager") or a place named
