@@ -315,7 +315,7 @@ class MCPToolProvider(ToolProvider):
         self.on_status = on_status
         self.hidden: list[str] = []
 
-    def refused_now(self) -> Exception | None:
+    def refused_now(self) -> MCPUnavailable | None:
         return self.pool.connection(self.config).paused()
 
     def _listed_late(self) -> None:
@@ -345,7 +345,7 @@ class MCPToolProvider(ToolProvider):
             ]
             # A listing served while the server's calls are refused (its circuit open) must not
             # report it connected: the admin showed "connected" for a paused server.
-            if (refused := self.pool.connection(self.config).paused()) is not None:
+            if (refused := self.refused_now()) is not None:
                 await self.on_status(self.name, str(refused), listed, refused.paused_for)
             else:
                 await self.on_status(self.name, None, listed, None)

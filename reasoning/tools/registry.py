@@ -227,11 +227,7 @@ class ToolRegistry:
         """The outcome of a call to `name` that its provider would refuse at once, if it would."""
         entry = self._specs.get(name)
         refused = entry[1].refused_now() if entry else None
-        if refused is None:
-            return None
-        detail = _describe(refused)
-        public = getattr(refused, "public", None)
-        return ToolOutcome(False, "", public or detail, 0.0, detail=detail if public else None)
+        return None if refused is None else self._failed(refused, time.perf_counter())
 
     def cache_policy(self, name: str) -> CachePolicy:
         spec = self.spec(name)
@@ -270,14 +266,19 @@ class ToolRegistry:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a tool's failure is data for the model, not a crash
-            detail = _describe(exc)
-            public = getattr(exc, "public", None)
-            return self._outcome(False, "", public or detail, started, detail=detail if public else None)
+            return self._failed(exc, started)
         if output.is_error:
             return self._outcome(False, "", output.text or "the tool reported an error", started)
         outcome = self._outcome(True, output.text, None, started)
         outcome.parts = list(output.parts)
         return outcome
+
+    def _failed(self, error: Exception, started: float) -> ToolOutcome:
+        """A failed call's outcome: what anyone may see (a tool server's public words), and
+        for staff the whole error when that differs."""
+        detail = _describe(error)
+        public = getattr(error, "public", None)
+        return self._outcome(False, "", public or detail, started, detail=detail if public else None)
 
     def _outcome(
         self, success: bool, content: str, error: str | None, started: float, *, detail: str | None = None
