@@ -219,18 +219,15 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
             f'Several tool servers offer a resource called "{name}"; say which one you mean: {choices}. '
             "Picking it from the @ list writes the reference for you."
         )
-    for resource in named:
-        if resource in on_server or name in (resource["name"], resource["uri"]):
-            try:
-                read = _provider(user, resource["server"]).read_resource
-                content = async_to_sync(read)(resource["uri"])
-            except Exception as exc:  # unavailable or refused: reported as not included
-                logger.info(
-                    "resource %s on %s could not be read: %s", resource["uri"], resource["server"], exc
-                )
-                raise Unreadable(resource["server"]) from None
-            return Attachment("resource", resource["name"], content, source=resource["uri"])
-    return None
+    if not named:
+        return None
+    resource = named[0]  # every one is on one server (else asked above)
+    try:
+        content = async_to_sync(_provider(user, resource["server"]).read_resource)(resource["uri"])
+    except Exception as exc:  # unavailable or refused: reported as not included
+        logger.info("resource %s on %s could not be read: %s", resource["uri"], resource["server"], exc)
+        raise Unreadable(resource["server"]) from None
+    return Attachment("resource", resource["name"], content, source=resource["uri"])
 
 
 def _mentioned_as(resource: dict[str, Any]) -> set[str]:
