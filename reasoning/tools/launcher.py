@@ -44,8 +44,7 @@ def _die_with_parent(sig: int) -> None:
 def _stop_group(*_: object) -> None:
     """The parent died: SIGTERM the group, a moment's grace, then SIGKILL (self included)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    escaped = [pid for pid in _ours() if pid not in _others_in_group()]
-    _signal(escaped, signal.SIGTERM)
+    _signal(_ours(outside_group=True), signal.SIGTERM)
     os.killpg(0, signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE
     while time.monotonic() < deadline:
@@ -55,7 +54,7 @@ def _stop_group(*_: object) -> None:
             break
         if pid == 0:
             time.sleep(0.02)
-    _signal(escaped + [pid for pid in _ours() if pid not in escaped], signal.SIGKILL)
+    _signal(_ours(), signal.SIGKILL)
     os.killpg(0, signal.SIGKILL)
 
 
@@ -121,27 +120,22 @@ def _processes() -> dict[int, tuple[str, int, int]]:
     return found
 
 
-def _others_in_group() -> list[int]:
-    """The processes of this process group besides the launcher: what the server started."""
-    group, me = os.getpgid(0), os.getpid()
-    return [
-        pid for pid, (state, _, pgrp) in _processes().items() if pid != me and state != "Z" and pgrp == group
-    ]
-
-
-def _ours() -> list[int]:
+def _ours(*, outside_group: bool = False) -> list[int]:
     """What the server started, wherever it went: this process group, and every process below
-    the launcher (one in a session of its own is still below it, the launcher being a subreaper)."""
+    the launcher (one in a session of its own is still below it, the launcher being a subreaper).
+    `outside_group`: only those that left the group, which a signal to the group misses."""
     processes, me = _processes(), os.getpid()
     group = os.getpgid(0)
     below = {me}
     while more := {pid for pid, (_, parent, _) in processes.items() if parent in below and pid not in below}:
         below |= more
-    return [
-        pid
-        for pid, (state, _, pgrp) in processes.items()
-        if pid != me and state != "Z" and (pgrp == group or pid in below)
-    ]
+    ours = []
+    for pid, (state, _, pgrp) in processes.items():
+        if pid == me or state == "Z":
+            continue
+        if (pgrp == group and not outside_group) or (pgrp != group and pid in below):
+            ours.append(pid)
+    return ours
 
 
 def _signal(pids: list[int], sig: int) -> None:
