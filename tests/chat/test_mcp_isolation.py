@@ -209,7 +209,18 @@ def _owner_of_servers(tmp_path: Path, configs: str) -> subprocess.Popen[str]:
     )
 
 
-def _kill_owner_and_check(owner: subprocess.Popen[str]) -> None:
+def _kill_owner_and_check(tmp_path: Path, configs: str) -> None:
+    """Start an owner of the servers in `configs`, SIGKILL it, and check none of them, nor
+    what they started, outlives it."""
+    owner = _owner_of_servers(tmp_path, configs)
+    try:
+        _check_servers_die_with(owner)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(owner.pid, signal.SIGKILL)
+
+
+def _check_servers_die_with(owner: subprocess.Popen[str]) -> None:
     pids = []
     for line in owner.stdout:
         if line.strip() == "ready":
@@ -232,12 +243,7 @@ def test_servers_die_with_a_process_killed_without_warning(tmp_path):
         f"[MCPServerConfig(name='faulty', command={sys.executable!r}, args=({FAULTY!r},)),"
         f" MCPServerConfig(name='hung', command={SLEEP!r}, args=('600',), connect_timeout=600)]"
     )
-    owner = _owner_of_servers(tmp_path, configs)
-    try:
-        _kill_owner_and_check(owner)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(owner.pid, signal.SIGKILL)
+    _kill_owner_and_check(tmp_path, configs)
 
 
 ESCAPING_SERVER = f"""
@@ -254,24 +260,14 @@ def test_what_a_server_started_in_a_session_of_its_own_dies_with_it_too(tmp_path
     server = tmp_path / "escaping.py"
     server.write_text(ESCAPING_SERVER)
     configs = f"[MCPServerConfig(name='escaping', command={sys.executable!r}, args=({str(server)!r},))]"
-    owner = _owner_of_servers(tmp_path, configs)
-    try:
-        _kill_owner_and_check(owner)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(owner.pid, signal.SIGKILL)
+    _kill_owner_and_check(tmp_path, configs)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_server_everything_dies_with_a_process_killed_without_warning(tmp_path, everything):
     node = shutil.which("node")
     configs = f"[MCPServerConfig(name='everything', command={node!r}, args=({everything!r}, 'stdio'))]"
-    owner = _owner_of_servers(tmp_path, configs)
-    try:
-        _kill_owner_and_check(owner)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(owner.pid, signal.SIGKILL)
+    _kill_owner_and_check(tmp_path, configs)
 
 
 def _pid_exists(pid: int) -> bool:
