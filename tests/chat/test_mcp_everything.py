@@ -5,10 +5,12 @@ npm installs it once into var/npm (kept between runs). Outside CI a machine with
 skips these tests with the reason; with CI=true a missing npm fails them.
 """
 
+import contextlib
 import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,13 +26,14 @@ def pool():
     pool.close_sync()
 
 
-@pytest.fixture(scope="module")
-def over_http(everything):
+@contextlib.contextmanager
+def serving(everything: str, mode: str) -> Iterator[int]:
+    """server-everything in `mode` (streamableHttp, sse) on a free port, once it listens."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        ["node", everything, "streamableHttp"],
+        ["node", everything, mode],
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -42,10 +45,16 @@ def over_http(everything):
                 break
             except OSError:
                 time.sleep(0.1)
-        yield MCPServerConfig(name="everything", transport="http", url=f"http://127.0.0.1:{port}/mcp")
+        yield port
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def over_http(everything):
+    with serving(everything, "streamableHttp") as port:
+        yield MCPServerConfig(name="everything", transport="http", url=f"http://127.0.0.1:{port}/mcp")
 
 
 async def test_over_stdio_every_content_type_reaches_the_person(pool, everything):
@@ -158,28 +167,12 @@ def test_an_sse_only_server_is_named_as_such(everything):
 
     from reasoning.tools.mcp import MCPUnavailable
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        ["node", everything, "sse"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     pool = MCPConnectionPool()
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        config = MCPServerConfig(name="sse", transport="http", url=f"http://127.0.0.1:{port}/sse")
-        with pytest.raises(MCPUnavailable) as refused:
-            asyncio.run(pool.tools(config))
-        assert "SSE-only" in str(refused.value), refused.value
+        with serving(everything, "sse") as port:
+            config = MCPServerConfig(name="sse", transport="http", url=f"http://127.0.0.1:{port}/sse")
+            with pytest.raises(MCPUnavailable) as refused:
+                asyncio.run(pool.tools(config))
+            assert "SSE-only" in str(refused.value), refused.value
     finally:
         pool.close_sync()
-        server.terminate()
-        server.wait(10)
