@@ -304,10 +304,10 @@ def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two).
     Each list item, or line that starts a question, is read on its own: "- time in Denver" is
     an ask, not a remark before the next line's."""
-    lines = joined_lines(text).split("\n")
-    if len(lines) > 1:
-        return [ask for line in lines for ask in split_asks(line)]
-    text = lines[0]
+    return [ask for line in joined_lines(text).split("\n") for ask in _asks_in_line(line)]
+
+
+def _asks_in_line(text: str) -> list[str]:
     asks: list[str] = []
     remarks: list[str] = []  # statements before the first ask ("I love pizza. What is 2+2?")
     for sentence in _SENTENCES.split(text):
