@@ -428,13 +428,13 @@ class RunSink:
     def on_step_started(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         step = self._step(p["step_id"])
         if step is not None:
-            update_rows(PlanStep, {"id": step}, {"status": PlanStep.Status.IN_PROGRESS, "started_at": at})
+            batch.update(PlanStep, {"id": step}, {"status": PlanStep.Status.IN_PROGRESS, "started_at": at})
 
     def on_step_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         step = self._step(p["step_id"])
         if step is not None:
             findings = [p["findings"]] if p.get("findings") else ([p["error"]] if p.get("error") else [])
-            update_rows(
+            batch.update(
                 PlanStep,
                 {"id": step},
                 {
@@ -514,7 +514,7 @@ class RunSink:
 
     def on_quality_completed(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         evaluation = p["evaluation"]
-        update_rows(
+        batch.update(
             Attempt,
             {"run_id": self.run_id, "status": Attempt.Status.IN_PROGRESS},
             {
@@ -528,7 +528,7 @@ class RunSink:
         )
 
     def on_escalation(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
-        update_rows(
+        batch.update(
             Attempt,
             {"run_id": self.run_id, "strategy": p["from_strategy"]},
             {"status": Attempt.Status.ESCALATED, "outcome": f"Escalated to {p['to_strategy']}"},
@@ -586,7 +586,7 @@ class RunSink:
                 change.set(draft_id="", draft_text="")
             return
         cleared = {"draft_id": "", "draft_text": ""}
-        update_rows(ReasoningRun, {"id": self.run_id, "draft_id": p["draft"]}, cleared)
+        batch.update(ReasoningRun, {"id": self.run_id, "draft_id": p["draft"]}, cleared)
 
     def on_answer_final(self, p: dict[str, Any], at: datetime, batch: Batch, change: RunChange) -> None:
         # The one-answer-per-run constraint: a resumed run keeps its first answer.

@@ -86,22 +86,23 @@ class RunChange:
         else:
             self.appends[name] = self.appends.get(name, "") + text
 
-    def write(self, run_id: int) -> None:
-        update_rows(ReasoningRun, {"id": run_id}, self.values, adds=self.adds, appends=self.appends)
+    def write(self, run_id: int, batch: Batch) -> None:
+        batch.update(ReasoningRun, {"id": run_id}, self.values, adds=self.adds, appends=self.appends)
 
 
-def update_rows(
+def update_statement(
     model: type[models.Model],
     where: dict[str, Any],
     values: dict[str, Any],
     *,
     adds: dict[str, Any] | None = None,
     appends: dict[str, str] | None = None,
-) -> int:
-    """UPDATE `model`'s rows matching every `where` field: set `values`, add to `adds`, append
-    to `appends`. The same as QuerySet.update for these plain cases, at a fraction of the CPU:
-    the writer runs several for every batch, and building them with the ORM cost more than the
-    database took to run them."""
+) -> tuple[str, list[Any]] | None:
+    """The UPDATE of `model`'s rows matching every `where` field that sets `values`, adds to
+    `adds` and appends to `appends`, with its parameters; None when it changes nothing. The
+    same as QuerySet.update for these plain cases, at a fraction of the CPU: the writer runs
+    several for every batch, and building them with the ORM cost more than the database took
+    to run them."""
     adds, appends = adds or {}, appends or {}
     field = model._meta.get_field
     table = connection.ops.quote_name(model._meta.db_table)
@@ -113,16 +114,30 @@ def update_rows(
     sets += [f"{column(name)} = {column(name)} + %s" for name in adds]
     sets += [f"{column(name)} = {column(name)} || %s" for name in appends]
     if not sets:
-        return 0
+        return None
     params = [field(name).get_db_prep_save(value, connection) for name, value in values.items()]
     params += [field(name).get_db_prep_save(amount, connection) for name, amount in adds.items()]
     params += list(appends.values())
     conditions = " AND ".join(f"{column(name)} = %s" for name in where)
     params += [field(name).get_db_prep_value(value, connection) for name, value in where.items()]
     # Only the model's own table and column names are interpolated; values travel as parameters.
-    statement = f"UPDATE {table} SET {', '.join(sets)} WHERE {conditions}"  # noqa: S608  # nosec B608
+    return f"UPDATE {table} SET {', '.join(sets)} WHERE {conditions}", params  # noqa: S608  # nosec B608
+
+
+def update_rows(
+    model: type[models.Model],
+    where: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    adds: dict[str, Any] | None = None,
+    appends: dict[str, str] | None = None,
+) -> int:
+    """Run `update_statement` now; the number of rows it changed."""
+    statement = update_statement(model, where, values, adds=adds, appends=appends)
+    if statement is None:
+        return 0
     with connection.cursor() as cursor:
-        cursor.execute(statement, params)
+        cursor.execute(*statement)
         return cursor.rowcount
 
 
@@ -138,6 +153,8 @@ class Batch:
     charges: list[Charge] = field(default_factory=list)
     tool_runs: list[ToolExecution] = field(default_factory=list)
     runs: dict[int, RunChange] = field(default_factory=dict)
+    # UPDATEs whose row counts nobody reads, sent together (see `update`).
+    updates: list[tuple[str, list[Any]]] = field(default_factory=list)
 
     def charge(self, user_id: int, tokens: int, cost: Decimal, at: datetime) -> None:
         self.charges.append(Charge(user_id, tokens, cost, 1, at))
@@ -147,6 +164,46 @@ class Batch:
         if change is None:
             change = self.runs[run_id] = RunChange()
         return change
+
+    def update(
+        self,
+        model: type[models.Model],
+        where: dict[str, Any],
+        values: dict[str, Any],
+        *,
+        adds: dict[str, Any] | None = None,
+        appends: dict[str, str] | None = None,
+    ) -> None:
+        """Queue an UPDATE (see `update_statement`) to go with the others queued before the
+        batch's next statement, in one round trip. Under load a worker's database round trip
+        took milliseconds (its CPU shared with the database and the other processes), and a
+        batch's UPDATEs of steps, attempts and runs were most of its statements: the pages
+        heard of events about a second late. The order of statements is kept (see `send`)."""
+        statement = update_statement(model, where, values, adds=adds, appends=appends)
+        if statement is not None:
+            self.updates.append(statement)
+
+    def send(self) -> None:
+        """Send the queued UPDATEs: on PostgreSQL as one command string (bound on the client,
+        the way Django binds every query there), elsewhere one by one."""
+        statements, self.updates = self.updates, []
+        if not statements:
+            return
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql" and len(statements) > 1:
+                cursor.execute(
+                    ";\n".join(connection.ops.compose_sql(sql, params) for sql, params in statements)
+                )
+            else:
+                for statement in statements:
+                    cursor.execute(*statement)
+
+    def sent_first(self, execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        """A database wrapper: the queued UPDATEs go before any other statement, so every
+        statement of the batch runs in the order its event came."""
+        if self.updates:
+            self.send()
+        return execute(sql, params, many, context)
 
 
 @dataclass
@@ -163,7 +220,7 @@ def store(items: list[Item]) -> list[list[Any]]:
     """Write `items` in one transaction (a database thread calls this); return the trace rows
     written, as they were stored, for the pages (see `RunSink.messages`)."""
     batch = Batch()
-    with transaction.atomic():
+    with transaction.atomic(), connection.execute_wrapper(batch.sent_first):
         for item in items:
             change = batch.run(item.sink.run_id)
             if item.kind == "checkpoint":
@@ -195,7 +252,8 @@ def store(items: list[Item]) -> list[list[Any]]:
         # In id order, the order the heartbeat locks them in (chat.services.runs_heartbeat):
         # two transactions locking the same runs in opposite orders were a deadlock.
         for run_id, change in sorted(batch.runs.items()):
-            change.write(run_id)
+            change.write(run_id, batch)
+        batch.send()
         # Last, just before the commit: these rows are shared with the other workers' writers,
         # which wait for their locks while this transaction holds them.
         usage_charges(batch.charges)
