@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets get the session user (AuthMiddlewareStack) and must come from an allowed host
-(AllowedHostsOriginValidator), so another site cannot open a socket with a user's cookie.
+Websockets get the session user (AuthMiddlewareStack) and must come from the site's own origin
+(nexus.origins), so another site, or another port of this host, cannot open a socket with a
+user's cookie.
 """
 
 import os
@@ -33,17 +34,17 @@ django_asgi_app = OneHopASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - Django must be set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chat.dispatch import bind_server_loop  # noqa: E402
 from chat.engine import prepare_executor  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
 from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
+from nexus.origins import SameOriginValidator  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 load_pages()

@@ -218,7 +218,20 @@ def test_any_frame_on_the_socket_is_answered_or_ignored_never_a_crash(alice, ali
     assert not documents.documents_visible_to(alice).exists()
 
 
-@pytest.mark.parametrize("origin", [None, b"null", b"http://127.0.0.1.evil.example", b"http://evil.example"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        None,
+        b"null",
+        b"http://127.0.0.1.evil.example",
+        b"http://evil.example",
+        # The same host on another port or scheme is another site (another service's page on
+        # the team's Nexus host), as Django's CSRF check of a POST decides.
+        b"http://127.0.0.1:9999",
+        b"https://127.0.0.1",
+        b"http://localhost",
+    ],
+)
 async def test_a_socket_without_the_sites_own_origin_is_refused(alice, alice_session, origin):
     from channels.testing import WebsocketCommunicator
 
@@ -231,6 +244,41 @@ async def test_a_socket_without_the_sites_own_origin_is_refused(alice, alice_ses
     communicator = WebsocketCommunicator(application, f"/ws/sessions/{alice_session.pk}/", headers=headers)
     connected, _ = await communicator.connect()
     assert not connected
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "scope", "trusted"),
+    [
+        (b"127.0.0.1:8101", b"http://127.0.0.1:8101", {}, []),
+        (b"chat.example.com", b"https://chat.example.com", {"scheme": "wss"}, []),
+        (b"chat.example.com", b"https://chat.example.com", {"proxy": True}, []),
+        (b"127.0.0.1", b"https://nexus.example.com", {}, ["https://nexus.example.com"]),
+        (b"127.0.0.1", b"https://team.nexus.example.com", {}, ["https://*.nexus.example.com"]),
+    ],
+)
+async def test_a_socket_from_the_sites_own_or_a_trusted_origin_opens(
+    alice, alice_session, settings, host, origin, scope, trusted
+):
+    from channels.testing import WebsocketCommunicator
+
+    from nexus.asgi import application
+    from tests.chat.test_consumer import cookie_for
+
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "chat.example.com"]
+    settings.CSRF_TRUSTED_ORIGINS = trusted
+    headers = [
+        (b"host", host),
+        (b"origin", origin),
+        (b"cookie", await database_sync_to_async(cookie_for)(alice)),
+    ]
+    if scope.pop("proxy", False):
+        settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+        headers.append((b"x-forwarded-proto", b"https"))
+    communicator = WebsocketCommunicator(application, f"/ws/sessions/{alice_session.pk}/", headers=headers)
+    communicator.scope.update(scope)
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.disconnect()
 
 
 def test_only_markdown_and_text_files_are_accepted(alice, client_for):
