@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -374,10 +373,14 @@ def message_post(
     updated in place to what was stored (its title, when the message gave it one).
 
     A session still answering refuses the run: its database constraint allows one active run
-    per session, so the refused insert rolls the message back too and `_next_run_of` raises
+    per session, so the refused insert rolls the message back too and `_store_next_run` raises
     RunActive. (Asking first cost a query on every post to spare that rollback on a few.)"""
     text = message_validate(content)
-    with _next_run_of(session):
+    updates = {"updated_at": timezone.now()}
+    if session.title == "New chat":
+        updates["title"] = _title_from(text)
+
+    def store() -> ReasoningRun:
         message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
         run = ReasoningRun.objects.create(
             session=session,
@@ -389,12 +392,12 @@ def message_post(
             agent_mode=mode_for(session),
             dispatched_at=timezone.now(),  # see dispatch_stored_run
         )
-        updates = {"updated_at": timezone.now()}
-        if session.title == "New chat":
-            updates["title"] = _title_from(text)
         ChatSession.objects.filter(pk=session.pk).update(**updates)
         # The chat moves to the top of the list (and may get its title) in every tab.
         sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=run.pk)
+        return run
+
+    run = _store_next_run(session, store)
     for name, value in updates.items():
         setattr(session, name, value)
     return run
@@ -420,7 +423,8 @@ def message_resend(
     original = run.user_message
     text = message_validate(original.content if content is None else content)
     root = original.variant_of_id or original.pk
-    with _next_run_of(session):
+
+    def store() -> ReasoningRun:
         message = Message.objects.create(
             session=session, role=Message.Role.USER, content=text, variant_of_id=root
         )
@@ -436,22 +440,28 @@ def message_resend(
         )
         ChatSession.objects.filter(pk=session.pk).update(updated_at=timezone.now())
         sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=new_run.pk)
+        return new_run
+
+    new_run = _store_next_run(session, store)
     return new_run
 
 
-@contextmanager
-def _next_run_of(session: ChatSession) -> Iterator[None]:
-    """The block that stores a session's next question and run, in one transaction. Two posts
-    can race past the callers' check for an active run; the database constraint lets exactly
-    one through, and the other learns which run is answering."""
-    try:
-        with transaction.atomic():
-            yield
-    except IntegrityError:
-        active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
-        if active is None:
-            raise
-        raise RunActive(active) from None
+def _store_next_run(session: ChatSession, store: Callable[[], ReasoningRun]) -> ReasoningRun:
+    """Store a session's next question and run (`store`) in one transaction. Two posts can race
+    past the callers' check for an active run; the database constraint lets exactly one
+    through, and the other learns which run is answering. A run that was active when the
+    insert was refused may have finished before it is looked up: then the way is clear, and
+    the question is stored again (it was a 500 that lost the message)."""
+    for _ in range(3):
+        try:
+            with transaction.atomic():
+                return store()
+        except IntegrityError:
+            active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
+            if active is not None:
+                raise RunActive(active) from None
+    with transaction.atomic():
+        return store()  # a refusal that is not about an active run raises here
 
 
 def run_stop(run: ReasoningRun) -> bool:

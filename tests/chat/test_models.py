@@ -49,6 +49,31 @@ def test_one_active_run_per_session(alice_session):
     assert services.message_post(session=alice_session, content="Third").status == "queued"
 
 
+def test_a_question_refused_for_a_run_that_has_finished_since_is_stored(alice_session):
+    """Two quick posts: the insert is refused while the chat's run is active, and that run has
+    finished by the time the refusal is looked into. The question is stored, once (it was a
+    500, and the message was lost)."""
+    from django.db import connection
+
+    refused = []
+
+    def refuse_once(execute, sql, params, many, context):
+        if sql.startswith('INSERT INTO "chat_reasoningrun"') and not refused:
+            refused.append(sql)
+            raise IntegrityError("UNIQUE constraint failed: chat_reasoningrun.session_id")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(refuse_once):
+        run = services.message_post(session=alice_session, content="What is 8*9?")
+    assert refused and run.status == "queued"
+    assert list(alice_session.messages.values_list("content", flat=True)) == ["What is 8*9?"]
+    ReasoningRun.objects.filter(pk=run.pk).update(status="succeeded")
+    refused.clear()
+    with connection.execute_wrapper(refuse_once):  # the same for asking again
+        again = services.message_resend(run=run)
+    assert refused and again.status == "queued" and alice_session.messages.count() == 2
+
+
 @pytest.mark.parametrize("field", ["confidence", "final_quality"])
 def test_run_scores_stay_between_zero_and_one(alice_session, field):
     run = services.message_post(session=alice_session, content="Hi")
