@@ -57,6 +57,8 @@ SIGNED_OUT_REASON = "You are signed out in this browser: reload the page to sign
 TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this one for live updates."
 UNAVAILABLE_REASON = "Live updates are unavailable for a moment; they come back on their own."
 MAX_CURSOR_RUNS = 200
+# Turns a reconnecting page is sent whole at most: questions asked while it was away.
+MAX_NEW_TURNS = 20
 MAX_FRAME_CHARS = 64_000
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
 # Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
@@ -239,9 +241,27 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.sent[run_id] = wanted[run_id]
             self.phases.pop(run_id, None)  # the page's own cursor: its phase is read with the events
             await self._send_events(run_id, upto=None)
-            draft = await self._draft_of(run_id)
-            if draft is not None:
-                await self.send(text_data=json.dumps(draft))
+            await self._send_draft(run_id)
+        # Questions asked since the page's newest turn (in another tab or browser while this
+        # page was away): their turns are drawn whole, as a live push of one would draw them.
+        later = await self._runs_after(max(runs, default=0))
+        await self._keep_places(
+            run_id for run_id, status in later.items() if status == ReasoningRun.Status.QUEUED
+        )
+        for run_id in later:
+            if run_id in self.sent:
+                continue
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, MAX_ID)
+            if last is None or run_id in self.sent:
+                continue
+            self.sent[run_id] = last
+            await self.send(text_data=html)
+            await self._send_draft(run_id)
+
+    async def _send_draft(self, run_id: int) -> None:
+        draft = await self._draft_of(run_id)
+        if draft is not None:
+            await self.send(text_data=json.dumps(draft))
 
     # --- group messages ----------------------------------------------------------------
 
@@ -669,6 +689,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return {}
         runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids).order_by("pk")
         return dict(runs.values_list("pk", "status"))
+
+    @database_sync_to_async
+    def _runs_after(self, run_id: int) -> dict[int, str]:
+        """{run id: status} of this session's runs after `run_id`, the newest MAX_NEW_TURNS of
+        them, in id order."""
+        runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__gt=run_id).order_by("-pk")
+        return dict(reversed(runs.values_list("pk", "status")[:MAX_NEW_TURNS]))
 
     @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:

@@ -129,13 +129,13 @@
 
   // --- errors, stop, drafts, versions, theme, sidebar ---------------------------------------
 
-  function showError(text) {
+  function showError(text, kind) {
     const box = document.getElementById("composer-error") || document.getElementById("page-error");
     if (!box) return;
     // The chat was deleted in another tab: that says more than any error about it can.
     if (box.querySelector(".gone")) return;
     const p = document.createElement("p");
-    p.className = "error";
+    p.className = kind ? `error ${kind}` : "error";
     p.setAttribute("role", "alert");
     p.textContent = text;
     box.replaceChildren(p);
@@ -459,20 +459,34 @@
       setTimeout(() => wrapper.reconnect(), delay);
     }
   });
+  // Any other close but the page's own leaving (the server restarting, the network gone): the
+  // ws extension reconnects by itself; if it has not within a moment, say so, beside any error
+  // already there (a send that could not reach the server keeps its text).
+  const LOST = "The connection to Nexus was lost; reconnecting… What happens meanwhile shows when it is back.";
+  let lostTimer = null;
+  function sayLiveUpdates(text) {
+    const box = document.getElementById("composer-error");
+    if (!box || box.querySelector(".gone")) return;
+    const note = Object.assign(document.createElement("p"), { className: "error live-updates", role: "alert", textContent: text });
+    box.querySelectorAll(".live-updates").forEach((p) => p.remove());
+    if (box.querySelector(".error")) box.append(note); else box.replaceChildren(note);
+  }
   document.addEventListener("htmx:wsClose", (event) => {
     socket = null;
     const closed = event.detail && event.detail.event;
-    const box = document.getElementById("composer-error");
-    if (closed && CLOSE_REASONS[closed.code] && box) {
-      box.replaceChildren(Object.assign(document.createElement("p"), {
-        className: "error live-updates", role: "alert",
-        textContent: closed.reason || CLOSE_REASONS[closed.code],
-      }));
+    if (!closed) return;
+    if (CLOSE_REASONS[closed.code]) {
+      sayLiveUpdates(closed.reason || CLOSE_REASONS[closed.code]);
+    } else if (closed.code !== 1000 && closed.code !== 1001 && lostTimer === null) {
+      lostTimer = setTimeout(() => { lostTimer = null; if (!socket) sayLiveUpdates(LOST); }, 2000);
     }
   });
+  // Back: the notes about live updates go, and so does a send's "could not reach Nexus" (the
+  // text it could not send is still in the box).
   document.addEventListener("htmx:wsOpen", () => {
-    const stale = document.querySelector("#composer-error .live-updates");
-    if (stale) stale.remove();
+    clearTimeout(lostTimer);
+    lostTimer = null;
+    document.querySelectorAll("#composer-error .live-updates, #composer-error .unreachable").forEach((p) => p.remove());
   });
 
   // Draft text arrives as small JSON frames, not HTML: handle them here, never swap them.
@@ -495,7 +509,7 @@
     }
   });
   document.addEventListener("htmx:responseError", (event) => showError(errorText(event.detail.xhr)));
-  document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again."));
+  document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again.", "unreachable"));
   document.addEventListener("htmx:timeout", () => showError("Nexus took too long to answer that request. Try again."));
 
   // The message box grows with what is typed (up to 40% of the screen), then scrolls.

@@ -138,6 +138,28 @@ async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_sess
     await communicator.disconnect()
 
 
+async def test_a_reconnecting_page_is_sent_the_questions_asked_while_it_was_away(alice, alice_session):
+    """Found by a review: a tab whose socket was down while a question was asked and answered
+    in another browser never showed that turn (its cursor lists only the runs it has)."""
+    first = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
+    await execute_run(first.pk)
+    total = await database_sync_to_async(lambda: ReasoningRun.objects.get(pk=first.pk).next_sequence - 1)()
+    away = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 8*9?")
+    await execute_run(away.pk)
+    waiting = await database_sync_to_async(services.message_post)(session=alice_session, content="And 3*3?")
+
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(first.pk): total}}))
+    html = await receive_all(communicator)
+    assert f'id="turn-{away.pk}"' in html and "72" in html, "the answered question, whole"
+    assert f'id="turn-{waiting.pk}"' in html and "What is 2+2?" not in html
+    assert html.index(f'id="turn-{away.pk}"') < html.index(f'id="turn-{waiting.pk}"')
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(first.pk): total}}))
+    assert await receive_all(communicator, 0.2) == "", "sent once"
+    await communicator.disconnect()
+
+
 class TraceItems(HTMLParser):
     """The trace lines (and phase headings) in some HTML, by id: their tags, attributes, text.
     A plan's step statuses are left out: the page keeps them current as its steps complete

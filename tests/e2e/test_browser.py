@@ -146,6 +146,32 @@ def test_calculator_call_shows_in_the_panel_and_a_screenshot(page: Page):
         page.screenshot(path=str(DOCS / "screenshot.png"))
 
 
+def test_a_page_that_lost_the_server_says_so_and_catches_up_with_what_was_asked_meanwhile(
+    page: Page, slow_site: Site
+):
+    """Found by a review: with the server down the page said nothing; a send's "Could not reach
+    Nexus" stayed after it was back; and a question asked in another browser while the page's
+    socket was down never showed on it without a reload."""
+    import signal
+
+    ask(page, "What is 17*23?")
+    expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=30000)
+    session_id = int(re.search(r"/sessions/(\d+)/", page.url).group(1))
+    web = slow_site.processes.pop()
+    web.kill(signal.SIGTERM)
+    lost = page.locator("#composer-error .live-updates")
+    expect(lost).to_contain_text("connection to Nexus was lost", timeout=15000)
+    ask(page, "What is 2+2?")
+    expect(page.locator("#composer-error")).to_contain_text("Could not reach Nexus", timeout=15000)
+
+    slow_site.start_web()
+    other = slow_site.login()  # another browser asks in the same chat meanwhile
+    slow_site.ask(other, session_id, "What is 8*9?")
+    expect(page.locator(".answer .markdown").last).to_contain_text("72", timeout=90000)
+    expect(page.locator("#composer-error .error")).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("What is 2+2?")  # kept to send again
+
+
 def test_bad_input_errors_inline(page: Page):
     page.fill("#composer-input", "   ")
     page.click("#composer button[type=submit]")
