@@ -331,6 +331,21 @@ def test_layout_fits_the_screen_with_a_collapsible_sidebar(tab: Tab, width: str)
         assert sidebar.bounding_box()["x"] == 0 and page.locator(".sidebar-toggle").is_hidden()
 
 
+def test_a_new_share_link_fits_the_screen(tab: Tab, width: str):
+    """Found by a review: at 390 px the message with the new link did not wrap, and the whole
+    page scrolled sideways with the link cut off."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    page.locator(".share-dialog > summary").click()
+    page.locator(".share-dialog button", has_text="Create link").click()
+    flash = page.locator(".flash", has_text="Anyone signed in with this link")
+    expect(flash).to_be_visible()
+    no_sideways_scroll(page)
+    box = flash.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"]
+
+
 def test_memory_and_documents_fit_a_phone_with_long_entries(tab: Tab, site: Site, width: str):
     """At 390 px neither page scrolls sideways, even with a 200-character unbroken title and a
     long memory; the ☰ stays beside the title and each row's Delete can be reached."""
