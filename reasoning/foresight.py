@@ -381,8 +381,22 @@ _SPELLED = re.compile(
 )
 
 
-# "two point five": a decimal, once its words are digits.
+# "two point five": a decimal, once its words are digits. The words after "point" are digits
+# each ("point seven five" is .75, not .12), read before the whole numbers are; "point five"
+# alone is 0.5.
+_DIGIT_WORD = r"(?:zero|one|two|three|four|five|six|seven|eight|nine)"
+_FRACTION_WORDS = re.compile(rf"\bpoint((?:[\s-]+{_DIGIT_WORD}\b)+)")
 _SPELLED_DECIMAL = re.compile(r"(?<![\d.])(\d+)\s+point\s+(\d+)(?![\d.])")
+_BARE_DECIMAL = re.compile(r"(?<![\d.])\bpoint\s+(\d+)(?![\d.])")
+
+
+def _fraction_words(match: re.Match[str]) -> str:
+    return "point " + "".join(str(_UNITS[word]) for word in re.findall(r"[a-z]+", match.group(1)))
+
+
+def _decimals_in_words(text: str) -> str:
+    text = _SPELLED.sub(_spelled, _FRACTION_WORDS.sub(_fraction_words, text))
+    return _BARE_DECIMAL.sub(r"0.\1", _SPELLED_DECIMAL.sub(r"\1.\2", text))
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -441,7 +455,7 @@ def _grouped_digits_joined(text: str) -> str:
     text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
-    text = _SCALED.sub(_scaled, _SPELLED_DECIMAL.sub(r"\1.\2", _SPELLED.sub(_spelled, text)))
+    text = _SCALED.sub(_scaled, _decimals_in_words(text))
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
         before = text
         for pattern, replacement in _PHRASED:
@@ -611,12 +625,15 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 
 
 # "UTC+2", "GMT-05:30": a fixed offset, which the clock reads as it is.
-_UTC_OFFSET = re.compile(r"\b(?:UTC|GMT)\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?(?![\d:])", re.IGNORECASE)
+# The sign as typed: a hyphen, or a minus or dash that phones and documents put there.
+_UTC_OFFSET = re.compile(
+    r"\b(?:UTC|GMT)\s*([+\-\u2212\u2013])\s*(\d{1,2})(?::?(\d{2}))?(?![\d:])", re.IGNORECASE
+)
 
 
 def _offset_zone(match: re.Match[str]) -> str:
     minutes = int(match.group(2)) * 60 + int(match.group(3) or 0)
-    return "UTC" if minutes == 0 else offset_name(-minutes if match.group(1) == "-" else minutes)
+    return "UTC" if minutes == 0 else offset_name(minutes if match.group(1) == "+" else -minutes)
 
 
 def zone_in(text: str) -> str | None:

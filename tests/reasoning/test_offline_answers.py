@@ -172,6 +172,10 @@ async def test_a_zone_abbreviation_is_its_own_offset(abbreviation, offset, place
         ("What's the time in GMT+05:45?", "+05:45"),
         ("What time is it in UTC-3:30?", "-03:30"),
         ("What time is it in UTC+2?", "+02:00"),
+        # A Unicode minus (as typed by phones and copied from documents) was read as UTC itself.
+        ("what time is it in UTC\u22124", "-04:00"),
+        ("what time is it in GMT\u22125", "-05:00"),
+        ("What's the time in UTC \u2013 3?", "-03:00"),
     ],
 )
 async def test_an_offset_with_minutes_is_read_whole(question, offset):
@@ -526,6 +530,13 @@ CALCULATIONS = [
     ("What is sin(90 degrees)?", "**1**"),
     ("What is cos 60\u00b0?", "**0.5**"),
     ("What's two point five times four?", "**10**"),
+    # Decimals in words: the digits after "point" were added up ("seven five" as 12), and a
+    # "point five" with no number before it lost its point.
+    ("what is zero point seven five times eight", "**6**"),
+    ("zero point two five times four", "**1**"),
+    ("one point seven five plus one", "**2.75**"),
+    ("what is point five times ten", "**5**"),
+    ("three point one four times two", "**6.28**"),
 ]
 
 
