@@ -242,9 +242,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
             self.phases.pop(run_id, None)  # the page's own cursor: its phase is read with the events
             await self._send_events(run_id, upto=None)
             await self._send_draft(run_id)
-        # Questions asked since the page's newest turn (in another tab or browser while this
-        # page was away): their turns are drawn whole, as a live push of one would draw them.
-        later = await self._runs_after(max(runs, default=0))
+        # Questions asked after the page's newest turn (`after`, the run it names; in another
+        # tab or browser while this page was away): their turns are drawn whole, as a live push
+        # of one would draw them. A frame without it asks for nothing more.
+        after = message.get("after")
+        if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_ID:
+            return
+        later = await self._runs_after(max(after, *runs) if runs else after)
         await self._keep_places(
             run_id for run_id, status in later.items() if status == ReasoningRun.Status.QUEUED
         )

@@ -17,8 +17,13 @@
     return result;
   }
 
+  // The cursor: each run's last event this page has; `after`: its newest run, so questions
+  // asked since (in another tab while this page's socket was down) are sent whole.
   function sync() {
-    if (socket) socket.send(JSON.stringify({ type: "sync", cursor: cursor() }));
+    if (!socket) return;
+    const runs = cursor();
+    const after = Math.max(0, ...Object.keys(runs).map(Number));
+    socket.send(JSON.stringify({ type: "sync", cursor: runs, after }));
   }
 
   function setPanelOpen(panel, open) {

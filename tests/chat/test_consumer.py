@@ -150,12 +150,15 @@ async def test_a_reconnecting_page_is_sent_the_questions_asked_while_it_was_away
 
     communicator = await socket(alice_session.pk, alice)
     await communicator.connect()
-    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(first.pk): total}}))
+    cursor = {"type": "sync", "cursor": {str(first.pk): total}}
+    await communicator.send_to(text_data=json.dumps(cursor))
+    assert await receive_all(communicator, 0.2) == "", "a page that does not say its newest turn"
+    await communicator.send_to(text_data=json.dumps({**cursor, "after": first.pk}))
     html = await receive_all(communicator)
     assert f'id="turn-{away.pk}"' in html and "72" in html, "the answered question, whole"
     assert f'id="turn-{waiting.pk}"' in html and "What is 2+2?" not in html
     assert html.index(f'id="turn-{away.pk}"') < html.index(f'id="turn-{waiting.pk}"')
-    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(first.pk): total}}))
+    await communicator.send_to(text_data=json.dumps({**cursor, "after": first.pk}))
     assert await receive_all(communicator, 0.2) == "", "sent once"
     await communicator.disconnect()
 

@@ -113,6 +113,13 @@ HOSTILE_FRAMES = [
     '{"type": "sync", "cursor": {"1": NaN}}',
     '{"type": "sync", "cursor": {"-5": 0}}',
     '{"type": "sync", "cursor": {"1": 99999999999999999999999999}}',
+    # "after" names the page's newest run; nothing here is one.
+    '{"type": "sync", "cursor": {}, "after": "0"}',
+    '{"type": "sync", "cursor": {}, "after": true}',
+    '{"type": "sync", "cursor": {}, "after": -1}',
+    '{"type": "sync", "cursor": {}, "after": 1e999}',
+    '{"type": "sync", "cursor": {}, "after": 99999999999999999999999999}',
+    '{"type": "sync", "cursor": {}, "after": [0]}',
     "[" * 100_000 + "]" * 100_000,
     '{"type": "sync", "cursor": ' + "[" * 50_000 + "]" * 50_000 + "}",
     "x" * 200_000,
