@@ -64,7 +64,12 @@ class Evaluator:
             system=system,
             prompt=prompt,
             max_tokens=1024,
-            hints={"query": query, "response": response, "strategy": strategy_used.value},
+            hints={
+                "query": query,
+                "response": response,
+                "strategy": strategy_used.value,
+                "threshold": threshold,
+            },
         )
         confidence = data["confidence"]
         return EvaluationResult(

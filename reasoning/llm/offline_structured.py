@@ -102,7 +102,9 @@ def _quality(hints: dict[str, Any]) -> dict[str, Any]:
     if missing and len(unanswerable) == len(missing):
         return {
             "is_sufficient": True,
-            "confidence": 0.65,
+            # Enough for the strategy that asks: an honest "I can't" is no answer to double-check,
+            # and the same decline passed under DIRECT and was flagged "low confidence" under LIGHT.
+            "confidence": max(0.65, float(hints.get("threshold") or 0)),
             "reasoning": (
                 "You declined the tool this part needed; planning deeper would only ask again, "
                 "and the answer says so."

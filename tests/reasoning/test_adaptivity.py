@@ -65,13 +65,15 @@ async def test_the_analysis_model_is_asked_only_when_the_router_is_unsure():
     assert unsure["level"] == "simple" and unsure["confidence"] < 1.0
 
 
-async def test_an_honest_refusal_is_not_escalated_even_below_the_light_threshold():
+async def test_an_honest_refusal_is_not_escalated_and_passes_the_light_threshold():
+    """All the offline model can give at any depth: no escalation, and no "low confidence"
+    flag on a plain "I can't" (it was 0.65, flagged under LIGHT's 0.70 and not under DIRECT's)."""
     result, sink = await run(
         offline(), "Who won the 1998 World Cup?", force_strategy=ExecutionStrategy.LIGHT_PLANNING
     )
     verdict = sink.of("quality.completed")[0].payload
-    assert verdict["evaluation"]["confidence"] == 0.65 and verdict["threshold"] == 0.7
-    assert not verdict["approved"] and verdict["deeper_would_help"] is False
+    assert verdict["evaluation"]["confidence"] == 0.7 and verdict["threshold"] == 0.7
+    assert verdict["approved"] and verdict["deeper_would_help"] is False
     assert not result.escalated and result.final_strategy == ExecutionStrategy.LIGHT_PLANNING
     assert "can't answer that offline" in result.answer
     assert sink.of("reflection.completed") == [], "nothing missing that more work could add: nothing to learn"

@@ -540,6 +540,15 @@ CALCULATIONS = [
 ]
 
 
+async def test_an_honest_decline_is_not_flagged_as_low_confidence_whatever_the_strategy():
+    """Found by a review: the same "I can't answer that offline" passed under DIRECT (0.65 over
+    its 0.60) and carried a red "Low confidence, check it before relying on it" under LIGHT."""
+    result, answer = await answer_to("Write a python function that reverses a string, in a code block")
+    assert "can't answer that offline" in answer
+    assert result.final_strategy.value == "light_planning"
+    assert result.quality is not None and result.quality >= 0.7 and result.kind != "low_confidence"
+
+
 @pytest.mark.parametrize(("question", "expected"), CALCULATIONS)
 async def test_a_calculation_is_read_whole(question, expected):
     result, answer = await answer_to(question)
