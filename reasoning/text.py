@@ -225,18 +225,25 @@ def markdown_text(text: str) -> str:
     )
 
 
-_MARKS = re.compile(r"\*\*|__|`|\\(?=[\\`*_\[\]<>|~#])")
+_BOLD = re.compile(r"\*\*|__")
+_MARKS = re.compile(r"`|\\(?=[\\`*_\[\]<>|~#])")
+# *Emphasis* or _emphasis_, once bold is gone: a mark that opens after no word and closes before
+# none (the star in "17*23" is a times sign), neither of them escaped.
+_EMPHASIS = re.compile(r"(?<![\w*\\])([*_])(?=\S)(.+?)(?<=[^\s\\])\1(?![\w*])")
 # What opens a line: quote markers, then a heading's hashes or a list bullet.
 _LINE_MARKS = re.compile(r"^\s*(?:>\s*)*(?:#{1,6}\s+|[-*+]\s+)?")
+# A line that is only a rule ("---", "***", "___").
+_RULE = re.compile(r"^\s*(?:([-*_])\s*){3,}$")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 
 def plain_text(markdown: str) -> str:
     """Markdown as one line of plain text (for summaries and excerpts shown where Markdown is
-    not rendered): no bold or code marks, quote markers, heading hashes or bullets; a link
-    keeps its text."""
-    lines = (_LINE_MARKS.sub("", line, count=1) for line in _LINK.sub(r"\1", markdown or "").splitlines())
-    return " ".join(_MARKS.sub("", " ".join(lines)).split())
+    not rendered): no bold, italic or code marks, rules, quote markers, heading hashes or
+    bullets; a link keeps its text."""
+    text = _LINK.sub(r"\1", markdown or "")
+    lines = (_LINE_MARKS.sub("", line, count=1) for line in text.splitlines() if not _RULE.match(line))
+    return " ".join(_MARKS.sub("", _EMPHASIS.sub(r"\2", _BOLD.sub("", " ".join(lines)))).split())
 
 
 # How a recalled earlier exchange is introduced among recalled memories (a fact is not).

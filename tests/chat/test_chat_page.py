@@ -286,6 +286,9 @@ def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, cli
     # page keeps the ways to a new chat and the other pages (found by a review).
     one = client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
     assert "1 chat mentions “391”" in one and "<mark>391</mark>" in one and "**391**" not in one
+    # Nor its rule and italic footer (a second review saw "… --- *Answered by N…").
+    snippet = re.search(r'<p class="snippet">(.*?)</p>', one, re.S).group(1)
+    assert "---" not in snippet and "*" not in snippet.replace("17*23", ""), snippet
     assert "+ New chat" in one and "Team documents" in one and "Memory" in one
     none = client_for(alice).get(reverse("chat:search"), {"q": "zebra"}).content.decode()
     assert "No chat mentions “zebra”." in none
