@@ -110,9 +110,12 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def session_new(request: HttpRequest) -> HttpResponse:
     """A new chat; from a chat still empty, that chat (each click on "+ New chat" added
-    another empty "New chat" to the list)."""
+    another empty "New chat" to the list). With a message (the first page's box), the chat
+    starts with it, as if it were sent from the chat's own box."""
     empty = services.session_unused(request.user, request.POST.get("from", ""))
     session = empty or services.session_create(owner=request.user)
+    if request.POST.get("content", "").strip():
+        return message_create(request, session.pk)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 

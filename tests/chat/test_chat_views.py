@@ -458,6 +458,22 @@ def test_the_home_page_title_names_nexus_once(alice, client_for):
     assert "Nexus · Nexus" not in page and 'data-title="Nexus | Mode:' in page
 
 
+def test_the_first_page_asks_the_first_question_in_a_new_chat(alice, client_for, dispatched):
+    """Found by a review: a newcomer's first page said "Try What is 17*23?" with no box to type
+    it in, only a "Start a chat" button."""
+    client = client_for(alice)
+    page = client.get("/").content.decode()
+    assert 'id="start-composer"' in page and 'name="content"' in page
+    response = client.post(reverse("chat:session-new"), {"content": "What is 17*23?"})
+    session = alice.chat_sessions.get()
+    assert response.status_code == 302 and response["Location"] == reverse("chat:session", args=[session.pk])
+    run = session.runs.get()
+    assert run.query == "What is 17*23?" and dispatched == [run.pk] and session.title == "What is 17*23?"
+    # Too long: said on the new chat's page (a flash), nothing stored.
+    client.post(reverse("chat:session-new"), {"content": "x" * 100_000})
+    assert ReasoningRun.objects.count() == 1
+
+
 def test_a_new_chat_from_a_chat_still_empty_is_that_chat(alice, bob, alice_session, client_for, dispatched):
     """Each click on "+ New chat" added another empty "New chat" to the list."""
     client = client_for(alice)

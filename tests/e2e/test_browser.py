@@ -172,6 +172,25 @@ def test_a_page_that_lost_the_server_says_so_and_catches_up_with_what_was_asked_
     expect(page.locator("#composer-input")).to_have_value("What is 2+2?")  # kept to send again
 
 
+def test_a_newcomer_types_the_first_question_on_the_first_page(chromium: str, slow_site: Site):
+    """The first page invited a question ("Try What is 17*23?") but had no box to type it in."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+            page.goto(slow_site.url + "/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("button[type=submit]")
+            expect(page.locator("#empty-state")).to_contain_text("What is 17*23?")
+            ask(page, "What is 17*23?")
+            expect(page).to_have_url(re.compile(r"/sessions/\d+/$"))
+            expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=30000)
+            expect(page.locator("#session-list .current")).to_have_text("What is 17*23?")
+        finally:
+            browser.close()
+
+
 def test_bad_input_errors_inline(page: Page):
     page.fill("#composer-input", "   ")
     page.click("#composer button[type=submit]")
