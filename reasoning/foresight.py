@@ -423,6 +423,14 @@ _PHRASES = [
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"(\2 - \1)"),
+    (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"(\1 - \2)"),
+    (rf"\bpercent(?:age)?\s+change\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
+    (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
+    (rf"{_N}\s+as\s+a\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
+    (
+        rf"{_N}\s+raised\s+to\s+(?:the\s+)?(?:power\s+of\s+)?{_N}(?:st|nd|rd|th)?(?:\s+power)?\b",
+        r"(\1 ** \2)",
+    ),
     (rf"\b(?:increase|raise)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 + \2/100))"),
     (rf"\b(?:decrease|reduce|lower)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
     (

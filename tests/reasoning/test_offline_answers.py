@@ -537,6 +537,13 @@ CALCULATIONS = [
     ("one point seven five plus one", "**2.75**"),
     ("what is point five times ten", "**5**"),
     ("three point one four times two", "**6.28**"),
+    # Phrasings a team uses that were declined ("needs a real language model").
+    ("what is the difference between 100 and 64", "**36**"),
+    ("2 raised to the 20th power", "**1048576**"),
+    ("What is 3 raised to the power of 4?", "**81**"),
+    ("45 is what percentage of 180", "**25**"),
+    ("what's 60 as a percentage of 240", "**25**"),
+    ("what is the percentage change from 50 to 65", "**30**"),
 ]
 
 
