@@ -22,7 +22,7 @@ from django.utils import timezone
 from chat.inputs import finite_number
 from chat.models import Elicitation, ReasoningRun, ToolApproval
 from chat.services import run_park, run_unpark
-from chat.sink import session_group
+from chat.sink import session_group, tell_group
 from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, AwaitingApproval, InputRequest
 
 POLL_SECONDS = 0.5
@@ -282,18 +282,8 @@ def approvals_decline_for_stopped(run_id: int) -> None:
 def card_changed(session_id: int, kind: str, pk: int) -> None:
     """Tell every tab of the chat that an approval card or an input form changed (decided,
     answered or expired), so each shows it resolved, not only the tab that answered."""
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(
-            session_group(session_id), {"type": "card.changed", "kind": kind, "id": pk}
-        )
-    except Exception as exc:  # the tabs catch up on their next reload
-        logger.warning("could not push the %s card %s: %s", kind, pk, exc)
+    message = {"type": "card.changed", "kind": kind, "id": pk}
+    tell_group(session_group(session_id), message, f"the {kind} card {pk}")  # else: on their next reload
 
 
 @transaction.atomic

@@ -41,6 +41,12 @@ def bind_server_loop() -> None:
         task.add_done_callback(_background.discard)
 
 
+def running_server_loop() -> asyncio.AbstractEventLoop | None:
+    """The web server's event loop while it runs (None in a worker, or once it stopped)."""
+    loop = _server_loop
+    return loop if loop is not None and loop.is_running() else None
+
+
 def _loop() -> asyncio.AbstractEventLoop:
     global _thread_loop
     if _server_loop is not None and not _server_loop.is_closed():

@@ -18,7 +18,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.cache import cache
@@ -30,7 +30,7 @@ from chat.lessons import lessons_for
 from chat.loops import per_loop
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
-from chat.sink import RunSink, queue_moved
+from chat.sink import RunSink, queue_moved, session_group, tell_group
 from chat.stops import stop_watch
 from chat.tools import registry_for
 from reasoning.llm.base import LLMClient
@@ -216,9 +216,10 @@ def stop_parked(run: ReasoningRun) -> None:
     sink = RunSink(run)
     approvals_decline_for_stopped(run.pk)
     seq = sink.record_stopped()
+    group = session_group(run.session_id)
     if seq is not None:
-        async_to_sync(sink.push)({"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"})
-    async_to_sync(sink.push)({"type": "run.done", "run": run.pk})
+        tell_group(group, {"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"}, "a stop")
+    tell_group(group, {"type": "run.done", "run": run.pk}, "a stop")
     rollup_runs_safely([run.pk])
     start_next_runs(run.session.owner_id)
 

@@ -120,20 +120,35 @@ def account_changed(*, user_id: int, session_key: str | None = None) -> None:
 
 
 def _tell_person(user_id: int, message: dict[str, Any], what: str) -> None:
-    """Send `message` to every open page of the person once the change is committed. Live
-    updates are a courtesy: a broken channel layer is logged, never raised (a reload shows
-    the change)."""
+    """Send `message` to every open page of the person once the change is committed."""
+    transaction.on_commit(lambda: tell_group(user_group(user_id), message, what))
 
-    def push() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        try:
-            async_to_sync(layer.group_send)(user_group(user_id), message)
-        except Exception as exc:
-            logger.warning("could not tell the open pages of user %s about %s: %s", user_id, what, exc)
 
-    transaction.on_commit(push)
+def tell_group(group: str, message: dict[str, Any], what: str) -> None:
+    """Send `message` to a channel group from synchronous code. Live updates are a courtesy:
+    a broken channel layer is logged, never raised (a reload shows the change).
+
+    In the web server the send goes to its event loop and the request does not wait for it: a
+    request thread that waited (async_to_sync) for a send the loop never finished, because the
+    server was stopping, kept the process from ever exiting."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+
+    def failed(exc: BaseException) -> None:
+        logger.warning("could not tell the open pages about %s: %s", what, exc)
+
+    from chat.dispatch import running_server_loop
+
+    loop = running_server_loop()
+    if loop is not None:
+        sent = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        sent.add_done_callback(lambda f: f.cancelled() or f.exception() is None or failed(f.exception()))
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception as exc:
+        failed(exc)
 
 
 def _when(value: str | None) -> datetime | None:

@@ -19,6 +19,7 @@ from chat.engine import execute_run
 from chat.models import ReasoningRun, TraceEvent
 from chat.sink import RunSink, session_group
 from nexus.asgi import application
+from tests.conftest import wait_until
 from tests.e2e.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -535,3 +536,33 @@ def test_a_finished_runs_end_is_not_rendered_twice(alice, alice_session):
     done = consumer._render_done(stopped.pk)
     assert f'id="answer-{stopped.pk}"' in done and "Stopped before any answer" in done
     assert 'id="status-line"' not in done, "the status line came with the run's last event"
+
+
+def test_a_change_told_as_the_server_stops_never_holds_its_request(monkeypatch, alice_session):
+    """Found by a review: daphne stopped mid-burst never exited, its request threads waiting for
+    sends to the pages that its stopped event loop would never finish."""
+    import asyncio
+    import threading
+
+    from chat import dispatch, sink
+
+    class StuckLayer:  # a send that is still waiting on Redis when the loop stops
+        async def group_send(self, group: str, message: dict) -> None:
+            await asyncio.sleep(3600)
+
+    monkeypatch.setattr(sink, "get_channel_layer", StuckLayer)
+    loop = asyncio.new_event_loop()
+    server = threading.Thread(target=loop.run_forever, daemon=True)
+    server.start()
+    monkeypatch.setattr(dispatch, "_server_loop", loop)
+    assert wait_until(loop.is_running, 5)
+
+    def post() -> None:  # a request thread, its question committed: the chat moved up
+        sink.sessions_changed(owner_id=alice_session.owner_id, session_id=alice_session.pk)
+
+    returned = threading.Event()
+    request = threading.Thread(target=lambda: (post(), returned.set()), daemon=True)
+    request.start()
+    loop.call_soon_threadsafe(lambda: loop.call_later(0.2, loop.stop))  # the server stops
+    assert returned.wait(5), "the request finished; its send did not hold it"
+    server.join(5)
