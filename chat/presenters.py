@@ -7,6 +7,7 @@ shows exactly what was pushed live.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import timedelta
 from functools import lru_cache
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
@@ -26,6 +28,8 @@ from reasoning.tools.labels import humanize_tool_names, tool_label
 from reasoning.types import ExecutionStrategy
 
 __all__ = ["tool_label"]  # the panel's tool names; kept importable from here
+
+logger = logging.getLogger(__name__)
 
 MODE_ICONS = {
     "Analyzing": "⚡",
@@ -393,7 +397,13 @@ def queue_context(run: ReasoningRun | None) -> dict[str, Any]:
     failed, so only Retry or the sweeper will start it) rather than merely waiting its turn."""
     if run is None or run.status != ReasoningRun.Status.QUEUED:
         return {"queue_ahead": 0, "stuck": False}
-    place = services.queue_place_of(run)
+    try:
+        place = services.queue_place_of(run)
+    except DatabaseError as exc:
+        # Drawn just after the question was stored: the database going away then must not
+        # turn a saved question into an error page (its page counts the queue live anyway).
+        logger.warning("could not count the runs ahead of run %s: %s", run.pk, exc)
+        return {"queue_ahead": 0, "stuck": False}
     return {"queue_ahead": place.ahead, "stuck": place.stuck}
 
 

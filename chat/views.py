@@ -6,9 +6,12 @@ through `session_get_for_user`, so another user's session is a 404.
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import messages as flash
 from django.core.exceptions import ValidationError
+from django.db import DatabaseError
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -29,6 +32,8 @@ from chat.inputs import clean_title
 from chat.models import Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from teamops import budgets
+
+logger = logging.getLogger(__name__)
 
 PAGE = "chat/session.html"
 MAX_COMPLETION_QUERY = 200
@@ -223,13 +228,12 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
         user_id=request.user.pk,
     )
     retitled = session.title != old_title  # message_post updated `session` to what it stored
-    context = {
-        "turn": turn,
-        "notice": notice,
-        "session": session,
-        "retitled": retitled,
-        "sessions": session_links(request.user) if retitled else [],
-    }
+    try:
+        sessions = session_links(request.user) if retitled else []
+    except DatabaseError as exc:  # stored already: the chat list is drawn again on the next page
+        logger.warning("could not draw the chat list after a question: %s", exc)
+        sessions, retitled = [], False
+    context = {"turn": turn, "notice": notice, "session": session, "retitled": retitled, "sessions": sessions}
     return render(request, f"{PAGE}#turn", context)
 
 

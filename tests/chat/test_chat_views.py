@@ -491,3 +491,25 @@ def test_a_new_chat_from_a_chat_still_empty_is_that_chat(alice, bob, alice_sessi
     for junk in ("x", "9" * 40, "١٢"):
         assert client.post(reverse("chat:session-new"), {"from": junk}).status_code == 302
     assert alice.chat_sessions.count() == 2 + 1 + 1 + 3  # her first, the asked one, and one per post after it
+
+
+def test_a_message_saved_before_the_database_went_away_is_shown_not_a_500(
+    alice, alice_session, client_for, dispatched, monkeypatch
+):
+    """Found by a review: PostgreSQL restarting as a question was posted gave 500 "Something went
+    wrong" for questions already stored (and answered): only drawing their place in the queue,
+    after the commit, had failed."""
+    from django.db import OperationalError
+
+    def gone(run):
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(services, "queue_place_of", gone)
+    response = client_for(alice).post(
+        reverse("chat:message-create", args=[alice_session.pk]),
+        {"content": "What is 2+2?"},
+        HTTP_HX_REQUEST="true",
+    )
+    run = ReasoningRun.objects.get()
+    assert response.status_code == 200 and f'id="turn-{run.pk}"' in response.content.decode()
+    assert dispatched == [run.pk]
