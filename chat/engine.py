@@ -232,7 +232,9 @@ def start_next_runs(owner_id: int) -> None:
         try:
             dispatch_run(run_id)
         except DispatchError:
-            return  # the sweeper retries once the queue is back
+            # Not dispatched: the next sweep sends it (stamped, it waited for the lost-job check).
+            services.runs_mark_dispatched([run_id], dispatched=False)
+            return
         services.runs_mark_dispatched([run_id])
 
 

@@ -79,6 +79,27 @@ def test_a_finished_run_starts_its_owners_next_one(clients, next_started):
 
 
 @override_settings(NEXUS_MAX_RUNS_PER_USER=1)
+def test_a_next_run_the_queue_refused_is_left_for_the_next_sweep(clients, monkeypatch):
+    """Found by a review: a worker that could not queue an owner's next run left it stamped as
+    dispatched, so the sweeper sent it only a minute later, as a job the broker had lost."""
+    from chat.dispatch import DispatchError
+    from chat.engine import start_next_runs
+
+    first, second = post_in_new_chats(clients["alice"], 2)
+    services.run_mark_succeeded(first)
+
+    def unreachable(run_id: int) -> None:
+        raise DispatchError("the queue is unreachable")
+
+    monkeypatch.setattr("chat.dispatch.dispatch_run", unreachable)
+    start_next_runs(clients["alice"].user.pk)
+    second.refresh_from_db()
+    assert second.status == "queued" and second.dispatched_at is None
+    ReasoningRun.objects.filter(pk=second.pk).update(created_at=F("created_at") - timedelta(seconds=2))
+    assert second.pk in services.runs_to_recover(), "the next sweep sends it"
+
+
+@override_settings(NEXUS_MAX_RUNS_PER_USER=1)
 def test_a_waiting_run_says_how_many_are_ahead_and_offers_no_retry(clients):
     first, _second, third = post_in_new_chats(clients["alice"], 3)
     services.run_claim(first.pk, worker="w:1")
