@@ -210,3 +210,45 @@ def test_a_dead_workers_runs_are_resumed_within_a_minute_by_default(settings):
     assert settings.NEXUS_RUN_STALE_SECONDS >= 3 * settings.NEXUS_HEARTBEAT_SECONDS, (
         "a live run is never taken"
     )
+
+
+def test_the_example_environment_file_shows_the_defaults():
+    """Found by a review: .env.example set NEXUS_RUN_STALE_SECONDS=90 where the default is 30,
+    so copying it made a dead worker's runs wait two minutes instead of about fifty seconds."""
+    import json
+    import re
+
+    example = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)", (ROOT / ".env.example").read_text(), re.MULTILINE))
+    names = json.dumps(sorted(example))
+    script = (
+        "import dataclasses, json, django; django.setup(); from django.conf import settings; "
+        "reasoning = dataclasses.asdict(settings.NEXUS_REASONING); "
+        f"found = {{n: getattr(settings, n, reasoning.get(n.lower())) for n in {names}}}; "
+        "print(json.dumps(found, default=str))"
+    )
+    base = {
+        k: v for k, v in os.environ.items() if k not in example and not k.startswith(("DATABASE", "REDIS"))
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "nexus.settings"},
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    defaults = json.loads(result.stdout)
+    compared = []
+    for name, shown in example.items():
+        default = defaults[name]
+        if name.startswith("SECURE_"):  # set only when served over HTTPS (NEXUS_HTTPS)
+            continue
+        if isinstance(default, bool):
+            assert shown == str(default).lower(), name
+        elif isinstance(default, int | float):
+            assert float(shown) == float(default), f"{name}={shown} in .env.example, {default} by default"
+        else:
+            continue
+        compared.append(name)
+    assert "NEXUS_RUN_STALE_SECONDS" in compared and len(compared) > 20
