@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from nexus.dbpool import check_pooled_connection
 from nexus.env import (
     env_bool,
     env_choice,
@@ -109,6 +110,8 @@ if DATABASE_URL:
             "min_size": 2,
             "max_size": env_int("NEXUS_DB_POOL_SIZE", 20, minimum=2),
             "timeout": 20,
+            # After a restart, every dead idle connection is dropped at the first one found.
+            "check": check_pooled_connection,
         }
 else:
     # WAL lets requests read while a background run writes; IMMEDIATE transactions and a

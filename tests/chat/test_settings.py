@@ -252,3 +252,29 @@ def test_the_example_environment_file_shows_the_defaults():
             continue
         compared.append(name)
     assert "NEXUS_RUN_STALE_SECONDS" in compared and len(compared) > 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_database_restart_the_pool_drops_its_dead_connections_at_the_first_found():
+    """Found by a review: after PostgreSQL restarted, a web process's pool found its dead idle
+    connections one per request, backing off 1, 2, 4… s between them: the first requests
+    waited the pool's whole 20 s and failed with a 500."""
+    import psycopg
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("a PostgreSQL connection pool is tested in the PostgreSQL pass (scripts/test.sh)")
+    pool = connection.pool
+    connection.close()  # this test's own connection goes back to the pool too
+    held = [pool.getconn() for _ in range(5)]
+    for conn in held:
+        pool.putconn(conn)
+    params = connection.get_connection_params()
+    name = params["dbname"]
+    with psycopg.connect(**{**params, "dbname": "postgres"}, autocommit=True) as admin:  # "the restart"
+        others = "select pid from pg_stat_activity where datname = %s and pid <> pg_backend_pid()"
+        admin.execute(f"select pg_terminate_backend(pid) from ({others}) as backends", [name])
+    lost = pool.get_stats().get("connections_lost", 0)
+    with pool.connection(timeout=15) as conn:  # the first request after the restart
+        assert conn.execute("select 1").fetchone() == (1,)
+    assert pool.get_stats().get("connections_lost", 0) - lost >= 4, "every dead idle one, at once"
