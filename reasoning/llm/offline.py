@@ -172,7 +172,7 @@ class OfflineClient(LLMClient):
             elif context is not None and part_kind(part) not in ("arithmetic", "time"):
                 text = answer_from_context(part, context, remembered)
             else:
-                text = answer_without_tools(part)
+                text = answer_without_tools(part, among=" ".join(parts))
             sections.append((part, text))
         if context is not None and len(sections) == 1:
             return self._response(sections[0][1], [], request)

@@ -125,6 +125,7 @@ _FOLLOW_UP = re.compile(
     r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b",
     re.IGNORECASE,
 )
+_WORDS = re.compile(r"\w+")
 # --- reading questions ------------------------------------------------------------------------
 
 
@@ -440,7 +441,9 @@ def _document_answer(question: str, text: str) -> str:
     return _quote(best)
 
 
-def answer_without_tools(question: str) -> str:
+def answer_without_tools(question: str, *, among: str | None = None) -> str:
+    """The offline answer to `question` with no tool results: a greeting's reply, a local
+    calculation or an honest decline. `among`: the whole message the question is part of."""
     parts = question_parts(question)
     if not parts:
         return 'I didn\'t find a question in your message. Ask me something, for example "What is 17*23?"'
@@ -490,9 +493,12 @@ def answer_without_tools(question: str) -> str:
             return f"{_code(expression)} = **{format_number(calculate(expression))}**."
         except CalculatorError as exc:
             return f"I can't compute {_code(expression)}: {markdown_inline(str(exc))}."
+    # "What about it?" leans on an earlier message, which the offline model does not read;
+    # not when the message itself says more than this ask ("Our worker dies; what causes it?").
+    alone = not set(_WORDS.findall(fold(among or question))) - set(_WORDS.findall(fold(first)))
     follow_up = (
         " Offline, each message is read on its own, without the earlier ones: ask it in full."
-        if _FOLLOW_UP.search(first)
+        if alone and _FOLLOW_UP.search(first)
         else ""
     )
     return (

@@ -266,6 +266,20 @@ async def test_a_follow_up_is_told_to_ask_in_full(question):
 
 
 @pytest.mark.parametrize(
+    "question",
+    [
+        "Our Celery worker keeps dying with SIGKILL; what could cause it and how do I check?",
+        "How do I rotate our API keys safely, and how often should we do it?",
+    ],
+)
+async def test_a_question_whose_it_is_in_the_same_message_is_not_called_a_follow_up(question):
+    """Found by a review: "it" named in the same message got "each message is read on its own,
+    without the earlier ones: ask it in full", which was asked in full."""
+    _result, answer = await answer_to(question)
+    assert "can't answer that offline" in answer and "read on its own" not in answer, answer
+
+
+@pytest.mark.parametrize(
     "question", ["What time is it in Londn?", "What's the time in Nowhereville right now?"]
 )
 async def test_a_place_no_zone_is_known_for_is_said_plainly_never_given_utc(question):
