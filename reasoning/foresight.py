@@ -423,7 +423,7 @@ _PHRASES = [
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"(\2 - \1)"),
-    (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"(\1 - \2)"),
+    (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+change\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
     (rf"{_N}\s+as\s+a\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
@@ -633,15 +633,27 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 
 
 # "UTC+2", "GMT-05:30": a fixed offset, which the clock reads as it is.
-# The sign as typed: a hyphen, or a minus or dash that phones and documents put there.
+# The sign as typed: a hyphen, a minus or any dash that phones and documents put there, or
+# the word.
+_MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
 _UTC_OFFSET = re.compile(
-    r"\b(?:UTC|GMT)\s*([+\-\u2212\u2013])\s*(\d{1,2})(?::?(\d{2}))?(?![\d:])", re.IGNORECASE
+    rf"\b(?:UTC|GMT)\s*([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*(\d{{1,2}})(?::?(\d{{2}}))?(?![\d:])"
+    r"(?:\s*hours?\b)?",
+    re.IGNORECASE,
+)
+
+
+# "UTC minus four": the hours in words, read as digits first.
+_SPELLED_OFFSET = re.compile(
+    rf"(\b(?:UTC|GMT)\s*(?:[+\-{_MINUS}]|\b(?:plus|minus)\b)\s*)({'|'.join(list(_UNITS)[:15])})\b",
+    re.IGNORECASE,
 )
 
 
 def _offset_zone(match: re.Match[str]) -> str:
     minutes = int(match.group(2)) * 60 + int(match.group(3) or 0)
-    return "UTC" if minutes == 0 else offset_name(minutes if match.group(1) == "+" else -minutes)
+    ahead = match.group(1).lower() in ("+", "plus")
+    return "UTC" if minutes == 0 else offset_name(minutes if ahead else -minutes)
 
 
 def zone_in(text: str) -> str | None:
@@ -653,7 +665,7 @@ def zone_in(text: str) -> str | None:
 def zones_in(text: str) -> list[str]:
     """Every time zone a text names, in the order it names them ("Berlin and Tokyo": two):
     IANA names, places (accents optional), and abbreviations in capitals (PST, LA)."""
-    text = text or ""
+    text = _SPELLED_OFFSET.sub(lambda m: m.group(1) + str(_UNITS[m.group(2).lower()]), text or "")
     places, pattern = _places()
     found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well

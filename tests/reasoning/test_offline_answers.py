@@ -176,6 +176,14 @@ async def test_a_zone_abbreviation_is_its_own_offset(abbreviation, offset, place
         ("what time is it in UTC\u22124", "-04:00"),
         ("what time is it in GMT\u22125", "-05:00"),
         ("What's the time in UTC \u2013 3?", "-03:00"),
+        # Other dashes, a fullwidth minus, and the word (a second review found each read as UTC).
+        ("what time is it in UTC\u20144", "-04:00"),
+        ("what time is it in UTC \u20104", "-04:00"),
+        ("what time is it in UTC\u20114", "-04:00"),
+        ("what time is it in UTC\uff0d4", "-04:00"),
+        ("what time is it in UTC minus 4", "-04:00"),
+        ("what time is it in UTC minus four hours", "-04:00"),
+        ("What's the time in GMT plus 5:30?", "+05:30"),
     ],
 )
 async def test_an_offset_with_minutes_is_read_whole(question, offset):
@@ -553,6 +561,7 @@ CALCULATIONS = [
     ("three point one four times two", "**6.28**"),
     # Phrasings a team uses that were declined ("needs a real language model").
     ("what is the difference between 100 and 64", "**36**"),
+    ("what is the difference between 64 and 100", "**36**"),  # was -36
     ("2 raised to the 20th power", "**1048576**"),
     ("What is 3 raised to the power of 4?", "**81**"),
     ("45 is what percentage of 180", "**25**"),
