@@ -29,7 +29,7 @@ from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.inputs import clean_title
-from chat.models import Document, Preference, ReasoningRun
+from chat.models import ChatSession, Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from teamops import budgets
 
@@ -117,10 +117,18 @@ def session_new(request: HttpRequest) -> HttpResponse:
     """A new chat; from a chat still empty, that chat (each click on "+ New chat" added
     another empty "New chat" to the list). With a message (the first page's box), the chat
     starts with it, as if it were sent from the chat's own box."""
+    content = request.POST.get("content", "")
+    if content.strip():
+        refused = _message_refused(request, content)
+        if refused is not None:  # before the chat exists: the first page again, the text kept
+            text, status = refused
+            context = {"sessions": [], "session": None, "turns": [], "active_run": None, "error": text}
+            context.update(draft=content, trace_open=preferences_of(request)["trace_open"])
+            return render(request, PAGE, context, status=status)
     empty = services.session_unused(request.user, request.POST.get("from", ""))
     session = empty or services.session_create(owner=request.user)
-    if request.POST.get("content", "").strip():
-        return message_create(request, session.pk)
+    if content.strip():
+        return _message_post(request, session, content)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 
@@ -176,24 +184,34 @@ def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
     return limits.over_limit(request.user.pk, what, settings.NEXUS_RATE_LIMIT_PER_MINUTE)
 
 
+def _message_refused(request: HttpRequest, content: str) -> tuple[str, int] | None:
+    """Why a message may not be sent now (and the status to say it with), or None."""
+    try:
+        services.message_validate(content)  # an empty or oversized message is not counted
+    except ValidationError as exc:
+        return exc.messages[0], 400
+    if _rate_limited(request):
+        return "You are sending messages too quickly; wait a minute and try again.", 429
+    refusal = budgets.refusal_for(request.user.pk)
+    if refusal is not None:
+        return f"{refusal} Your message was not sent.", 400
+    return None
+
+
 @require_POST
 def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
     content = request.POST.get("content", "")
-    try:
-        services.message_validate(content)  # an empty or oversized message is not counted
-    except ValidationError as exc:
-        return _error(request, exc.messages[0], session.pk)
-    if _rate_limited(request):
-        return _error(
-            request,
-            "You are sending messages too quickly; wait a minute and try again.",
-            session.pk,
-            status=429,
-        )
-    refusal = budgets.refusal_for(request.user.pk)
-    if refusal is not None:
-        return _error(request, f"{refusal} Your message was not sent.", session.pk)
+    refused = _message_refused(request, content)
+    if refused is not None:
+        text, status = refused
+        return _error(request, text, session.pk, status=429 if status == 429 else 200)
+    return _message_post(request, session, content)
+
+
+def _message_post(request: HttpRequest, session: ChatSession, content: str) -> HttpResponse:
+    """Store and dispatch a message that may be sent; the turn it starts (or, on a full page
+    load, the chat)."""
     old_title = session.title
     try:
         prepared = services.message_prepare(user=request.user, content=content)

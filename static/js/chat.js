@@ -439,6 +439,25 @@
     }
   });
 
+  // The first page's box starts a chat with a full page load: once, and not over the limit
+  // (the box says so already).
+  document.addEventListener("submit", (event) => {
+    const form = event.target;
+    if (!form || form.id !== "start-composer") return;
+    const input = form.querySelector("#composer-input");
+    const limit = Number(input?.dataset.limit || 0);
+    if (form.dataset.sending === "true" || (input && limit && input.value.length > limit)) {
+      event.preventDefault();
+      return;
+    }
+    form.dataset.sending = "true";
+  });
+  // A lost socket reconnects within 8 s of the server's return (the ws extension's own backoff
+  // reached 64 s, and a page stayed stale for a minute after a restart).
+  if (window.htmx) {
+    htmx.config.wsReconnectDelay = (retry) => Math.min(8000, 1000 * 2 ** Math.min(retry, 3)) * (0.5 + Math.random() / 2);
+  }
+
   // A websocket (re)connect: ask for everything after what this page already shows.
   document.addEventListener("htmx:wsOpen", (event) => {
     socket = event.detail.socketWrapper;

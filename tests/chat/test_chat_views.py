@@ -469,9 +469,23 @@ def test_the_first_page_asks_the_first_question_in_a_new_chat(alice, client_for,
     assert response.status_code == 302 and response["Location"] == reverse("chat:session", args=[session.pk])
     run = session.runs.get()
     assert run.query == "What is 17*23?" and dispatched == [run.pk] and session.title == "What is 17*23?"
-    # Too long: said on the new chat's page (a flash), nothing stored.
-    client.post(reverse("chat:session-new"), {"content": "x" * 100_000})
-    assert ReasoningRun.objects.count() == 1
+
+
+def test_a_first_question_that_may_not_be_sent_keeps_its_text_and_starts_no_chat(
+    alice, client_for, dispatched, settings
+):
+    """Found by a re-check: a 100,000-character first question was lost (the chat was made,
+    then the message refused on its page), and each refused one left an empty chat behind."""
+    client = client_for(alice)
+    long = "x" * 100_000
+    response = client.post(reverse("chat:session-new"), {"content": long})
+    page = response.content.decode()
+    assert response.status_code == 400 and "100,000 characters" in page and long in page
+    settings.NEXUS_RATE_LIMIT_PER_MINUTE = 1
+    assert client.post(reverse("chat:session-new"), {"content": "What is 2+2?"}).status_code == 302
+    refused = client.post(reverse("chat:session-new"), {"content": "What is 3+3?"})
+    assert refused.status_code == 429 and "What is 3+3?" in refused.content.decode()
+    assert alice.chat_sessions.count() == 1 and ReasoningRun.objects.count() == 1
 
 
 def test_a_new_chat_from_a_chat_still_empty_is_that_chat(alice, bob, alice_session, client_for, dispatched):

@@ -183,10 +183,18 @@ def test_a_newcomer_types_the_first_question_on_the_first_page(chromium: str, sl
             page.fill("#id_password", PASSWORD)
             page.click("button[type=submit]")
             expect(page.locator("#empty-state")).to_contain_text("What is 17*23?")
-            ask(page, "What is 17*23?")
+            page.fill("#composer-input", "x" * 20_001)  # over the limit: said, and not sent
+            page.keyboard.press("Enter")
+            expect(page.locator("#composer-error")).to_contain_text("the limit is 20,000")
+            page.wait_for_timeout(500)
+            assert page.url.endswith("/") and "/sessions/" not in page.url
+            page.fill("#composer-input", "What is 17*23?")
+            page.keyboard.press("Enter")
+            page.keyboard.press("Enter")  # twice, quickly (a re-check: two chats, one each)
             expect(page).to_have_url(re.compile(r"/sessions/\d+/$"))
             expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=30000)
             expect(page.locator("#session-list .current")).to_have_text("What is 17*23?")
+            expect(page.locator("#session-list li")).to_have_count(1)
         finally:
             browser.close()
 
