@@ -248,7 +248,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         after = message.get("after")
         if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_ID:
             return
-        later = await self._runs_after(max(after, *runs) if runs else after)
+        later = await self._runs_after(max([after, *runs]))
         await self._keep_places(
             run_id for run_id, status in later.items() if status == ReasoningRun.Status.QUEUED
         )

@@ -442,8 +442,7 @@ def message_resend(
         sessions_changed(owner_id=session.owner_id, session_id=session.pk, run_id=new_run.pk)
         return new_run
 
-    new_run = _store_next_run(session, store)
-    return new_run
+    return _store_next_run(session, store)
 
 
 def _store_next_run(session: ChatSession, store: Callable[[], ReasoningRun]) -> ReasoningRun:

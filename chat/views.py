@@ -67,17 +67,15 @@ def home(request: HttpRequest) -> HttpResponse:
     latest = services.session_list_for_user(request.user).values_list("pk", flat=True).first()
     if latest is not None:
         return redirect("chat:session", session_id=latest)
-    return render(
-        request,
-        PAGE,
-        {
-            "sessions": [],
-            "session": None,
-            "turns": [],
-            "active_run": None,
-            "trace_open": preferences_of(request)["trace_open"],
-        },
-    )
+    return _first_page(request)
+
+
+def _first_page(request: HttpRequest, status: int = 200, **extra: str) -> HttpResponse:
+    """The page of someone with no chat yet: the box that starts one (with `extra`: the text it
+    kept and why it was not sent)."""
+    context = {"sessions": [], "session": None, "turns": [], "active_run": None, **extra}
+    context["trace_open"] = preferences_of(request)["trace_open"]
+    return render(request, PAGE, context, status=status)
 
 
 @require_GET
@@ -122,9 +120,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
         refused = _message_refused(request, content)
         if refused is not None:  # before the chat exists: the first page again, the text kept
             text, status = refused
-            context = {"sessions": [], "session": None, "turns": [], "active_run": None, "error": text}
-            context.update(draft=content, trace_open=preferences_of(request)["trace_open"])
-            return render(request, PAGE, context, status=status)
+            return _first_page(request, status, error=text, draft=content)
     empty = services.session_unused(request.user, request.POST.get("from", ""))
     session = empty or services.session_create(owner=request.user)
     if content.strip():

@@ -384,7 +384,7 @@ _SPELLED = re.compile(
 # "two point five": a decimal, once its words are digits. The words after "point" are digits
 # each ("point seven five" is .75, not .12), read before the whole numbers are; "point five"
 # alone is 0.5.
-_DIGIT_WORD = r"(?:zero|one|two|three|four|five|six|seven|eight|nine)"
+_DIGIT_WORD = rf"(?:{'|'.join(list(_UNITS)[:10])})"
 _FRACTION_WORDS = re.compile(rf"\bpoint((?:[\s-]+{_DIGIT_WORD}\b)+)")
 _SPELLED_DECIMAL = re.compile(r"(?<![\d.])(\d+)\s+point\s+(\d+)(?![\d.])")
 _BARE_DECIMAL = re.compile(r"(?<![\d.])\bpoint\s+(\d+)(?![\d.])")
@@ -636,17 +636,15 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 # The sign as typed: a hyphen, a minus or any dash that phones and documents put there, or
 # the word.
 _MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
+_OFFSET_SIGN = rf"\b(?:UTC|GMT)\s*([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*"
 _UTC_OFFSET = re.compile(
-    rf"\b(?:UTC|GMT)\s*([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*(\d{{1,2}})(?::?(\d{{2}}))?(?![\d:])"
-    r"(?:\s*hours?\b)?",
-    re.IGNORECASE,
+    rf"{_OFFSET_SIGN}(\d{{1,2}})(?::?(\d{{2}}))?(?![\d:])(?:\s*hours?\b)?", re.IGNORECASE
 )
 
 
 # "UTC minus four": the hours in words, read as digits first.
 _SPELLED_OFFSET = re.compile(
-    rf"(\b(?:UTC|GMT)\s*(?:[+\-{_MINUS}]|\b(?:plus|minus)\b)\s*)({'|'.join(list(_UNITS)[:15])})\b",
-    re.IGNORECASE,
+    rf"(?P<sign>{_OFFSET_SIGN})(?P<hours>{'|'.join(list(_UNITS)[:15])})\b", re.IGNORECASE
 )
 
 
@@ -665,7 +663,7 @@ def zone_in(text: str) -> str | None:
 def zones_in(text: str) -> list[str]:
     """Every time zone a text names, in the order it names them ("Berlin and Tokyo": two):
     IANA names, places (accents optional), and abbreviations in capitals (PST, LA)."""
-    text = _SPELLED_OFFSET.sub(lambda m: m.group(1) + str(_UNITS[m.group(2).lower()]), text or "")
+    text = _SPELLED_OFFSET.sub(lambda m: m["sign"] + str(_UNITS[m["hours"].lower()]), text or "")
     places, pattern = _places()
     found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
