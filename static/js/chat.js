@@ -445,8 +445,7 @@
     const form = event.target;
     if (!form || form.id !== "start-composer") return;
     const input = form.querySelector("#composer-input");
-    const limit = Number(input?.dataset.limit || 0);
-    if (form.dataset.sending === "true" || (input && limit && input.value.length > limit)) {
+    if (form.dataset.sending === "true" || (input && tooLong(input))) {
       event.preventDefault();
       return;
     }
@@ -455,7 +454,12 @@
   // A lost socket reconnects within 8 s of the server's return (the ws extension's own backoff
   // reached 64 s, and a page stayed stale for a minute after a restart).
   if (window.htmx) {
-    htmx.config.wsReconnectDelay = (retry) => Math.min(8000, 1000 * 2 ** Math.min(retry, 3)) * (0.5 + Math.random() / 2);
+    htmx.config.wsReconnectDelay = (retry) => backoff(retry, 8000);
+  }
+  // Pauses that double from a second up to `most` ms, each shortened at random by up to half
+  // (pages that lost their socket together do not all come back at once).
+  function backoff(retry, most) {
+    return Math.min(most, 1000 * 2 ** retry) * (0.5 + Math.random() / 2);
   }
 
   // A websocket (re)connect: ask for everything after what this page already shows.
@@ -478,7 +482,7 @@
     const closed = event.detail && event.detail.event;
     const wrapper = event.detail && event.detail.socketWrapper;
     if (closed && closed.code === 4503 && wrapper && wrapper.reconnect) {
-      const delay = Math.min(30000, 1000 * 2 ** Math.min(retries, 5)) * (0.5 + Math.random() / 2);
+      const delay = backoff(retries, 30000);
       retries += 1;
       setTimeout(() => wrapper.reconnect(), delay);
     }
@@ -552,12 +556,16 @@
   });
   // Over the limit, the box says so while the text is typed or pasted (a maxlength cut a
   // long paste off silently, its end lost); the server refuses it with the same words.
+  function tooLong(input) {
+    const limit = Number(input.dataset.limit || 0);
+    return limit > 0 && input.value.length > limit;
+  }
   function sayIfTooLong(input) {
     const limit = Number(input.dataset.limit || 0);
     const box = document.getElementById("composer-error");
     if (!limit || !box) return;
     box.querySelector(".too-long")?.remove();
-    if (input.value.length <= limit) return;
+    if (!tooLong(input)) return;
     const p = document.createElement("p");
     p.className = "error too-long";
     p.setAttribute("role", "alert");
