@@ -194,6 +194,15 @@ class Site:
         return int(re.search(r'id="turn-(\d+)"', response.text).group(1))
 
 
+def sign_in(page: Any, site: Site) -> None:
+    """Sign the browser page in as the local account; it lands on the first page or a chat."""
+    page.goto(site.url + "/accounts/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/(sessions/\d+/)?$"))
+
+
 def base_env(tmp: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL", "PYTEST"))}
     env.update(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, Site
+from tests.e2e.conftest import Site, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,10 +44,7 @@ def page(chromium: str, slow_site: Site) -> Iterator[Page]:
         errors: list[str] = []
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(slow_site.url + "/")
-        page.fill("#id_username", "admin")
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
+        sign_in(page, slow_site)
         page.click("text=Start a chat")
         expect(page.locator("#composer-input")).to_be_visible()
         yield page
@@ -178,10 +175,7 @@ def test_a_newcomer_types_the_first_question_on_the_first_page(chromium: str, sl
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-            page.goto(slow_site.url + "/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
+            sign_in(page, slow_site)
             expect(page.locator("#empty-state")).to_contain_text("What is 17*23?")
             page.fill("#composer-input", "x" * 20_001)  # over the limit: said, and not sent
             page.keyboard.press("Enter")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, ROOT, Site, manage, unavailable
+from tests.e2e.conftest import ROOT, Site, manage, sign_in, unavailable
 from tests.e2e.test_browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -79,14 +79,6 @@ def context(browser: Browser, width: str, request: pytest.FixtureRequest):
     context = browser.new_context(viewport={"width": w, "height": h}, color_scheme=scheme)
     yield context
     context.close()
-
-
-def sign_in(page: Page, site: Site) -> None:
-    page.goto(site.url + "/accounts/login/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/(sessions/\d+/)?$"))
 
 
 @pytest.fixture

@@ -313,7 +313,7 @@ def test_a_page_open_through_a_redis_outage_reconnects_and_catches_up(fault_site
     next answer never came and the status line stayed at "Starting…" until a reload."""
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.e2e.conftest import PASSWORD
+    from tests.e2e.conftest import sign_in
     from tests.e2e.test_browser import CHROMIUM_ARGS, ask
 
     fault_site.start_worker()
@@ -322,10 +322,7 @@ def test_a_page_open_through_a_redis_outage_reconnects_and_catches_up(fault_site
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.goto(fault_site.url + "/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
+            sign_in(page, fault_site)
             page.click("text=Start a chat")
             ask(page, "What is 17*23?")
             expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=30000)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.e2e.conftest import PASSWORD, Site, manage
+from tests.e2e.conftest import PASSWORD, Site, manage, sign_in
 from tests.e2e.test_browser import CHROMIUM_ARGS, DOCS, ask
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -39,10 +39,7 @@ def team_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sit
             )
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-            page.goto(site.url + "/")
-            page.fill("#id_username", "admin")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
+            sign_in(page, site)
             yield site, page
             browser.close()
     finally:
