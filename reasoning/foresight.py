@@ -129,6 +129,27 @@ CITY_ZONES = {
     # day behind Samoa; its San Juan is in Argentina).
     "samoa": "Pacific/Apia", "san juan": "America/Puerto_Rico", "puerto rico": "America/Puerto_Rico",
     "santiago de compostela": "Europe/Madrid",
+    # Cities as their own people write them, and English names the database does not use.
+    "koln": "Europe/Berlin", "cologne": "Europe/Berlin", "munchen": "Europe/Berlin",
+    "dusseldorf": "Europe/Berlin", "stuttgart": "Europe/Berlin", "leipzig": "Europe/Berlin",
+    "dresden": "Europe/Berlin", "nuremberg": "Europe/Berlin", "nurnberg": "Europe/Berlin",
+    "wien": "Europe/Vienna", "salzburg": "Europe/Vienna", "geneve": "Europe/Zurich",
+    "genf": "Europe/Zurich", "basel": "Europe/Zurich", "bern": "Europe/Zurich",
+    "krakow": "Europe/Warsaw", "cracow": "Europe/Warsaw", "warszawa": "Europe/Warsaw",
+    "gdansk": "Europe/Warsaw", "wroclaw": "Europe/Warsaw", "praha": "Europe/Prague",
+    "roma": "Europe/Rome", "milano": "Europe/Rome", "napoli": "Europe/Rome", "naples": "Europe/Rome",
+    "florence": "Europe/Rome", "firenze": "Europe/Rome", "venice": "Europe/Rome",
+    "venezia": "Europe/Rome", "turin": "Europe/Rome", "torino": "Europe/Rome",
+    "lisboa": "Europe/Lisbon", "porto": "Europe/Lisbon", "porto alegre": "America/Sao_Paulo",
+    "sevilla": "Europe/Madrid",
+    "seville": "Europe/Madrid", "bruxelles": "Europe/Brussels", "brussel": "Europe/Brussels",
+    "antwerp": "Europe/Brussels", "antwerpen": "Europe/Brussels", "rotterdam": "Europe/Amsterdam",
+    "the hague": "Europe/Amsterdam", "kobenhavn": "Europe/Copenhagen", "goteborg": "Europe/Stockholm",
+    "gothenburg": "Europe/Stockholm", "moskva": "Europe/Moscow", "lyon": "Europe/Paris",
+    "marseille": "Europe/Paris", "toulouse": "Europe/Paris", "bordeaux": "Europe/Paris",
+    "newfoundland": "America/St_Johns", "nepal": "Asia/Kathmandu", "bhutan": "Asia/Thimphu",
+    "sri lanka": "Asia/Colombo",
+    "bangladesh": "Asia/Dhaka", "zulu time": "UTC",
     # Regions that keep one zone (also what a place after a comma means: "Perth, Scotland").
     "scotland": "Europe/London", "england": "Europe/London", "wales": "Europe/London",
     "ontario": "America/Toronto", "quebec": "America/Toronto", "nova scotia": "America/Halifax",
@@ -139,6 +160,41 @@ CITY_ZONES = {
     "new south wales": "Australia/Sydney", "queensland": "Australia/Brisbane",
     "western australia": "Australia/Perth",
 }  # fmt: skip
+# US states after a comma ("Portland, Maine", "Vancouver, Washington"): which place of that
+# name is meant, and, for a state that keeps one zone, its time, whether or not the city is
+# known. A state of several zones (None) settles only a city the list knows in the US.
+_ET, _CT, _MT, _PT = "America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles"
+US_STATES = {
+    "alabama": _CT, "arizona": "America/Phoenix", "arkansas": _CT, "california": _PT, "colorado": _MT,
+    "connecticut": _ET, "delaware": _ET, "georgia": _ET, "hawaii": "Pacific/Honolulu", "illinois": _CT,
+    "iowa": _CT, "louisiana": _CT, "maine": _ET, "maryland": _ET, "massachusetts": _ET,
+    "minnesota": _CT, "mississippi": _CT, "missouri": _CT, "montana": _MT, "nevada": _PT,
+    "new hampshire": _ET, "new jersey": _ET, "new mexico": _MT, "new york": _ET,
+    "north carolina": _ET, "ohio": _ET, "oklahoma": _CT, "pennsylvania": _ET, "rhode island": _ET,
+    "south carolina": _ET, "utah": _MT, "vermont": _ET, "virginia": _ET, "washington": _PT,
+    "west virginia": _ET, "wisconsin": _CT, "wyoming": _MT,
+    "alaska": None, "florida": None, "idaho": None, "indiana": None, "kansas": None, "kentucky": None,
+    "michigan": None, "nebraska": None, "north dakota": None, "oregon": None, "south dakota": None,
+    "tennessee": None, "texas": None,
+}  # fmt: skip
+_STATE_AFTER_COMMA = re.compile(
+    rf",\s*({'|'.join(sorted(US_STATES, key=len, reverse=True))})\b(?!\s*,?\s*d\s*c\b)"
+)
+
+
+def state_zone(city_zone: str | None, state: str) -> str | None:
+    """The zone "<city>, <state>" names (`city_zone`: the city's own, if known), None when the
+    state does not settle it: a state of several zones and a city it does not place there, or
+    a state's name that is the city's country ("Tbilisi, Georgia")."""
+    state = fold(state).strip()
+    if state not in US_STATES:
+        return None
+    city_country = country_of(city_zone) if city_zone else None
+    if city_country and city_country != "US" and city_country == country_named(state):
+        return None
+    return US_STATES[state] or (city_zone if city_country == "US" else None)
+
+
 # Countries that keep several time zones: the answer names some places instead of one time.
 _US_CITIES = "New York, Chicago, Denver or Los Angeles"
 SEVERAL_ZONES = {
@@ -163,7 +219,7 @@ _REGIONS = frozenset({
     "texas", "thailand", "turkey", "uk", "vietnam",
     "scotland", "england", "wales", "ontario", "quebec", "nova scotia", "british columbia", "alberta",
     "arizona", "illinois", "massachusetts", "oregon", "nevada", "colorado", "washington state",
-    "bavaria", "new south wales", "queensland", "western australia",
+    "bavaria", "new south wales", "queensland", "western australia", "newfoundland",
 })  # fmt: skip
 # "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
 _IANA = re.compile(r"\b([a-z]+(?:_[a-z]+)*/[a-z][a-z_-]*(?:/[a-z][a-z_-]*)?)\b", re.IGNORECASE)
@@ -283,12 +339,40 @@ _PERCENT_OF = re.compile(
 )
 # What the question does to the result afterwards: "3 plus 4, then doubled", "1/7 rounded to
 # 3 decimals", "3/4 as a percentage" (number words are operators by then).
+_THEN_NUMBER = r"(?P<{}>\d+(?:\.\d+)?)"
+_RESULT = r"(?:\s+(?:it|that|the result))?"
 _THEN = re.compile(
-    r"\s*,?\s*(?:and\s+)?then\s+(?:(?P<word>double|triple|halve|quadruple)[ds]?(?:\s+it)?|"
+    r"\s*,?\s*(?:and\s+)?then\s*(?:"
+    rf"(?P<word>double|triple|quadruple|halve|square|cube)(?:d|s|ed)?{_RESULT}(?![\w\s]*\broot)|"
+    rf"(?P<verb>multipl(?:y|ied)|divided?){_RESULT}\s+by\s+{_THEN_NUMBER.format('by')}|"
+    rf"(?P<add>add(?:ed)?|plus)\s+{_THEN_NUMBER.format('added')}(?:\s+to{_RESULT})?|"
+    rf"(?P<take>subtract(?:ed)?|take\s+away|minus)\s+{_THEN_NUMBER.format('taken')}(?:\s+from{_RESULT})?|"
     r"(?P<op>\*\*|[-+*/%])\s*(?P<number>\d+(?:\.\d+)?))\b",
     re.IGNORECASE,
 )
-_THEN_WORDS = {"double": "*2", "triple": "*3", "quadruple": "*4", "halve": "/2"}
+_THEN_WORDS = {
+    "double": "*2",
+    "triple": "*3",
+    "quadruple": "*4",
+    "halve": "/2",
+    "square": "**2",
+    "cube": "**3",
+}
+
+
+def _then_operation(step: re.Match[str]) -> str:
+    """What a "then …" phrase does to the result before it, as an operator and its operand."""
+    if step["word"]:
+        return _THEN_WORDS[step["word"].lower()]
+    if step["verb"]:
+        return f"{'*' if step['verb'].lower().startswith('multipl') else '/'}{step['by']}"
+    if step["add"]:
+        return f"+{step['added']}"
+    if step["take"]:
+        return f"-{step['taken']}"
+    return f"{step['op']}{step['number']}"
+
+
 _PLACES_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
 
 
@@ -353,14 +437,22 @@ _ASKED = re.compile(
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?![\d,])")
 
 
-# "10k", "3 million", "2.5bn": a number with its scale, read as the number it is ("25% of 10k"
-# was 25% of 10).
-_SCALED = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:k\b|\s*(thousand|million|billion|trillion|bn)\b)")
-_SCALES = {None: 3, "thousand": 3, "million": 6, "billion": 9, "bn": 9, "trillion": 12}
+# "10k", "3 million", "2.5bn", "1.2m", "5 hundred thousand": a number with its scale, read as
+# the number it is ("25% of 10k" was 25% of 10; "4% of 2.5m" was 4% of 2.5). A letter after a
+# number that is not a scale (a unit: "100m / 9.58s") leaves the calculation unread.
+_SCALE_WORD = r"hundred|thousand|million|billion|trillion"
+_SCALED = re.compile(
+    rf"(?<![\w.])(\d+(?:\.\d+)?)(?:(k|mn|m|bn|b)\b|((?:\s*(?:{_SCALE_WORD})\b)+))", re.IGNORECASE
+)
+_SCALES = {
+    "k": 3, "m": 6, "mn": 6, "b": 9, "bn": 9,
+    "hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12,
+}  # fmt: skip
 
 
 def _scaled(match: re.Match[str]) -> str:
-    value = Decimal(match.group(1)).scaleb(_SCALES[match.group(2)])
+    words = match.group(3).lower().split() if match.group(3) else [match.group(2).lower()]
+    value = Decimal(match.group(1)).scaleb(sum(_SCALES[word] for word in words))
     return format(value.quantize(Decimal(1)) if value == value.to_integral() else value.normalize(), "f")
 
 
@@ -414,6 +506,8 @@ def _spelled(match: re.Match[str]) -> str:
 # Arithmetic asked in words, rewritten as the expression it asks for ("divide 100 by 8").
 # An operand: a number, or a phrase already read into brackets ("twice the sum of 3 and 4").
 _N = r"(?:the\s+)?(-?\d+(?:\.\d+)?|\([^()]*\))"
+_ITEM = r"(?:-?\d+(?:\.\d+)?|\([^()]*\))"
+_LIST = rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}"
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
@@ -437,6 +531,14 @@ _PHRASES = [
         rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}",
         r"what is (\1 / \2 * 100)",
     ),
+    # "the sum of 2, 3 and 4", "the average of 4, 8, 15 and 16": a list, read whole.
+    (rf"\b(?:the\s+)?(?P<kind>sum|total|average|mean)\s+of\s+(?P<items>{_LIST})", None),
+    (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
+    (rf"{_N}\s*(?:%|percent)\s+(?:more|higher|greater|larger|bigger)\s+than\s+{_N}", r"(\2 * (1 + \1/100))"),
+    (rf"{_N}\s*(?:%|percent)\s+(?:less|lower|smaller|fewer)\s+than\s+{_N}", r"(\2 * (1 - \1/100))"),
+    # "2/3 of 900", "three quarters of 48" (the number words are digits by then).
+    (rf"(?<![\d.])(\d+)\s*/\s*(\d+)\s+of\s+{_N}", r"(\1 / \2 * \3)"),
+    (rf"(?<![\d.])(\d+)\s+(?P<part>quarter|third|fifth|eighth)s\s+of\s+{_N}", None),
     (rf"\bhalf\s+(?:of\s+)?{_N}", r"(\1 / 2)"),
     (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"(\1 / 3)"),
     (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"(\1 / 4)"),
@@ -448,9 +550,19 @@ _PHRASES = [
     (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"(\1 ** \2)"),
 ]
 _PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
+_PARTS = {"quarter": 4, "third": 3, "fifth": 5, "eighth": 8}
 
 
-def _factorial(match: re.Match[str]) -> str:
+def _phrase(match: re.Match[str]) -> str:
+    """The phrases whose expression is not a template: a list's sum or mean, a number of
+    quarters of something, a factorial."""
+    named = match.groupdict()
+    if named.get("items"):
+        items = re.findall(r"-?\d+(?:\.\d+)?|\([^()]*\)", named["items"])
+        total = f"({' + '.join(items)})"
+        return total if named["kind"].lower() in ("sum", "total") else f"({total} / {len(items)})"
+    if named.get("part"):
+        return f"({match.group(1)} * {match.groups()[-1]} / {_PARTS[named['part'].lower()]})"
     return f"factorial({next(group for group in match.groups() if group)})"
 
 
@@ -463,11 +575,12 @@ def _grouped_digits_joined(text: str) -> str:
     text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
     text = _SCALED.sub(_scaled, _decimals_in_words(text))
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
         before = text
         for pattern, replacement in _PHRASED:
-            text = pattern.sub(replacement or _factorial, text)
+            text = pattern.sub(replacement or _phrase, text)
         if text == before:
             break
     return text
@@ -483,7 +596,7 @@ _UNREAD_QUANTITY = re.compile(
     # 5", "all squared"), and comparisons ("Which is bigger: 3^4 or 4^3?"), which one
     # expression's value does not answer.
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
-    r"less|more|all|"
+    r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
     r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus)\b",
     re.I,
 )
@@ -495,6 +608,9 @@ def accounts_for(question: str, expression: str) -> bool:
     "1000 - 10%" as 1000 - 10, "rounded" with nothing rounded). A check on the reader, so that
     a misreading is not approved by the same misreading."""
     asked = _grouped_digits_joined(question)
+    # "then double it" was read when the expression does it: its word changes nothing unread.
+    done = expression.replace(" ", "")
+    asked = _THEN.sub(lambda step: " " if f"){_then_operation(step)}" in done else step.group(), asked)
     used = {round(float(n), 12) for n in _NUMBERS.findall(expression.lower())}
     # A percentage may be computed as its fraction: "15% of 86.40" as 86.40*0.15.
     shares = {round(float(n) / 100, 12) for n in _PERCENTAGE.findall(asked)}
@@ -579,15 +695,17 @@ _CALCULATION_BEFORE = re.compile(
     r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|nexus)[\s,:]+)*"
     r"(?:(?:what(?:'s|’s| is)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
 )
-_CALCULATION_AFTER = re.compile(r"\s*(?:=\s*)?(?:please\s*)?(?:[?!.]|$)")
+_CALCULATION_AFTER = re.compile(
+    r"\s*(?:=\s*)?(?:,?\s*(?:as|in(?:to)?)\s+(?:a\s+)?decimals?(?:\s+(?:number|form))?\s*)?(?:please\s*)?(?:[?!.]|$)"
+)
 
 
 def _calculation(text: str, match: re.Match[str]) -> bool:
     """Whether the expression `match` found is arithmetic asked, not numbers inside a name
     ("CVE-2021-44228", "ISO-8859-1", "1-800-FLOWERS") or joined as in a date or a score."""
     before, after = text[: match.start()], text[match.end() :]
-    if re.search(r"[a-z][-/]$", before) or re.match(r"[-/][a-z]", after):
-        return False
+    if re.search(r"[a-z][-/]$", before) or re.match(r"[-/]?[a-z]", after):
+        return False  # also a unit after the last number: "100m / 9.58s"
     if not _JOINED.fullmatch(match.group().strip(" ()")):
         return True
     _, rest = _applied(match.group().strip(), after)
@@ -606,6 +724,13 @@ def split_calculations(text: str) -> list[str]:
     return pieces
 
 
+def calculation_in_steps(text: str) -> bool:
+    """Whether `text` is one calculation done in steps ("What is 10 - 2, then add 5?"): one
+    ask, although ", then" usually opens another."""
+    expression = expression_in(text)
+    return bool(expression and _THEN.search(_grouped_digits_joined(text)) and accounts_for(text, expression))
+
+
 def _then(expression: str, rest: str) -> str:
     """`expression` with what the words after it do to its result ("then doubled", "rounded
     to 3 decimals", "as a percentage"): an answer that left them out would be wrong."""
@@ -618,8 +743,7 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
         step = _THEN.match(rest)
         if step is None:
             break
-        operation = _THEN_WORDS[step["word"].lower()] if step["word"] else f"{step['op']}{step['number']}"
-        expression, rest = f"({expression}){operation}", rest[step.end() :]
+        expression, rest = f"({expression}){_then_operation(step)}", rest[step.end() :]
     if percent := _AS_PERCENT.match(rest):
         expression, rest = f"({expression})*100", rest[percent.end() :]
     if rounded := _ROUNDED.match(rest):
@@ -638,7 +762,8 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 _MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
 _OFFSET_SIGN = rf"\b(?:UTC|GMT)\s*([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*"
 _UTC_OFFSET = re.compile(
-    rf"{_OFFSET_SIGN}(\d{{1,2}})(?::?(\d{{2}}))?(?![\d:])(?:\s*hours?\b)?", re.IGNORECASE
+    rf"{_OFFSET_SIGN}(\d{{1,2}})(?::?(\d{{2}})|[.,](\d{{1,2}}))?(?![\d:]|[.,]\d)(?:\s*hours?\b)?",
+    re.IGNORECASE,
 )
 
 
@@ -648,8 +773,17 @@ _SPELLED_OFFSET = re.compile(
 )
 
 
-def _offset_zone(match: re.Match[str]) -> str:
-    minutes = int(match.group(2)) * 60 + int(match.group(3) or 0)
+def _offset_zone(match: re.Match[str]) -> str | None:
+    """The zone of an offset: "+5:30", "+0530", or in decimal hours "+5.5" (+05:30) and
+    "+5.75" (+05:45); None for a fraction that is no quarter of an hour ("+5.3"): no zone keeps it."""
+    minutes = int(match.group(2)) * 60
+    if match.group(4):
+        fraction = Decimal(f"0.{match.group(4)}") * 60
+        if fraction % 15:  # offsets are whole quarters of an hour
+            return None
+        minutes += int(fraction)
+    else:
+        minutes += int(match.group(3) or 0)
     ahead = match.group(1).lower() in ("+", "plus")
     return "UTC" if minutes == 0 else offset_name(minutes if ahead else -minutes)
 
@@ -665,7 +799,7 @@ def zones_in(text: str) -> list[str]:
     IANA names, places (accents optional), and abbreviations in capitals (PST, LA)."""
     text = _SPELLED_OFFSET.sub(lambda m: m["sign"] + str(_UNITS[m["hours"].lower()]), text or "")
     places, pattern = _places()
-    found = [(m.start(), _offset_zone(m)) for m in _UTC_OFFSET.finditer(text)]
+    found = [(m.start(), zone) for m in _UTC_OFFSET.finditer(text) if (zone := _offset_zone(m))]
     text = _UTC_OFFSET.sub(lambda m: " " * len(m.group()), text)  # not "UTC" itself as well
     text, written = _zone_names_out(text)
     found += written
@@ -675,8 +809,14 @@ def zones_in(text: str) -> list[str]:
         if not _names_place(text[: m.start()])
     ]
     # "St. John's" as the database writes it ("St Johns").
-    named = list(pattern.finditer(re.sub(r"[.'’]", "", fold(text))))
+    folded = re.sub(r"[.'’]", "", fold(text))
+    named = list(pattern.finditer(folded))
     qualified: set[int] = set()  # the regions that only say which place is meant
+    for state in _STATE_AFTER_COMMA.finditer(folded):
+        city = next((m for m in named if folded[m.end() : state.start()].strip() == ""), None)
+        if zone := state_zone(places[city.group(1)] if city else None, state.group(1)):
+            found.append((state.start(), zone))
+            qualified |= {m.start() for m in named if m is city or m.start() == state.start(1)}
     for m, after in zip(named, [*named[1:], None], strict=False):
         if (
             after
@@ -743,19 +883,29 @@ def _unknown_place_in(text: str) -> str | None:
     asked = _TIME_ASKED.search(text)
     if not asked:
         return None
+    for offset in _UTC_OFFSET.finditer(text):
+        if _offset_zone(offset) is None:  # "UTC+5.3": no zone keeps it, and not UTC either
+            return offset.group().strip()
     for named in _PLACE_ASKED.finditer(text, asked.end()):
         # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
         # was left out.
         pieces = re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)
-        for piece in pieces:
+        # "Kansas City, Missouri": a state that keeps one zone tells its time.
+        state = _STATE_AFTER_COMMA.match(fold(text[named.end() :]))
+        settled = bool(state) and state_zone(zone_in(pieces[-1]), state.group(1)) is not None
+        for piece in pieces[:-1] if settled else pieces:
             if (place := _place_name(piece)) and not zones_in(place):
                 return place
+        if settled:
+            continue
         place = _place_name(pieces[0])
         if place is None:
             continue
         # "Sydney, Nova Scotia", "London, Ontario": a qualifier it does not know says another
         # place of that name is meant, whose time it would get wrong.
         qualifier = _QUALIFIER.match(text, named.end())
+        if qualifier and re.sub(r"[.\s]", "", fold(qualifier[1])) == "dc":
+            continue  # "Washington, D.C."
         if qualifier and fold(qualifier[1]) not in _NOT_A_PLACE and not zones_in(qualifier[1]):
             # "Sydney, Australia": the country it is in says nothing new.
             country = country_named(qualifier[1])
@@ -799,7 +949,8 @@ _IN_A_PLACE = (
 # "What is the date?", "what's the time in Oslo": not "the date of Easter", "the time limit",
 # "the day rate", "the time of sunset".
 _THE_TIME = (
-    r"what(?:'s|’s| is)? the (?:current )?(?:time|date|day|weekday)"
+    r"what(?:'s|’s| is)? the (?:current )?(?:(?:utc|gmt|zulu|eastern|central|mountain|pacific) )?"
+    r"(?:time|date|day|weekday)"
     rf"(?=\s*(?:$|[?.!,;:]|(?:right )?now\b|today\b|currently\b|here\b|there\b|please\b|"
     rf"at the moment\b|(?:over )?{_IN_A_PLACE}))"
 )
@@ -810,7 +961,8 @@ _NOW = re.compile(
     r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
     r"[^?.!]{0,30}\b(?:is it|it is|it's|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
-    r"(?:current|today'?s|local) (?:(?:utc|gmt) )?(?:time|date|day|weekday|week number)\b|"
+    r"(?:current|today'?s|local) (?:(?:utc|gmt|zulu|eastern|central|mountain|pacific|atlantic) )?"
+    r"(?:time|date|day|weekday|week number)\b|"
     rf"\b(?:time|date) {_IN_A_PLACE})",
     re.IGNORECASE,
 )

@@ -34,6 +34,7 @@ from reasoning.llm.offline_text import (
     answer_from_results,
     answer_without_tools,
     covers,
+    declined_whole,
     expression_in,
     part_kind,
     plan_tool_call,
@@ -176,6 +177,8 @@ class OfflineClient(LLMClient):
             sections.append((part, text))
         if context is not None and len(sections) == 1:
             return self._response(sections[0][1], [], request)
+        if context is None and (whole := declined_whole([answer for _, answer in sections])):
+            return self._response(whole, [], request)
         text = "\n\n".join(f"**{markdown_inline(as_ask(part))}**\n\n{answer}" for part, answer in sections)
         return self._response(text, [], request)
 

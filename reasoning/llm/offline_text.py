@@ -15,6 +15,7 @@ from reasoning.foresight import (
     SEVERAL_ZONES,
     accounts_for,
     asks_now,
+    calculation_in_steps,
     expression_in,
     fold,
     split_calculations,
@@ -122,7 +123,7 @@ _CAPABILITIES = re.compile(
 # "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one.
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|now|also|then|what about|how about)\b|\b(?:that|it|this|the result|the answer|them|"
-    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b",
+    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b(?!\s*[-+]?\d)",
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"\w+")
@@ -141,7 +142,7 @@ def question_parts(query: str) -> list[str]:
     questions: list[str] = []
     for chunk in chunks:
         pieces = []
-        whole = bool(CONDITIONAL.match(chunk) or aspects_listed(chunk))
+        whole = bool(CONDITIONAL.match(chunk) or aspects_listed(chunk) or calculation_in_steps(chunk))
         joins = [chunk] if whole else _SPLIT_AND.split(chunk)
         for piece in (c for joined in joins for c in split_calculations(joined)):
             head, *rest = _SPLIT_COMMA.split(piece)
@@ -501,10 +502,20 @@ def answer_without_tools(question: str, *, among: str | None = None) -> str:
         if alone and _FOLLOW_UP.search(first)
         else ""
     )
-    return (
-        f'I can\'t answer that offline: "{markdown_inline(shorten(first))}" needs a real language model.'
-        f"{follow_up} Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
-    )
+    return f'{CANNOT} "{markdown_inline(shorten(first))}" needs a real language model.{follow_up} {_SWITCH}'
+
+
+# How every offline decline starts, and how it ends: what to set to get a real model.
+CANNOT = "I can't answer that offline:"
+_SWITCH = "Set ANTHROPIC_API_KEY (or NEXUS_LLM_PROVIDER=openai with a local server) and ask again."
+
+
+def declined_whole(answers: list[str]) -> str | None:
+    """One decline for a message none of whose parts the offline model can answer, instead
+    of the same paragraph under a heading made of each fragment ("A shirt costs 40.")."""
+    if len(answers) < 2 or not all(answer.startswith(CANNOT) for answer in answers):
+        return None
+    return f"{CANNOT} no part of this message can be answered without a real language model. {_SWITCH}"
 
 
 def _code(expression: str) -> str:

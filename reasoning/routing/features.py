@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from reasoning.foresight import split_calculations
+from reasoning.foresight import calculation_in_steps, split_calculations
 from reasoning.text import CONDITION, CONDITIONAL, MENTION, NOT_A_SENTENCE_END, joined_lines
 
 # --- vocabulary -------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def _asks_in_line(text: str) -> list[str]:
         sentence = PREAMBLE.sub("", sentence).strip(" .;:!")
         if not sentence.strip("?"):
             continue
-        if CONDITIONAL.match(sentence) or aspects_listed(sentence):
+        if CONDITIONAL.match(sentence) or aspects_listed(sentence) or calculation_in_steps(sentence):
             pieces = [sentence.strip(" ,.;:!?")]
         else:
             pieces = [

@@ -127,6 +127,9 @@ def _eval(node: ast.AST, depth: int) -> Any:
         try:
             return _FUNCTIONS[node.func.id](*args)
         except (ValueError, TypeError) as exc:
+            if "domain" in str(exc):  # Python's "math domain error", as people would say it
+                shown = ", ".join(format(arg, "g") if isinstance(arg, float) else str(arg) for arg in args)
+                raise CalculatorError(f"{node.func.id}({shown}) has no real value") from None
             raise CalculatorError(f"{node.func.id}: {exc}") from None
         except OverflowError:
             raise CalculatorError("the result is too large") from None
