@@ -334,6 +334,9 @@ async def check_server(server: MCPServer) -> str | None:
         provider.config = dataclasses.replace(provider.config, start_wait=0.0)
     try:
         await provider.list_tools()
+        if isinstance(provider, MCPToolProvider):
+            # The listing may be the cached one of a server stuck since: ask it something.
+            await provider.check()
     except Exception as exc:
         return str(exc)
     return None

@@ -205,12 +205,12 @@ async def call_on(
             )
         )
     except TimeoutError:
-        connection.failed(timed_out, broken=False)
+        connection.timed_out(timed_out)
         return ToolOutput(timed_out, is_error=True)
     except MCPError as exc:
         text = config.redact(str(exc))
         if "timed out" in text:
-            connection.failed(timed_out, broken=False)
+            connection.timed_out(timed_out)
             return ToolOutput(timed_out, is_error=True)
         if connection.client is None or connection_lost(exc):
             connection.failed(f"{tool} failed: {text}", broken=True)
@@ -448,6 +448,10 @@ class MCPToolProvider(ToolProvider):
     async def list_resources(self) -> list[Any]:
         result = await self.pool.request(self.config, "list_resources", meta=self.meta or None)
         return redacted(list(result.resources), self.config.redact)
+
+    async def check(self) -> None:
+        """Whether the server answers now (MCPUnavailable if not), beyond a cached listing."""
+        await self.pool.check(self.config)
 
     async def read_resource(self, uri: str) -> str:
         """A resource's text, as an @mention attaches it; binary contents are named, not sent."""

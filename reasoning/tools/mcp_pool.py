@@ -35,9 +35,16 @@ from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 STDERR_TAIL = 2000
+# A server's stderr on disk is cut back to its tail past this size, checked every few seconds:
+# a noisy server (or one logging a secret on each line) filled /tmp while it ran.
+STDERR_KEEP = 256 * 1024
+STDERR_CHECK_SECONDS = 5.0
 # After asking a session to stop, how long before it is cancelled, and how long its
 # transport's own bounded shutdown (close stdin, SIGTERM, SIGKILL) may then take.
 STOP_GRACE = 1.0
+# After a call timed out, how long the server has to answer a ping before it is taken for
+# stuck as a whole (a tool blocking its event loop) and started afresh.
+PING_TIMEOUT = 3.0
 SHUTDOWN_BUDGET = 8.0
 LISTING_KINDS = ("tools", "resources", "prompts")
 # A listing is read page by page (the protocol lets any server page it) up to this many pages.
@@ -316,6 +323,8 @@ class MCPConnection:
         self.elicitors: list[Any] = []
         self.samplers: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._probe: asyncio.Task[None] | None = None
+        self._trimmer: asyncio.Task[None] | None = None
 
     def _tell(
         self, on_breaker: Callable[[str, float | None, str], None]
@@ -365,6 +374,26 @@ class MCPConnection:
             return tail.strip()
         return ""
 
+    def trim_stderr(self) -> None:
+        """Cut the server's stderr file back to its (redacted) tail once it is past
+        STDERR_KEEP. The server writes through the same file offset, so it goes on after it."""
+        with contextlib.suppress(ValueError, OSError):
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            if size <= STDERR_KEEP:
+                return
+            self._stderr.seek(size - 2 * STDERR_TAIL)
+            tail = self._stderr.read().partition("\n")[2]
+            self._stderr.seek(0)
+            self._stderr.truncate()
+            self._stderr.write(self.config.redact(tail))
+            self._stderr.flush()
+
+    async def _trim_stderr_while_open(self) -> None:
+        while True:
+            await asyncio.sleep(STDERR_CHECK_SECONDS)
+            self.trim_stderr()
+
     def paused(self) -> MCPUnavailable | None:
         """Why calls are refused now, if the server is paused after repeated failures."""
         paused = self.breaker.paused_for()
@@ -388,6 +417,11 @@ class MCPConnection:
         self._refuse_if_paused()
         if self._session is not None and self._session.alive():
             return self._session.client
+        if self._trimmer is None:
+            self._trimmer = asyncio.create_task(
+                self._trim_stderr_while_open(), name=f"mcp-stderr:{self.config.name}"
+            )
+            self._trimmer.add_done_callback(_retrieve)
         if self._connecting is None or self._connecting.done():
             self.connecting_since = time.monotonic()
             self._connecting = asyncio.create_task(self._connect(), name=f"mcp-connect:{self.config.name}")
@@ -567,6 +601,59 @@ class MCPConnection:
     def succeeded(self) -> None:
         self.breaker.success()
 
+    def timed_out(self, error: str) -> None:
+        """A call ran out of time: counted like any failure; and the server is pinged, since a
+        slow tool leaves it answering while one that blocked its event loop leaves it stuck
+        for every later call, until its process is replaced."""
+        self.failed(error, broken=False)
+        session = self._session
+        if session is None or not session.alive() or (self._probe is not None and not self._probe.done()):
+            return
+
+        async def probe() -> None:
+            if not await self._answers(session):
+                self._replace(session)
+
+        self._probe = asyncio.create_task(probe(), name=f"mcp-ping:{self.config.name}")
+        self._probe.add_done_callback(_retrieve)
+
+    async def check(self) -> None:
+        """A round trip to the server now (connecting if needed), for a person who asked
+        whether it works: a listing may come from the cache while the server is stuck."""
+        await self.ensure()
+        session = self._session
+        if session is None or not await self._answers(session):
+            if session is not None:
+                self._replace(session)
+            raise MCPUnavailable(
+                f"MCP server {self.config.name!r} did not answer within {PING_TIMEOUT:g}s; "
+                "it will be started again for the next request",
+                server=self.config.name,
+            )
+
+    async def _answers(self, session: _Session) -> bool:
+        """Whether the server answers a ping within PING_TIMEOUT: any answer counts ("no such
+        method" too); no answer, a dead session or the SDK's own timeout does not."""
+        from mcp import MCPError
+
+        # Not wait_for: cancelling a request the server never answers can itself wait.
+        answer = asyncio.ensure_future(session.client.send_ping())
+        answer.add_done_callback(_retrieve)
+        await asyncio.wait([answer], timeout=PING_TIMEOUT)
+        if not answer.done():
+            answer.cancel()
+            return False
+        failure = answer.exception()
+        return failure is None or (
+            isinstance(failure, MCPError) and not connection_lost(failure) and "timed out" not in str(failure)
+        )
+
+    def _replace(self, session: _Session) -> None:
+        """Retire a stuck session (if still the current one): the next request starts afresh."""
+        if self._session is session:
+            self._session = None
+            self._retire(session)
+
     async def listing(
         self, kind: str, meta: dict[str, Any] | None = None, budget: float | None = None
     ) -> list[Any]:
@@ -659,6 +746,9 @@ class MCPConnection:
             self._retire(session)
         if self._connecting is not None and not self._connecting.done():
             self._connecting.cancel()
+        if self._trimmer is not None:
+            self._trimmer.cancel()
+            self._trimmer = None
         for refresh in self._refreshing.values():
             refresh.cancel()
         if self._closing:
@@ -691,6 +781,10 @@ class MCPConnectionPool:
                 threading.Thread(target=self._loop.run_forever, name="nexus-mcp", daemon=True).start()
                 started.wait(5)
             return self._loop
+
+    async def check(self, config: MCPServerConfig) -> None:
+        """A round trip to the server now; raises MCPUnavailable when it does not answer."""
+        await self._run(self.connection(config).check())
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run `coroutine` on the pool's loop; the future's exception is always retrieved."""

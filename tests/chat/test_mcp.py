@@ -1,6 +1,7 @@
 """MCP tools against real server processes: the built-in Nexus server and a faulty one."""
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from django.template.loader import render_to_string
 from chat import documents, services, tools
 from chat.models import Document, MCPServer, ToolExecution
 from chat.presenters import events_context
+from reasoning.tools import mcp_pool
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
+from reasoning.tools.mcp_pool import PING_TIMEOUT
 from reasoning.tools.registry import ToolRegistry
 from tests.conftest import ask, wait_until
 
@@ -166,6 +169,63 @@ async def test_a_hanging_tool_times_out_and_the_server_keeps_working(pool):
     hung = await call(registry, "faulty__hang")
     assert not hung.success and "timed out after 0.5s" in hung.error
     assert (await registry.execute("faulty__echo", {"text": "alive"})).success
+
+
+async def test_a_server_stuck_as_a_whole_is_started_afresh_after_a_timeout(pool):
+    """A tool that blocked the server's event loop left it stuck: every later call timed out on
+    the same process, and pausing it only delayed the next timeout."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty(timeout=0.5))])
+    before = (await call(registry, "faulty__echo", text="hi")).content
+    frozen = await registry.execute("faulty__freeze", {})
+    assert not frozen.success and "timed out after 0.5s" in frozen.error
+    # A slow call is not a stuck server: the one that answers its ping keeps its session.
+    await asyncio.sleep(PING_TIMEOUT + 1)
+    after = await registry.execute("faulty__echo", {"text": "back"})
+    assert after.success, after.error
+    assert after.content.split("pid ")[1] != before.split("pid ")[1], "the stuck process was kept"
+
+
+async def test_checking_a_stuck_server_asks_it_instead_of_its_cached_listing(pool):
+    """The admin's "Check the connection now" said "connected, 3 tools" for a stuck server:
+    its listing came from the cache."""
+    provider = MCPToolProvider(pool, faulty(timeout=20))
+    registry = ToolRegistry([provider])
+    await registry.ensure_loaded()
+    await provider.check()  # a live server answers
+    frozen = asyncio.create_task(registry.execute("faulty__freeze", {}))
+    await asyncio.sleep(0.5)
+    assert [t.name for t in await provider.list_tools()], "the cached listing is still served"
+    with pytest.raises(MCPUnavailable, match="did not answer"):
+        await provider.check()
+    assert not (await frozen).success  # its process was replaced under it
+    assert (await registry.execute("faulty__echo", {"text": "fresh"})).success
+
+
+async def test_a_noisy_servers_stderr_stays_bounded_and_redacted_on_disk(pool, monkeypatch):
+    """20,000 lines of stderr, each with the server's secret, grew a 4.9 MB file holding the
+    secret 20,000 times, for as long as the server ran."""
+    monkeypatch.setattr(mcp_pool, "STDERR_CHECK_SECONDS", 0.2)
+    secret = "sk-live-SECRET-123456"
+    config = dataclasses.replace(faulty(), env=(("FAULTY_TOKEN", secret),), secret_values=(secret,))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    assert (await call(registry, "faulty__shout", lines=20000)).success
+    connection = pool.connection(config)
+    await asyncio.sleep(1)
+    on_disk = await asyncio.to_thread(Path(f"/proc/self/fd/{connection._stderr.fileno()}").read_bytes)
+    assert len(on_disk) <= mcp_pool.STDERR_KEEP
+    assert secret.encode() not in on_disk
+    assert (await registry.execute("faulty__shout", {"lines": 1, "word": "afterwards"})).success
+    await asyncio.sleep(0.3)
+    assert "afterwards 0 token=" in connection.stderr_tail(), "the server's later lines still arrive"
+
+
+async def test_a_slow_call_leaves_a_server_that_still_answers_alone(pool):
+    registry = ToolRegistry([MCPToolProvider(pool, faulty(timeout=0.5))])
+    before = (await call(registry, "faulty__echo", text="hi")).content
+    assert not (await registry.execute("faulty__hang", {})).success
+    await asyncio.sleep(1)
+    after = await registry.execute("faulty__echo", {"text": "still"})
+    assert after.success and after.content.split("pid ")[1] == before.split("pid ")[1]
 
 
 async def test_huge_and_hostile_results_are_truncated_and_inert(pool, alice_session):

@@ -41,6 +41,23 @@ def block(seconds: float = 3600) -> str:
 
 
 @server.tool()
+async def freeze(seconds: float = 3600) -> str:
+    """Blocks the server's own event loop: it answers nothing, not even a ping, until it wakes."""
+    time.sleep(seconds)  # noqa: ASYNC251 - the point: a tool that blocks its loop
+    return "thawed"
+
+
+@server.tool()
+def shout(lines: int = 1, word: str = "noise") -> str:
+    """Writes `lines` lines to stderr, each naming the FAULTY_TOKEN it was started with."""
+    token = os.environ.get("FAULTY_TOKEN", "")
+    for number in range(lines):
+        sys.stderr.write(f"{word} {number} token={token}\n")
+    sys.stderr.flush()
+    return f"wrote {lines}"
+
+
+@server.tool()
 def spawn() -> str:
     """Starts a long-lived helper process (in this server's process group) and returns its pid."""
     import subprocess
