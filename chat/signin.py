@@ -7,10 +7,14 @@ name: an attacker with an account of their own could guess someone else's passwo
 end, signing in as themselves between guesses. Here a success forgets only that user name's
 failures from that address (the person's own typos).
 
-Axes pauses a user name after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords. An address gets a
-limit of its own, NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT, ten times larger by default: a whole office
-signs in from one address (behind a proxy or a NAT; embedded, everyone is 127.0.0.1), and with
-one limit for both, five wrong guesses at made-up names locked every colleague out.
+Axes pauses a user name at one address after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords. Paused
+everywhere at that limit, a name could be kept out by anyone: five wrong guesses at "admin"
+locked the admin out. A name gets a limit across every address, NEXUS_LOGIN_NAME_FAILURE_LIMIT,
+each address counted up to the first limit, so that only guesses from many addresses reach it.
+An address gets a limit of its own, NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT, ten times larger by
+default: a whole office signs in from one address (behind a proxy or a NAT; embedded, everyone
+is 127.0.0.1), and with one limit for both, five wrong guesses at made-up names locked every
+colleague out.
 """
 
 from __future__ import annotations
@@ -48,15 +52,25 @@ def client_address(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
-def address_failures(request: HttpRequest) -> int:
-    """Wrong passwords from the request's address within the lockout time, for any user name,
-    each name's counted up to its own limit: one name failing on and on (a phone retrying an
-    old password; someone hammering their own paused account) is that name's lockout, not the
-    whole office's."""
+def _failures(**where: str) -> int:
+    """Wrong passwords within the lockout time matching `where`, each (name, address) pair's
+    counted up to the first limit: one name failing on and on at one address (a phone retrying
+    an old password; someone hammering their own paused account) is that pair's lockout, not
+    the whole office's nor the name's everywhere."""
     since = timezone.now() - settings.AXES_COOLOFF_TIME
-    attempts = AccessAttempt.objects.filter(ip_address=client_address(request), attempt_time__gte=since)
+    attempts = AccessAttempt.objects.filter(attempt_time__gte=since, **where)
     capped = Least(F("failures_since_start"), Value(settings.AXES_FAILURE_LIMIT))
     return attempts.aggregate(failures=Sum(capped))["failures"] or 0
+
+
+def address_failures(request: HttpRequest) -> int:
+    """Wrong passwords from the request's address, for any user name."""
+    return _failures(ip_address=client_address(request))
+
+
+def name_failures(username: str) -> int:
+    """Wrong passwords for one user name, from every address."""
+    return _failures(username=username)
 
 
 class SignInThrottle(AxesStandaloneBackend):
@@ -67,9 +81,14 @@ class SignInThrottle(AxesStandaloneBackend):
         self, request: HttpRequest, username: str | None = None, password: str | None = None, **kwargs: Any
     ) -> None:
         super().authenticate(request, username, password, **kwargs)
-        if settings.AXES_ENABLED and address_failures(request) >= settings.NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT:
+        if not settings.AXES_ENABLED:
+            return
+        if address_failures(request) >= settings.NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT:
             request.axes_locked_out = True  # the axes middleware answers with login_locked_out
             raise AxesBackendPermissionDenied("too many failed sign-ins from this address")
+        if username and name_failures(username) >= settings.NEXUS_LOGIN_NAME_FAILURE_LIMIT:
+            request.axes_locked_out = True
+            raise AxesBackendPermissionDenied("too many failed sign-ins for this user name")
 
 
 def login_locked_out(

@@ -332,19 +332,25 @@ AUTHENTICATION_BACKENDS = [
     "chat.signin.SignInThrottle",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Sign-in throttling: after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords for one user name, or
-# NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT from one address (for any names: a team may share one
-# address), sign-in is refused for NEXUS_LOGIN_LOCKOUT_MINUTES. Staff unlock someone
-# early by deleting their rows under "Access attempts" in the admin (or `manage.py
+# Sign-in throttling: after NEXUS_LOGIN_FAILURE_LIMIT wrong passwords for one user name from
+# one address, sign-in to that name from that address is refused for
+# NEXUS_LOGIN_LOCKOUT_MINUTES; after NEXUS_LOGIN_NAME_FAILURE_LIMIT for one name from every
+# address together (each address counted up to its own limit, so it takes many addresses),
+# from anywhere; after NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT from one address, for any names (a
+# team may share one address), from that address. A name alone is not locked at the first
+# limit: anyone could keep its owner (the admin too) out with five wrong guesses. Staff unlock
+# someone early by deleting their rows under "Access attempts" in the admin (or `manage.py
 # axes_reset_username NAME`).
 AXES_FAILURE_LIMIT = env_int("NEXUS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("NEXUS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
 NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT = env_int(
     "NEXUS_LOGIN_ADDRESS_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=AXES_FAILURE_LIMIT
 )
-AXES_LOCKOUT_PARAMETERS = ["username"]  # the address's own limit: chat.signin.SignInThrottle
-# Axes warns when its parameters leave out the address; SignInThrottle counts it, at its limit.
-SILENCED_SYSTEM_CHECKS = ["axes.W006"]
+NEXUS_LOGIN_NAME_FAILURE_LIMIT = env_int(
+    "NEXUS_LOGIN_NAME_FAILURE_LIMIT", 10 * AXES_FAILURE_LIMIT, minimum=AXES_FAILURE_LIMIT
+)
+# One name from one address; the name's and the address's own limits: chat.signin.SignInThrottle.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # A success forgets only that user name's failures from that address (see chat.signin).
 AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "chat.signin.login_locked_out"

@@ -1,4 +1,5 @@
-"""Sign-in: wrong passwords are throttled per user name and per address; staff can unlock;
+"""Sign-in: wrong passwords are throttled per user name and address, per user name across many
+addresses, and per address; staff can unlock;
 the `next` parameter never sends anyone to another site."""
 
 import pytest
@@ -25,10 +26,27 @@ def test_wrong_passwords_pause_sign_in_even_with_the_right_one_after(alice, sett
     assert "Too many failed sign-in attempts" in page and "ask an administrator to unlock" in page
     assert "15 minutes" in page
     assert client.get(reverse("chat:home")).status_code == 302, "not signed in"
-    other_address = Client(REMOTE_ADDR="10.9.8.7")
-    assert sign_in(other_address, "alice", "alice-password-1").status_code == 429, "locked per user name"
-    admin_login = other_address.post("/admin/login/", {"username": "alice", "password": "alice-password-1"})
+    admin_login = client.post("/admin/login/", {"username": "alice", "password": "alice-password-1"})
     assert admin_login.status_code == 429, "the admin's sign-in page is the same door"
+
+
+def test_wrong_guesses_from_one_address_do_not_lock_the_owner_out_elsewhere(alice):
+    """Five wrong passwords for a name, from anywhere, locked its owner out everywhere: anyone
+    could keep the admin from signing in."""
+    attacker = Client(REMOTE_ADDR="10.9.9.9")
+    for _ in range(20):
+        sign_in(attacker, "alice", "wrong-guess")
+    assert sign_in(attacker, "alice", "alice-password-1").status_code == 429
+    assert sign_in(Client(REMOTE_ADDR="10.9.8.7"), "alice", "alice-password-1").status_code == 302
+
+
+def test_a_name_guessed_from_many_addresses_is_paused_everywhere(alice, settings):
+    limit, each = settings.NEXUS_LOGIN_NAME_FAILURE_LIMIT, settings.AXES_FAILURE_LIMIT
+    assert limit == 50, "ten addresses' worth of guesses, by default"
+    for address in range(limit // each):
+        for _ in range(each + 3):  # beyond its own limit: an address counts up to it only
+            sign_in(Client(REMOTE_ADDR=f"10.8.0.{address}"), "alice", "guess")
+    assert sign_in(Client(REMOTE_ADDR="10.8.1.1"), "alice", "alice-password-1").status_code == 429
 
 
 def test_one_address_guessing_many_user_names_is_paused(alice, bob, settings):
@@ -79,7 +97,7 @@ def test_signing_in_to_your_own_account_does_not_reset_the_count_against_someone
             sign_in(attacker, "alice", "guess")
         assert sign_in(attacker, "mallory", "mallory-password-1").status_code in (302, 429)
         attacker.post("/accounts/logout/")
-    assert sign_in(Client(REMOTE_ADDR="10.7.7.7"), "alice", "alice-password-1").status_code == 429
+    assert sign_in(attacker, "alice", "alice-password-1").status_code == 429
 
 
 def test_staff_unlock_a_locked_out_user_in_the_admin(alice, auditor, client_for):
