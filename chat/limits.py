@@ -52,6 +52,19 @@ def over_limit(user_pk: int, what: str, limit: int) -> bool:
     return count > limit
 
 
+def refund(user_pk: int, what: str) -> None:
+    """Take back one `what` counted this minute: a message refused after it was counted (its
+    chat still answering) sent nothing, and twenty such clicks blocked the next real one."""
+    key = f"nexus:rate:{what}:{user_pk}"
+    for store in (cache, _LOCAL):  # where over_limit counted it: the shared cache if it could
+        try:
+            if store.get(key):
+                store.decr(key)
+            return
+        except Exception:  # noqa: S112 - unreachable (or expired meanwhile): the next store
+            continue
+
+
 def _too_many_writes(request: HttpRequest) -> HttpResponse | None:
     if request.method in SAFE_METHODS or not request.user.is_authenticated:
         return None

@@ -217,6 +217,7 @@ def _message_post(request: HttpRequest, session: ChatSession, content: str) -> H
     except ValidationError as exc:
         return _error(request, exc.messages[0], session.pk)
     except services.RunActive as exc:
+        limits.refund(request.user.pk, "messages")  # nothing was sent
         return _error(
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk, 409
         )

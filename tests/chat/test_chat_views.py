@@ -178,6 +178,21 @@ def test_a_refused_message_does_not_count_toward_the_rate_limit(alice, alice_ses
 
 
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_a_message_refused_while_its_chat_answers_does_not_count_either(
+    alice, alice_session, client_for, dispatched
+):
+    """One sent message and 17 refused as "still answering" (a second tab, a script) used up
+    the minute: the next real message, in another chat, was refused as "too quickly"."""
+    client = client_for(alice)
+    post(client, alice_session, "First question")
+    for _ in range(5):
+        assert post(client, alice_session, "again?").status_code == 409
+    other = services.session_create(owner=alice)
+    response = post(client, other, "Another chat's question")
+    assert response.status_code == 200 and "too quickly" not in response.content.decode()
+
+
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
 def test_uploads_have_the_same_rate_limit(alice, client_for):
     from django.core.cache import cache
 
