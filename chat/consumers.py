@@ -27,7 +27,9 @@ from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 from django.template.loader import render_to_string
+from redis.exceptions import RedisError
 
 from chat import services, sockets
 from chat.converters import MAX_ID
@@ -144,6 +146,19 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 raise StopConsumer from None
 
         self._layer_receive = layer_receive
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Every message and frame this socket handles. The database or Redis going away under
+        one (a restart) closed the socket with 1011 and a traceback in daphne's log; now it
+        closes as "unavailable for a moment", and the page reconnects and catches up."""
+        try:
+            await super().dispatch(message)
+        except (DatabaseError, RedisError, OSError) as exc:
+            if not self.handshake_done:
+                raise  # `connect` has its own refusals
+            logger.warning("page socket closed, %s unreachable: %s", type(exc).__module__.split(".")[0], exc)
+            with contextlib.suppress(Exception):
+                await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
 
     handshake_done = False  # `connect` has accepted or refused the socket
     live = False  # accepted, and subscribed to its session's events

@@ -109,7 +109,9 @@ if DATABASE_URL:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 2,
             "max_size": env_int("NEXUS_DB_POOL_SIZE", 20, minimum=2),
-            "timeout": 20,
+            # How long a request waits for a connection (the database restarting, or every one
+            # taken) before the page says the database is unavailable (nexus.errors).
+            "timeout": env_int("NEXUS_DB_WAIT_SECONDS", 10, minimum=1),
             # After a restart, every dead idle connection is dropped at the first one found.
             "check": check_pooled_connection,
         }
@@ -123,7 +125,9 @@ else:
             "OPTIONS": {
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
+                # How long a request waits for a connection (the database restarting, or every one
+                # taken) before the page says the database is unavailable (nexus.errors).
+                "timeout": env_int("NEXUS_DB_WAIT_SECONDS", 10, minimum=1),
             },
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
             # Kept open between a run's database calls: reopening (and re-running the PRAGMAs)

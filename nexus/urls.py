@@ -16,3 +16,4 @@ urlpatterns = [
     path("", include("teamops.urls")),
     path("", include("chat.urls")),
 ]
+handler500 = "nexus.errors.server_error"

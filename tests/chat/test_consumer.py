@@ -566,3 +566,27 @@ def test_a_change_told_as_the_server_stops_never_holds_its_request(monkeypatch, 
     loop.call_soon_threadsafe(lambda: loop.call_later(0.2, loop.stop))  # the server stops
     assert returned.wait(5), "the request finished; its send did not hold it"
     server.join(5)
+
+
+async def test_the_database_away_under_a_socket_closes_it_as_unavailable_not_1011(
+    alice, alice_session, monkeypatch
+):
+    """A PostgreSQL restart under a page's sync closed the socket with 1011 and left a
+    traceback in daphne's log; the page now hears "unavailable for a moment" and reconnects."""
+    from django.db import OperationalError
+
+    from chat.consumers import SessionConsumer
+
+    async def away(self, run_ids):
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(SessionConsumer, "_runs_of_session", away)
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {"1": 0}}))
+    closed = await communicator.receive_output(timeout=5)
+    while closed["type"] != "websocket.close":
+        closed = await communicator.receive_output(timeout=5)
+    assert closed["code"] == 4503
+    await communicator.wait(timeout=5)  # ended without the exception

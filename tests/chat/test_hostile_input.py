@@ -12,9 +12,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import OperationalError
 from django.urls import get_resolver, reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg_pool import PoolTimeout
 
 from chat import documents, services
 from chat.models import ChatSession, Document, MCPServer, Message, ReasoningRun
@@ -465,3 +467,42 @@ def test_numbers_a_json_column_refuses_are_a_clear_error_not_a_500(alice, alice_
         assert response.status_code == 400 and "must be a number" in response.content.decode(), value
     assert client.post(url, {"action": "accept", "n": "2.5"}).status_code == 200
     assert Elicitation.objects.get(pk=row.pk).content == {"n": 2.5}
+
+
+@pytest.mark.parametrize(
+    "away",
+    [
+        OperationalError("terminating connection due to administrator command"),
+        PoolTimeout("couldn't get a connection after 10.00 sec"),
+    ],
+    ids=["restarting", "no connection in time"],
+)
+def test_a_database_away_mid_request_is_said_plainly_with_a_503(
+    alice, alice_session, client_for, dispatched, monkeypatch, away
+):
+    """PostgreSQL restarting, or down past the pool's wait, turned a posted message into a bare
+    500 ("Nexus hit an error"), 20 s later for the latter."""
+
+    def fail(**_):
+        raise away
+
+    monkeypatch.setattr(services, "message_post", fail)
+    client = client_for(alice)
+    client.raise_request_exception = False
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    fragment = client.post(url, {"content": "What is 2+2?"}, **HTMX)
+    assert fragment.status_code == 503 and fragment["Content-Type"].startswith("text/plain")
+    assert "cannot reach its database" in fragment.content.decode() and fragment["Retry-After"]
+    page = client.post(url, {"content": "What is 2+2?"})
+    assert page.status_code == 503 and "nothing was saved" in page.content.decode()
+
+
+def test_any_other_error_is_still_the_500_page(alice, alice_session, client_for, dispatched, monkeypatch):
+    def fail(**_):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(services, "message_post", fail)
+    client = client_for(alice)
+    client.raise_request_exception = False
+    response = client.post(reverse("chat:message-create", args=[alice_session.pk]), {"content": "hi"}, **HTMX)
+    assert response.status_code == 500 and "database" not in response.content.decode()
