@@ -248,7 +248,14 @@ def _message_post(request: HttpRequest, session: ChatSession, content: str) -> H
     except DatabaseError as exc:  # stored already: the chat list is drawn again on the next page
         logger.warning("could not draw the chat list after a question: %s", exc)
         sessions, retitled = [], False
-    context = {"turn": turn, "notice": notice, "session": session, "retitled": retitled, "sessions": sessions}
+    context = {
+        "turn": turn,
+        "notice": notice,
+        "session": session,
+        "retitled": retitled,
+        "sessions": sessions,
+        "status_run": run,  # the status line says Queued with the turn, not "Ready" until an event
+    }
     return render(request, f"{PAGE}#turn", context)
 
 
@@ -267,9 +274,12 @@ def _turn_response(
     *,
     swap_oob: bool = False,
     cleared: str = "",
+    status: bool = False,
 ) -> HttpResponse:
     turn = turn_context(services.turn_of(run), trace_open=False, user_id=request.user.pk)
     context = {"turn": turn, "session": run.session, "swap_oob": swap_oob, "cleared": cleared}
+    if status:
+        context["status_run"] = run
     return render(request, f"{PAGE}#{part}", context)
 
 
@@ -312,12 +322,13 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     except ValidationError as exc:
         return _error(request, exc.messages[0], run.session_id)
     except services.RunActive as exc:
+        limits.refund(request.user.pk, "messages")  # nothing was sent
         return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
     dispatch_stored_run(new_run)
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
-    return _turn_response(request, new_run)
+    return _turn_response(request, new_run, status=True)
 
 
 @require_POST

@@ -1,6 +1,7 @@
 """The chat page: posting, validation, one turn at a time, safe rendering, limits, failures."""
 
 import contextlib
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -542,3 +543,16 @@ def test_a_message_saved_before_the_database_went_away_is_shown_not_a_500(
     run = ReasoningRun.objects.get()
     assert response.status_code == 200 and f'id="turn-{run.pk}"' in response.content.decode()
     assert dispatched == [run.pk]
+
+
+def test_the_status_line_says_queued_with_the_new_turn(alice, alice_session, client_for, dispatched):
+    """Right after a post the status line still said "Mode: Ready" (and the tab title
+    "Analyzing") until the run's first event reached the page: seconds, under load."""
+    client = client_for(alice)
+    html = post(client, alice_session, "What is 2+2?").content.decode()
+    line = re.search(r'<div id="status-line"[^>]*hx-swap-oob="true"[^>]*>.*?</div>', html, re.S)
+    assert line and "Mode: <strong>Queued</strong>" in line.group(), html[-800:]
+    ReasoningRun.objects.update(status="succeeded")
+    run = ReasoningRun.objects.get()
+    again = client.post(reverse("chat:run-resend", args=[alice_session.pk, run.pk]), **HTMX).content.decode()
+    assert "Mode: <strong>Queued</strong>" in again
