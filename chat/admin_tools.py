@@ -29,7 +29,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from chat import staff_audit
 from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
-from chat.inputs import refuse_nul
+from chat.inputs import BIDI_CONTROLS, refuse_nul, shown_with_controls
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, env_refusal, providers_for
 from reasoning.tools.approval import POLICIES, SAMPLING
@@ -325,10 +325,12 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
-                    tool.get("name", ""),
+                    # Direction controls shown as what they are: "evil\u202egnp.exe" read as
+                    # "evilexe.png" here, while the policies above need the real name.
+                    shown_with_controls(tool.get("name", "")),
                     tool.get("approval", ""),
                     tool.get("cache", ""),
-                    tool.get("description", ""),
+                    str(tool.get("description", "")).translate(BIDI_CONTROLS),
                 )
                 for tool in obj.tools
             ),

@@ -60,6 +60,14 @@ BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u20
 # In a message: the embeddings and overrides, which make text read backwards to whoever it is
 # shown to (a shared chat's "fo latipac eht"); the marks a right-to-left writer uses stay.
 BIDI_OVERRIDES = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e"))
+
+
+def shown_with_controls(text: str) -> str:
+    """`text` with its direction controls written out ("\\u202e"): a name that must be shown
+    exactly, as it is matched, without reading differently from what it is."""
+    return "".join(f"\\u{ord(c):04x}" if ord(c) in BIDI_CONTROLS else c for c in str(text))
+
+
 TITLE_CHARS = 200
 
 

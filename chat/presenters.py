@@ -138,8 +138,13 @@ def preferences_of(request: HttpRequest) -> dict[str, Any]:
 def plain_text(text: str) -> str:
     """Engine text as people read it: tool names as labels, "step_1" as "step 1", no
     internal document addresses."""
-    text = _DOCUMENT_URI.sub(lambda m: m.group(1) + ")" if m.group(1) else "a team document", text)
-    return _STEP_ID.sub(r"step \1", humanize_tool_names(text))
+    return _STEP_ID.sub(r"step \1", humanize_tool_names(without_document_addresses(text)))
+
+
+def without_document_addresses(text: str) -> str:
+    """A tool's own output as it sent it, but for the team documents' internal addresses: its
+    words are not rewritten (a server's "nexus__calculator" read as Nexus's calculator)."""
+    return _DOCUMENT_URI.sub(lambda m: m.group(1) + ")" if m.group(1) else "a team document", text)
 
 
 def answer_html(text: str) -> SafeString:

@@ -6,7 +6,7 @@ from typing import Any
 from django import template
 
 from chat.models import ReasoningRun
-from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode
+from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode, without_document_addresses
 from reasoning.tools.labels import humanize_tool_names, tool_label
 
 register = template.Library()
@@ -48,6 +48,12 @@ def phase_label(phase: str) -> str:
 def plain(text: Any) -> str:
     """Free text for people (a model's reasoning, a reason, a lesson): tool names as labels."""
     return plain_text(str(text if text is not None else ""))
+
+
+@register.filter
+def as_sent(text: Any) -> str:
+    """A tool server's own text (a result, a progress message): shown as it sent it."""
+    return without_document_addresses(str(text if text is not None else ""))
 
 
 @register.filter

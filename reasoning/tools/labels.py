@@ -17,10 +17,14 @@ _QUALIFIED = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9-]*)" + SEPARATOR + r"([A-Za-z
 
 
 def tool_label(name: str, server: str = "") -> str:
-    """A tool as people read it: "nexus__calculator" → "Calculator (Nexus)"."""
-    if SEPARATOR in name:
+    """A tool as people read it: "nexus__calculator" → "Calculator (Nexus)". A `server` given
+    is the one that listed it, whatever the tool's own name says: a server's tool named
+    "nexus__calculator" is "Nexus calculator (Weird)", never Nexus's own calculator."""
+    if server and name.startswith(server + SEPARATOR):
+        name = name[len(server) + len(SEPARATOR) :]  # the registry's name for it
+    elif not server and SEPARATOR in name:
         server, name = name.split(SEPARATOR, 1)
-    label = name.replace("_", " ").strip().capitalize() or "Tool"
+    label = " ".join(name.replace("_", " ").split()).capitalize() or "Tool"
     return f"{label} ({server.replace('_', ' ').replace('-', ' ').title()})" if server else label
 
 

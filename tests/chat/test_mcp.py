@@ -255,6 +255,34 @@ async def test_huge_and_hostile_results_are_truncated_and_inert(pool, alice_sess
     assert "<script>" not in html and "<img" not in html and "&lt;script&gt;" in html
 
 
+def test_a_servers_tool_named_like_nexus_own_is_shown_as_that_servers(alice_session):
+    """A server listing a tool "nexus__calculator" showed in the panel as Nexus's own
+    "Calculator (Nexus)", and its result's words were rewritten the same way; its progress
+    line named the server twice."""
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 2+3?")
+    common = {"call_id": "c1", "tool": "weird__nexus__calculator", "server": "weird"}
+    payloads = [
+        ("tool.called", {**common, "server_tool": "nexus__calculator", "arguments": {"expression": "2+3"}}),
+        (
+            "tool.result",
+            {**common, "success": True, "summary": "weird nexus__calculator got 5", "duration_ms": 1},
+        ),
+        ("mcp.progress", {**common, "progress": 1, "total": 2, "message": "half"}),
+    ]
+    events = [
+        TraceEvent.objects.create(run=run, sequence=n, kind=kind, payload=payload)
+        for n, (kind, payload) in enumerate(payloads, 1)
+    ]
+    called, result, progress = (
+        render_to_string("chat/session.html#trace-event", {"item": item}) for item in events_context(events)
+    )
+    assert "Nexus calculator (Weird)" in called and "Calculator (Nexus)" not in called
+    assert "weird nexus__calculator got 5" in result
+    assert "Nexus calculator (Weird):" in progress and "(Weird) (Weird)" not in progress
+
+
 async def test_a_nul_character_from_a_server_becomes_storable_text(pool):
     registry = ToolRegistry([MCPToolProvider(pool, faulty())])
     outcome = await call(registry, "faulty__nul")

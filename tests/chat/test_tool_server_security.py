@@ -642,3 +642,15 @@ def test_a_call_timeout_is_a_real_bound(auditor, client_for, python_allowed, tim
     response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
     assert "Give a number of seconds above 0 and at most 3600" in response.content.decode()
     assert not MCPServer.objects.filter(name="slow").exists()
+
+
+def test_a_tool_name_with_direction_controls_is_shown_as_it_is_in_the_admin(auditor, client_for):
+    """A tool named "evil\u202egnp.exe" read as "evilexe.png" in the admin's tools table."""
+    server = MCPServer.objects.create(
+        name="weird",
+        command="/bin/false",
+        enabled=False,
+        tools=[{"name": "evil\u202egnp.exe", "approval": "ask", "cache": "", "description": "a \u202etool"}],
+    )
+    page = client_for(auditor).get(reverse("admin:chat_mcpserver_change", args=[server.pk])).content.decode()
+    assert "evil\\u202egnp.exe" in page and "\u202e" not in page
