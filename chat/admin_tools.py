@@ -173,7 +173,10 @@ class MCPServerForm(forms.ModelForm):
 
     def _refuse(self, field: str, refusal: str | None) -> None:
         if refusal:
-            self.add_error(field, f"{refusal[0].upper()}{refusal[1:]}.")
+            # A command's refusal starts with the program's name ("python3 -c …"), whose case
+            # matters: it read "Python3 -c …".
+            text = refusal if field == "command" else f"{refusal[0].upper()}{refusal[1:]}"
+            self.add_error(field, f"{text}.")
 
     def save(self, commit: bool = True) -> MCPServer:
         server = super().save(commit=False)

@@ -426,6 +426,14 @@
       if (input.value.trim()) input.form.requestSubmit();
       return;
     }
+    // The Edit box under a question sends like the message box: Enter sends, Shift+Enter is a
+    // new line (it put a newline in the question instead).
+    const edit = event.target.closest && event.target.closest(".edit-question textarea");
+    if (edit && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (edit.value.trim()) edit.form.requestSubmit();
+      return;
+    }
     if (event.key === "Escape" && document.querySelector(".session-actions[open], .share-dialog[open]")) {
       const open = document.querySelector(".session-actions[open], .share-dialog[open]");
       closeMenus(null);
@@ -515,6 +523,10 @@
     clearTimeout(lostTimer);
     lostTimer = null;
     document.querySelectorAll("#composer-error .live-updates, #composer-error .unreachable").forEach((p) => p.remove());
+  });
+  // The network back while the socket stayed open (no wsOpen): "could not reach" goes too.
+  window.addEventListener("online", () => {
+    document.querySelectorAll("#composer-error .unreachable").forEach((p) => p.remove());
   });
 
   // Draft text arrives as small JSON frames, not HTML: handle them here, never swap them.

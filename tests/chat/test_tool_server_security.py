@@ -191,6 +191,7 @@ def test_an_operator_can_pin_an_interpreter_to_one_script(auditor, client_for, s
     code = server_form(name="coder", command="python3", args=json.dumps(["-c", f"open('{marker}', 'w')"]))
     response = client.post(reverse("admin:chat_mcpserver_add"), code)
     assert "is not an allowed command" in response.content.decode()
+    assert "python3 -c" in response.content.decode(), "the program's name as typed (it read Python3)"
     assert not MCPServer.objects.filter(name="coder").exists()
     pinned = server_form(name="pinned", command="python3", args=json.dumps([faulty]))
     assert client.post(reverse("admin:chat_mcpserver_add"), pinned).status_code == 302

@@ -246,7 +246,7 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     edit = page.locator("article.turn:not([hidden]) .edit-question")
     edit.locator("summary").click()
     edit.locator("textarea").fill("What is 3+3?")
-    edit.locator("button[type=submit]").click()
+    edit.locator("textarea").press("Enter")  # sends, as in the message box (it added a newline)
     # The edited question arrives as the newest turn; the version it replaces is hidden once
     # the new turn has been swapped in (it may show for a moment while the run starts).
     expect(page.locator("article.turn:not([hidden]) .msg.user .bubble").last).to_have_text(
@@ -256,6 +256,18 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     expect(page.locator("article.turn:not([hidden])")).to_have_count(1, timeout=20000)
     expect(page.locator("article.turn:not([hidden]) .msg.user .bubble")).to_have_text("What is 3+3?")
     expect(last_answer(page).locator(".variant-label")).to_have_text("3/3")
+
+
+def test_could_not_reach_goes_once_the_network_is_back(tab: Tab):
+    """With the socket still open (no reconnect to clear it), the note stayed after the
+    network came back, until the next send."""
+    page = tab.page
+    page.context.set_offline(True)
+    ask(page, "What is 2+2?")
+    expect(page.locator("#composer-error")).to_contain_text("Could not reach Nexus")
+    page.context.set_offline(False)
+    expect(page.locator("#composer-error .unreachable")).to_have_count(0, timeout=5000)
+    expect(page.locator("#composer-input")).to_have_value("What is 2+2?")
 
 
 def test_feedback_thumbs_and_comment_are_stored(tab: Tab):
