@@ -1,15 +1,20 @@
-"""The 500 handler: a database that is away (restarting, unreachable, or every pooled
-connection taken) is said in plain words with a 503, since nothing was saved and the same
-request shortly after will work; anything else is the usual 500 page."""
+"""Error pages in plain words. The 500 handler: a database that is away (restarting,
+unreachable, or every pooled connection taken) is said with a 503, since nothing was saved and
+the same request shortly after will work; anything else is the usual 500 page. The 400
+handler: a form too large to read (text pasted past DATA_UPLOAD_MAX_MEMORY_SIZE) says so,
+where Django showed a bare "Bad Request (400)"."""
 
 from __future__ import annotations
 
 import logging
 import sys
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.template import loader
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import server_error as django_server_error
 
 logger = logging.getLogger(__name__)
@@ -35,11 +40,26 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """handler500. Django calls it while handling the exception, so `sys.exc_info()` is it."""
     if not _database_away(sys.exc_info()[1]):
         return django_server_error(request)
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    return _plain_page(request, DATABASE_AWAY, 503, **{"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400."""
+    if not isinstance(exception, RequestDataTooBig):
+        return django_bad_request(request, exception)
+    limit = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) / 1_000_000
+    message = (
+        f"That was too large to send: a form's text may be at most about {limit:.1f} MB, and "
+        "nothing was saved (your browser's Back button returns to what you typed). A long "
+        "document goes in as a file: upload it on the Documents page."
+    )
+    return _plain_page(request, message, 413)
+
+
+def _plain_page(request: HttpRequest, message: str, status: int, **headers: str) -> HttpResponse:
     if request.headers.get("HX-Request"):  # the page shows a short plain-text body as it is
-        return HttpResponse(
-            DATABASE_AWAY, status=503, content_type="text/plain; charset=utf-8", headers=headers
-        )
+        plain = "text/plain; charset=utf-8"
+        return HttpResponse(message, status=status, content_type=plain, headers=headers)
     # Drawn without the request: its context processors would ask the database again.
-    page = loader.get_template("503.html").render({"message": DATABASE_AWAY})
-    return HttpResponse(page, status=503, headers=headers)
+    page = loader.get_template("error.html").render({"message": message})
+    return HttpResponse(page, status=status, headers=headers)

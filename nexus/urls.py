@@ -17,3 +17,4 @@ urlpatterns = [
     path("", include("chat.urls")),
 ]
 handler500 = "nexus.errors.server_error"
+handler400 = "nexus.errors.bad_request"

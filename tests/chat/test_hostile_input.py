@@ -506,3 +506,15 @@ def test_any_other_error_is_still_the_500_page(alice, alice_session, client_for,
     client.raise_request_exception = False
     response = client.post(reverse("chat:message-create", args=[alice_session.pk]), {"content": "hi"}, **HTMX)
     assert response.status_code == 500 and "database" not in response.content.decode()
+
+
+def test_a_form_too_large_to_read_says_so_instead_of_a_bare_400(alice, client_for):
+    """Pasting about 3 MB of text as a document showed Django's bare "Bad Request (400)"."""
+    client = client_for(alice)
+    client.raise_request_exception = False
+    huge = "x" * 3 * 1024 * 1024
+    page = client.post(reverse("chat:document-upload"), {"title": "Big", "content": huge})
+    assert page.status_code == 413 and "too large to send" in page.content.decode()
+    assert "Documents page" in page.content.decode() and not Document.objects.exists()
+    fragment = client.post(reverse("chat:document-upload"), {"title": "Big", "content": huge}, **HTMX)
+    assert fragment.status_code == 413 and fragment["Content-Type"].startswith("text/plain")
