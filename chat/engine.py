@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 # What the database driver raises when the server restarts or drops the connection.
 DATABASE_LOST = (OperationalError, InterfaceError)
+# How often a worker whose database went away under a run asks whether it is back.
+RECONNECT_PAUSE = 0.5
 
 
 def worker_name() -> str:
@@ -182,6 +185,8 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         _executing.pop(run.pk, None)
         await stops.release(run.pk)
     if outcome == "interrupted":
+        if await _released_once_database_back(run.pk, worker):
+            return await execute_run(run_id, worker=worker)
         return outcome
     if outcome == "parked":  # its slot is free; the person's decision queues it again
         await _start_next_runs(run.session.owner_id)
@@ -192,6 +197,21 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     await _start_next_runs(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
+
+
+async def _released_once_database_back(run_id: int, worker: str) -> bool:
+    """Wait (up to NEXUS_RUN_STALE_SECONDS) for the database that went away under a run to
+    answer again, then release the run for this worker to resume from its checkpoint. It
+    used to wait out the stale-heartbeat time for the sweeper: a 1 s PostgreSQL restart made
+    runs of 2 s take 35 s. False if the database stayed away (the sweeper resumes it later)."""
+    deadline = time.monotonic() + settings.NEXUS_RUN_STALE_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(RECONNECT_PAUSE)
+        try:
+            return await database_sync_to_async(services.run_release)(run_id, worker=worker)
+        except DATABASE_LOST:
+            continue
+    return False
 
 
 def _parked(error: BaseException) -> bool:

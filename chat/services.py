@@ -542,6 +542,17 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     return run
 
 
+def run_release(run_id: int, *, worker: str) -> bool:
+    """Make a run this worker holds claimable again at once (its heartbeat as if stale), to
+    resume it from its checkpoint; False if it is not this worker's running run any more."""
+    stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 1)
+    return bool(
+        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.RUNNING, worker=worker).update(
+            heartbeat_at=stale
+        )
+    )
+
+
 def run_park(run_id: int, *, worker: str) -> bool:
     """Put a run that waits for a person's decision aside: stored as awaiting approval, no
     worker holds it, and the park does not count as a lost delivery. False if the run is no

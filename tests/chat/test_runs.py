@@ -186,3 +186,25 @@ def test_a_run_whose_first_worker_died_before_storing_anything_counts_the_wait(a
     assert run_now(run.pk) == "succeeded"
     run.refresh_from_db()
     assert run.latency_ms >= 100_000, run.latency_ms
+
+
+def test_a_run_the_database_went_away_under_resumes_once_it_is_back(alice_session, monkeypatch):
+    """A 1 s PostgreSQL restart under a run left it to the sweeper: it resumed only once its
+    heartbeat was stale, so a 2 s run took 35 s."""
+    from django.db import OperationalError
+
+    from chat import engine
+
+    real, calls = engine._run_context, []
+
+    def lost_once(run):
+        calls.append(run.pk)
+        if len(calls) == 1:
+            raise OperationalError("terminating connection due to administrator command")
+        return real(run)
+
+    monkeypatch.setattr(engine, "_run_context", lost_once)
+    run = services.message_post(session=alice_session, content="What is 6*7?")
+    assert run_now(run.pk) == "succeeded", "resumed by the same call, not left for the sweeper"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 2
