@@ -77,13 +77,6 @@ TURN_KINDS = frozenset({"answer.final", "answer.discarded", "run.started"})
 CARD_KINDS = frozenset({"tool.approval.requested", "elicitation.requested"})
 
 
-def on_database(func: Callable[..., Any]) -> Any:
-    """A page's database reads and drawing, on any thread of the loop's pool. Channels' default
-    runs every socket's on one shared thread: under a burst, a hundred pages' syncs and new
-    turns queued behind each other and events reached them seconds after the run ended."""
-    return database_sync_to_async(func, thread_sensitive=False)
-
-
 def status_events(events: list[TraceEvent]) -> list[TraceEvent]:
     """Those of `events` that set the status line's mode."""
     return [e for e in events if e.level == TraceEvent.Level.STATUS and e.payload.get("mode")]
@@ -277,7 +270,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         for run_id in later:
             if run_id in self.sent:
                 continue
-            html, last = await on_database(self._render_new_turn)(run_id, MAX_ID)
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, MAX_ID)
             if last is None or run_id in self.sent:
                 continue
             self.sent[run_id] = last
@@ -296,7 +289,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if run_id not in self.sent:
             # A run this page has never synced: a question asked in another tab (or this
             # tab's own, racing its POST's response). Send the whole turn; the page keeps one.
-            html, last = await on_database(self._render_new_turn)(run_id, message["seq"])
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, message["seq"])
             if last is None:
                 return
             self.sent[run_id] = last
@@ -316,7 +309,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=self._render_lines(run_id, events, previous))
         if turn_news(events):
             try:
-                html = await on_database(self._render_turn_news)(run_id, events)
+                html = await database_sync_to_async(self._render_turn_news)(run_id, events)
             except Exception as exc:  # the next status event, or the run's end, draws it again
                 logger.warning("could not draw run %s's status line: %s", run_id, exc)
                 return
@@ -382,7 +375,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def card_changed(self, message: dict[str, Any]) -> None:
         """An approval card or input form was decided, answered or expired (in any tab):
         this tab shows it resolved too, in place."""
-        html = await on_database(self._render_card)(message["kind"], message["id"])
+        html = await database_sync_to_async(self._render_card)(message["kind"], message["id"])
         if html:
             await self.send(text_data=html)
 
@@ -401,7 +394,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def _refresh_places(self) -> None:
         await asyncio.sleep(QUEUE_REFRESH_SECONDS)
         try:
-            html, still = await on_database(self._render_places)(sorted(self.queued))
+            html, still = await database_sync_to_async(self._render_places)(sorted(self.queued))
             self.queued &= still  # a run that started shows its progress through its own events
             if html:
                 await self.send(text_data=html)
@@ -423,7 +416,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         view = self.drafts.pop(message["run"], None)
         if view is not None:
             await sockets.stop(view.flush)
-        html = await on_database(self._render_done)(message["run"])
+        html = await database_sync_to_async(self._render_done)(message["run"])
         if html:
             await self.send(text_data=html)
 
@@ -446,7 +439,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         """A chat of this person was created, renamed, moved up or deleted (in any tab). When a
         question moved this page's chat up, the page gets its turn if nothing else brought it
         soon (see `_new_turn_later`)."""
-        html = await on_database(self._render_sessions)(message["session"])
+        html = await database_sync_to_async(self._render_sessions)(message["session"])
         await self.send(text_data=html)
         run_id = message.get("run")
         if run_id and message["session"] == self.session_id and run_id not in self.sent:
@@ -463,7 +456,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if run_id in self.sent:
             return
         try:
-            html, last = await on_database(self._render_new_turn)(run_id, 0)
+            html, last = await database_sync_to_async(self._render_new_turn)(run_id, 0)
         except Exception as exc:  # the run's first event draws it anyway
             logger.warning("could not draw run %s's new turn: %s", run_id, exc)
             return
@@ -496,7 +489,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         after = self.sent.get(run_id, 0)
         if upto is not None and upto <= after:
             return
-        html, last = await on_database(self._render_events)(run_id, after, upto)
+        html, last = await database_sync_to_async(self._render_events)(run_id, after, upto)
         if last is not None:
             self.sent[run_id] = last
         if html:
@@ -686,7 +679,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         html = render_to_string(f"{PAGE}#turn", {"turn": turn, "session": run.session})
         return f'<div hx-swap-oob="beforeend:#thread">{html}</div>', last
 
-    @on_database
+    @database_sync_to_async
     def _draft_of(self, run_id: int) -> dict[str, Any] | None:
         """The stored draft of an unfinished run, as one draft frame from offset 0."""
         run = (
@@ -708,7 +701,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             "upto": len(run["draft_text"]),
         }
 
-    @on_database
+    @database_sync_to_async
     def _runs_of_session(self, run_ids: list[int]) -> dict[int, str]:
         """{run id: status} of those of the runs that belong to this session, in id order."""
         if not run_ids:
@@ -716,13 +709,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
         runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__in=run_ids).order_by("pk")
         return dict(runs.values_list("pk", "status"))
 
-    @on_database
+    @database_sync_to_async
     def _runs_after(self, run_id: int) -> dict[int, str]:
         """{run id: status} of this session's runs after `run_id`, the newest MAX_NEW_TURNS of
         them, in id order."""
         runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__gt=run_id).order_by("-pk")
         return dict(reversed(runs.values_list("pk", "status")[:MAX_NEW_TURNS]))
 
-    @on_database
+    @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:
         return ChatSession.objects.filter(pk=session_id, owner_id=user_id).exists()
