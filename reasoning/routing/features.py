@@ -33,7 +33,8 @@ _TASK_VERBS = (
 _ASK_START = re.compile(rf"^(?:{_WH}|{_AUX}|{_TASK_VERBS})\b", re.IGNORECASE)
 _SPLIT_JOIN = re.compile(
     rf"(?:,\s*|\s+)(?:and\s+then|and\s+also|and|then|also|plus|as well as|after that|finally)\s+"
-    rf"(?=(?:{_WH}|{_AUX}|{_TASK_VERBS})\b)",
+    # Not a capitalised word mid-sentence: "comparing Python and Go" names a language.
+    rf"(?=(?-i:(?![A-Z][a-z]))(?:{_WH}|{_AUX}|{_TASK_VERBS})\b)",
     re.IGNORECASE,
 )
 # "then" after a pause, and "and also", open a new ask whatever follows ("..., and also the

@@ -36,6 +36,14 @@ def test_the_router_reads_separate_asks_not_the_mentioned_titles():
         "Compare SQLite and PostgreSQL for a small team",
         "recommend one",
     ]
+    # "Go" is a language here, not a second ask ("Go, with a code block." got a heading).
+    assert split_asks("Write me a markdown table comparing Python and Go, with a code block.") == [
+        "Write me a markdown table comparing Python and Go, with a code block"
+    ]
+    assert split_asks("Summarise the doc and list its open questions") == [
+        "Summarise the doc",
+        "list its open questions",
+    ]
     assert split_asks("What does this error mean: ECONNREFUSED 127.0.0.1:5432?") == [
         "What does this error mean: ECONNREFUSED 127.0.0.1:5432"
     ]
