@@ -180,17 +180,20 @@ def _rate_limited(request: HttpRequest, what: str = "messages") -> bool:
     return limits.over_limit(request.user.pk, what, settings.NEXUS_RATE_LIMIT_PER_MINUTE)
 
 
-def _message_refused(request: HttpRequest, content: str) -> tuple[str, int] | None:
-    """Why a message may not be sent now (and the status to say it with), or None."""
-    try:
-        services.message_validate(content)  # an empty or oversized message is not counted
-    except ValidationError as exc:
-        return exc.messages[0], 400
-    if _rate_limited(request):
-        return "You are sending messages too quickly; wait a minute and try again.", 429
+def _message_refused(request: HttpRequest, content: str | None) -> tuple[str, int] | None:
+    """Why a message may not be sent now (and the status to say it with), or None. Counted
+    against the rate limit last: a message refused for anything else sent nothing. `content`
+    None: the question as it was asked (a regenerate), valid already."""
+    if content is not None:
+        try:
+            services.message_validate(content)
+        except ValidationError as exc:
+            return exc.messages[0], 400
     refusal = budgets.refusal_for(request.user.pk)
     if refusal is not None:
         return f"{refusal} Your message was not sent.", 400
+    if _rate_limited(request):
+        return "You are sending messages too quickly; wait a minute and try again.", 429
     return None
 
 
@@ -303,14 +306,11 @@ def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse
 def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
     """Regenerate the last answer (no `content`), or edit the last question and ask it again."""
     run = _run_for_user(request, session_id, run_id)
-    if _rate_limited(request):
-        return _error(
-            request, "You are sending messages too quickly; wait a minute and try again.", run.session_id, 429
-        )
-    refusal = budgets.refusal_for(request.user.pk)
-    if refusal is not None:
-        return _error(request, f"{refusal} Nothing was sent.", run.session_id)
     content = request.POST.get("content")
+    refused = _message_refused(request, content)  # an empty edit is not counted
+    if refused is not None:
+        text, status = refused
+        return _error(request, text, run.session_id, status=429 if status == 429 else 200)
     try:
         if content is None:
             new_run = services.message_resend(run=run)

@@ -50,9 +50,10 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     limit = (settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) / 1_000_000
     message = (
         f"That was too large to send: a form's text may be at most about {limit:.1f} MB, and "
-        "nothing was saved (your browser's Back button returns to what you typed). A long "
-        "document goes in as a file: upload it on the Documents page."
+        "nothing was saved. Put a long document in a .md or .txt file and upload the file."
     )
+    if not request.headers.get("HX-Request"):  # htmx left the text where it was
+        message += " Your browser's Back button returns to what you typed."
     return _plain_page(request, message, 413)
 
 

@@ -331,7 +331,7 @@ def country_named(name: str) -> str | None:
 
 
 # Digit groups: "1,234" and "1 000 000" (spaces, narrow or not) are one number.
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "1,500m" too
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
 # "15% of 2400": a share of an amount; the innermost first in "50% of 50% of 80".
 _PERCENT_OF = re.compile(
@@ -345,9 +345,11 @@ _THEN = re.compile(
     r"\s*,?\s*(?:and\s+)?then\s*(?:"
     rf"(?P<word>double|triple|quadruple|halve|square|cube)(?:d|s|ed)?{_RESULT}(?![\w\s]*\broot)|"
     rf"(?P<verb>multipl(?:y|ied)|divided?){_RESULT}\s+by\s+{_THEN_NUMBER.format('by')}|"
-    rf"(?P<add>add(?:ed)?|plus)\s+{_THEN_NUMBER.format('added')}(?:\s+to{_RESULT})?|"
-    rf"(?P<take>subtract(?:ed)?|take\s+away|minus)\s+{_THEN_NUMBER.format('taken')}(?:\s+from{_RESULT})?|"
-    r"(?P<op>\*\*|[-+*/%])\s*(?P<number>\d+(?:\.\d+)?))\b",
+    rf"(?P<add>add(?:ed)?|plus)\s+{_THEN_NUMBER.format('added')}(?P<add_share>\s*(?:%|percent\b))?"
+    rf"(?:\s+to{_RESULT})?|"
+    rf"(?P<take>subtract(?:ed)?|take\s+away|minus)\s+{_THEN_NUMBER.format('taken')}"
+    rf"(?P<take_share>\s*(?:%|percent\b))?(?:\s+from{_RESULT})?|"
+    r"(?P<op>\*\*|[-+*/%])\s*(?P<number>\d+(?:\.\d+)?)(?P<op_share>\s*(?:%|percent\b))?)(?!\w)",
     re.IGNORECASE,
 )
 _THEN_WORDS = {
@@ -366,10 +368,15 @@ def _then_operation(step: re.Match[str]) -> str:
         return _THEN_WORDS[step["word"].lower()]
     if step["verb"]:
         return f"{'*' if step['verb'].lower().startswith('multipl') else '/'}{step['by']}"
+    # "then add 10%": the result changed by a share of itself, as "200 + 15%" is.
     if step["add"]:
-        return f"+{step['added']}"
+        return f"*(1+{step['added']}/100)" if step["add_share"] else f"+{step['added']}"
     if step["take"]:
-        return f"-{step['taken']}"
+        return f"*(1-{step['taken']}/100)" if step["take_share"] else f"-{step['taken']}"
+    if step["op_share"] and step["op"] in "+-":
+        return f"*(1{step['op']}{step['number']}/100)"
+    if step["op_share"]:
+        return f"{step['op']}({step['number']}/100)"
     return f"{step['op']}{step['number']}"
 
 
@@ -434,7 +441,7 @@ _ASKED = re.compile(
 
 
 # "1,5": a decimal comma, as much of Europe writes it (a group of thousands has three digits).
-_DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?![\d,])")
+_DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?!\d|,\d)")  # "1,5, 2,5 and 3" too
 
 
 # "10k", "3 million", "2.5bn", "1.2m", "5 hundred thousand": a number with its scale, read as
@@ -602,6 +609,13 @@ _UNREAD_QUANTITY = re.compile(
 )
 
 
+# A unit or a scale written apart from its number ("2.5 m", "10 k", "3 kg"): the expression
+# reader leaves it out, so a calculation that has one is not all read.
+_SPACED_UNIT = re.compile(
+    r"\d\s+(?:k|m|mm|cm|km|mn|b|bn|g|kg|mg|lbs?|oz|s|ms|h|hrs?|mins?|mb|gb|tb|kb|ft|mi|mph|l|ml)\b"
+)
+
+
 def accounts_for(question: str, expression: str) -> bool:
     """Whether `expression` is all `question` asks to compute: every number the question
     gives is in it, and no word that changes the result went unread ("1/3 of 90" read as 1/3,
@@ -617,7 +631,7 @@ def accounts_for(question: str, expression: str) -> bool:
     for number in _NUMBERS.findall(asked):
         if round(float(number), 12) not in used and round(float(number) / 100, 12) not in (used & shares):
             return False
-    if _UNREAD_QUANTITY.search(asked):
+    if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked):
         return False
     if re.search(r"%|\bpercent", asked) and not (re.search(r"/100\b|\*100\b", expression) or used & shares):
         return False
@@ -767,6 +781,10 @@ _UTC_OFFSET = re.compile(
 )
 
 
+# Whatever is written as an offset, read or not ("UTC+.5").
+_OFFSET_WRITTEN = re.compile(rf"{_OFFSET_SIGN}[\d.,:]*\d", re.IGNORECASE)
+
+
 # "UTC minus four": the hours in words, read as digits first.
 _SPELLED_OFFSET = re.compile(
     rf"(?P<sign>{_OFFSET_SIGN})(?P<hours>{'|'.join(list(_UNITS)[:15])})\b", re.IGNORECASE
@@ -883,9 +901,12 @@ def _unknown_place_in(text: str) -> str | None:
     asked = _TIME_ASKED.search(text)
     if not asked:
         return None
-    for offset in _UTC_OFFSET.finditer(text):
-        if _offset_zone(offset) is None:  # "UTC+5.3": no zone keeps it, and not UTC either
-            return offset.group().strip()
+    for attempt in _OFFSET_WRITTEN.finditer(text):
+        # "UTC+5.3", "UTC+.5", "UTC+5.333": an offset it cannot read, or no zone keeps, is no
+        # reason to tell UTC's time.
+        offset = _UTC_OFFSET.match(text, attempt.start())
+        if offset is None or offset.end() < attempt.end() or _offset_zone(offset) is None:
+            return attempt.group().strip()
     for named in _PLACE_ASKED.finditer(text, asked.end()):
         # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
         # was left out.

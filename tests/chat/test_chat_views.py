@@ -194,6 +194,21 @@ def test_a_message_refused_while_its_chat_answers_does_not_count_either(
 
 
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_an_empty_edit_does_not_count_toward_the_rate_limit(alice, alice_session, client_for, dispatched):
+    """An Edit refused as empty was counted before it was checked: 22 of them, and the next
+    real message was "too quickly"."""
+    client = client_for(alice)
+    post(client, alice_session, "First question")
+    ReasoningRun.objects.update(status="succeeded")
+    run = ReasoningRun.objects.get()
+    resend = reverse("chat:run-resend", args=[alice_session.pk, run.pk])
+    for _ in range(4):
+        assert "Type a message" in client.post(resend, {"content": "   "}, **HTMX).content.decode()
+    response = post(client, services.session_create(owner=alice), "Another question")
+    assert response.status_code == 200 and "too quickly" not in response.content.decode()
+
+
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
 def test_uploads_have_the_same_rate_limit(alice, client_for):
     from django.core.cache import cache
 

@@ -515,6 +515,6 @@ def test_a_form_too_large_to_read_says_so_instead_of_a_bare_400(alice, client_fo
     huge = "x" * 3 * 1024 * 1024
     page = client.post(reverse("chat:document-upload"), {"title": "Big", "content": huge})
     assert page.status_code == 413 and "too large to send" in page.content.decode()
-    assert "Documents page" in page.content.decode() and not Document.objects.exists()
+    assert "upload the file" in page.content.decode() and not Document.objects.exists()
     fragment = client.post(reverse("chat:document-upload"), {"title": "Big", "content": huge}, **HTMX)
     assert fragment.status_code == 413 and fragment["Content-Type"].startswith("text/plain")

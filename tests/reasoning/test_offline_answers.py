@@ -374,6 +374,9 @@ MISREAD = [
     "What's the square root of 2 times the square root of 8?",
     "What's 3 to the power of 4, divided by 9?",
     "What's 2+2 in binary?",
+    # A scale or unit apart from its number was left out: "4% of 2.5 M" was 0.1.
+    "What is 4% of 2.5 M?",
+    "What is 4 percent of 2.5 mm?",
 ]
 
 
@@ -479,9 +482,10 @@ async def test_an_offset_in_decimal_hours_keeps_its_minutes(question, offset):
     assert f"{offset})" in answer, answer
 
 
-async def test_an_offset_no_zone_keeps_is_not_told_as_utc():
-    _result, answer = await answer_to("What time is it at UTC+5.3?")
-    assert "from the clock" not in answer and "UTC+5.3" in answer, answer
+@pytest.mark.parametrize("offset", ["UTC+5.3", "UTC+.5", "UTC+5.333"])
+async def test_an_offset_no_zone_keeps_is_not_told_as_utc(offset):
+    _result, answer = await answer_to(f"What time is it at {offset}?")
+    assert "from the clock" not in answer and offset in answer, answer
 
 
 @pytest.mark.parametrize(
@@ -678,6 +682,11 @@ CALCULATIONS += [
     ("What is 30% less than 200?", "**140**"),
     ("What is a hundred minus thirty-seven?", "**63**"),
     ("What is 7/8 as a decimal?", "**0.875**"),
+    # A re-check's: a grouped number before a scale lost its thousands, a decimal comma in a
+    # list was read half, and "then add 10%" added 10.
+    ("What is 1,500m + 1?", "**1500000001**"),
+    ("What is the sum of 1,5, 2,5 and 3?", "**7**"),
+    ("What is 20% off 150, then add 10%?", "**132**"),
 ]
 
 
