@@ -741,6 +741,8 @@ def split_calculations(text: str) -> list[str]:
 def calculation_in_steps(text: str) -> bool:
     """Whether `text` is one calculation done in steps ("What is 10 - 2, then add 5?"): one
     ask, although ", then" usually opens another."""
+    if "then" not in text.lower():  # most sentences: no need to read an expression
+        return False
     expression = expression_in(text)
     return bool(expression and _THEN.search(_grouped_digits_joined(text)) and accounts_for(text, expression))
 
