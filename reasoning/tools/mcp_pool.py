@@ -42,9 +42,10 @@ STDERR_CHECK_SECONDS = 5.0
 # After asking a session to stop, how long before it is cancelled, and how long its
 # transport's own bounded shutdown (close stdin, SIGTERM, SIGKILL) may then take.
 STOP_GRACE = 1.0
-# After a call timed out, how long the server has to answer a ping before it is taken for
-# stuck as a whole (a tool blocking its event loop) and started afresh.
-PING_TIMEOUT = 3.0
+# After a call timed out, how long the server has to answer a question (its tool list, asked
+# past the SDK's cache: MCP removed ping) before it is taken for stuck as a whole (a tool
+# blocking its event loop) and started afresh.
+LIVENESS_TIMEOUT = 3.0
 SHUTDOWN_BUDGET = 8.0
 LISTING_KINDS = ("tools", "resources", "prompts")
 # A listing is read page by page (the protocol lets any server page it) up to this many pages.
@@ -602,9 +603,9 @@ class MCPConnection:
         self.breaker.success()
 
     def timed_out(self, error: str) -> None:
-        """A call ran out of time: counted like any failure; and the server is pinged, since a
-        slow tool leaves it answering while one that blocked its event loop leaves it stuck
-        for every later call, until its process is replaced."""
+        """A call ran out of time: counted like any failure; and the server is asked whether it
+        still answers, since a slow tool leaves it answering while one that blocked its event
+        loop leaves it stuck for every later call, until its process is replaced."""
         self.failed(error, broken=False)
         session = self._session
         if session is None or not session.alive() or (self._probe is not None and not self._probe.done()):
@@ -614,7 +615,7 @@ class MCPConnection:
             if not await self._answers(session):
                 self._replace(session)
 
-        self._probe = asyncio.create_task(probe(), name=f"mcp-ping:{self.config.name}")
+        self._probe = asyncio.create_task(probe(), name=f"mcp-liveness:{self.config.name}")
         self._probe.add_done_callback(_retrieve)
 
     async def check(self) -> None:
@@ -626,20 +627,20 @@ class MCPConnection:
             if session is not None:
                 self._replace(session)
             raise MCPUnavailable(
-                f"MCP server {self.config.name!r} did not answer within {PING_TIMEOUT:g}s; "
+                f"MCP server {self.config.name!r} did not answer within {LIVENESS_TIMEOUT:g}s; "
                 "it will be started again for the next request",
                 server=self.config.name,
             )
 
     async def _answers(self, session: _Session) -> bool:
-        """Whether the server answers a ping within PING_TIMEOUT: any answer counts ("no such
-        method" too); no answer, a dead session or the SDK's own timeout does not."""
+        """Whether the server answers within LIVENESS_TIMEOUT: any answer counts (an error too);
+        no answer, a dead session or the SDK's own timeout does not."""
         from mcp import MCPError
 
         # Not wait_for: cancelling a request the server never answers can itself wait.
-        answer = asyncio.ensure_future(session.client.send_ping())
+        answer = asyncio.ensure_future(session.client.list_tools(cache_mode="bypass"))
         answer.add_done_callback(_retrieve)
-        await asyncio.wait([answer], timeout=PING_TIMEOUT)
+        await asyncio.wait([answer], timeout=LIVENESS_TIMEOUT)
         if not answer.done():
             answer.cancel()
             return False
