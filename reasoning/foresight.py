@@ -971,9 +971,10 @@ _IN_A_PLACE = (
 )
 # "What is the date?", "what's the time in Oslo": not "the date of Easter", "the time limit",
 # "the day rate", "the time of sunset".
+# A zone named before "time" ("the current Eastern time"), each one the places know as "… time".
+_ZONE_WORD = r"(?:(?:utc|gmt|zulu|eastern|central|mountain|pacific) )?"
 _THE_TIME = (
-    r"what(?:'s|’s| is)? the (?:current )?(?:(?:utc|gmt|zulu|eastern|central|mountain|pacific) )?"
-    r"(?:time|date|day|weekday)"
+    rf"what(?:'s|’s| is)? the (?:current )?{_ZONE_WORD}(?:time|date|day|weekday)"
     rf"(?=\s*(?:$|[?.!,;:]|(?:right )?now\b|today\b|currently\b|here\b|there\b|please\b|"
     rf"at the moment\b|(?:over )?{_IN_A_PLACE}))"
 )
@@ -984,8 +985,7 @@ _NOW = re.compile(
     r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
     r"[^?.!]{0,30}\b(?:is it|it is|it's|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
-    r"(?:current|today'?s|local) (?:(?:utc|gmt|zulu|eastern|central|mountain|pacific|atlantic) )?"
-    r"(?:time|date|day|weekday|week number)\b|"
+    rf"(?:current|today'?s|local) {_ZONE_WORD}(?:time|date|day|weekday|week number)\b|"
     rf"\b(?:time|date) {_IN_A_PLACE})",
     re.IGNORECASE,
 )
