@@ -125,9 +125,7 @@ else:
             "OPTIONS": {
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                 "transaction_mode": "IMMEDIATE",
-                # How long a request waits for a connection (the database restarting, or every one
-                # taken) before the page says the database is unavailable (nexus.errors).
-                "timeout": env_int("NEXUS_DB_WAIT_SECONDS", 10, minimum=1),
+                "timeout": 20,
             },
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
             # Kept open between a run's database calls: reopening (and re-running the PRAGMAs)
