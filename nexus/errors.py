@@ -6,7 +6,6 @@ where Django showed a bare "Bad Request (400)"."""
 
 from __future__ import annotations
 
-import logging
 import sys
 
 from django.conf import settings
@@ -16,8 +15,6 @@ from django.http import HttpRequest, HttpResponse
 from django.template import loader
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import server_error as django_server_error
-
-logger = logging.getLogger(__name__)
 
 DATABASE_AWAY = (
     "Nexus cannot reach its database right now, so nothing was saved. Try again in a moment; "

@@ -565,7 +565,7 @@ def _phrase(match: re.Match[str]) -> str:
     quarters of something, a factorial."""
     named = match.groupdict()
     if named.get("items"):
-        items = re.findall(r"-?\d+(?:\.\d+)?|\([^()]*\)", named["items"])
+        items = re.findall(_ITEM, named["items"])
         total = f"({' + '.join(items)})"
         return total if named["kind"].lower() in ("sum", "total") else f"({total} / {len(items)})"
     if named.get("part"):

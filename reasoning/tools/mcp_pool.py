@@ -596,8 +596,7 @@ class MCPConnection:
         on the next request."""
         self.breaker.failure(error)
         if broken and self._session is not None:
-            session, self._session = self._session, None
-            self._retire(session)
+            self._replace(self._session)
 
     def succeeded(self) -> None:
         self.breaker.success()
@@ -650,7 +649,8 @@ class MCPConnection:
         )
 
     def _replace(self, session: _Session) -> None:
-        """Retire a stuck session (if still the current one): the next request starts afresh."""
+        """Retire a broken or stuck session (if still the current one): the next request
+        starts afresh."""
         if self._session is session:
             self._session = None
             self._retire(session)
