@@ -345,6 +345,7 @@ _THEN = re.compile(
     r"\s*,?\s*(?:and\s+)?then\s*(?:"
     rf"(?P<word>double|triple|quadruple|halve|square|cube)(?:d|s|ed)?{_RESULT}(?![\w\s]*\broot)|"
     rf"(?P<verb>multipl(?:y|ied)|divided?){_RESULT}\s+by\s+{_THEN_NUMBER.format('by')}|"
+    rf"times\s+{_THEN_NUMBER.format('times')}|"
     rf"(?P<add>add(?:ed)?|plus)\s+{_THEN_NUMBER.format('added')}(?P<add_share>\s*(?:%|percent\b))?"
     rf"(?:\s+to{_RESULT})?|"
     rf"(?P<take>subtract(?:ed)?|take\s+away|minus)\s+{_THEN_NUMBER.format('taken')}"
@@ -368,6 +369,8 @@ def _then_operation(step: re.Match[str]) -> str:
         return _THEN_WORDS[step["word"].lower()]
     if step["verb"]:
         return f"{'*' if step['verb'].lower().startswith('multipl') else '/'}{step['by']}"
+    if step["times"]:
+        return f"*{step['times']}"
     # "then add 10%": the result changed by a share of itself, as "200 + 15%" is.
     if step["add"]:
         return f"*(1+{step['added']}/100)" if step["add_share"] else f"+{step['added']}"
@@ -381,6 +384,9 @@ def _then_operation(step: re.Match[str]) -> str:
 
 
 _PLACES_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+_PLACE_VALUES = {"ten": -1, "hundred": -2, "thousand": -3, "million": -6}
+_PLACE_VALUES |= {str(10**-places): places for places in _PLACE_VALUES.values()}
+_NEAREST = re.compile(r"\bthe nearest (10|100|1000|1000000)\b")
 
 
 # "3 decimal places", "two decimals", "2 dp" (named `group`: the pattern is used twice).
@@ -395,7 +401,8 @@ def _places_pattern(group: str) -> str:
 # nearest whole number".
 _ROUNDED = re.compile(
     r"\s*,?\s*(?:and\s+)?(?:then\s+)?(?:round(?:ed)?(?:\s+it)?\s*(?:(?P<way>down|up)\b|(?:to\s+)?"
-    rf"(?:{_places_pattern('places')}|the nearest (?:whole )?(?:number|integer)))?|"
+    rf"(?:{_places_pattern('places')}|the nearest (?:whole )?(?:number|integer)|"
+    r"the nearest (?P<value>ten|hundred|thousand|million|10|100|1000|1000000)\b))?|"
     rf"(?:to|with|at)\s+{_places_pattern('places2')})",
     re.IGNORECASE,
 )
@@ -604,15 +611,29 @@ _UNREAD_QUANTITY = re.compile(
     # expression's value does not answer.
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
-    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus)\b",
+    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus|"
+    # The answer in another form, or by another's count ("2 + 2 according to Orwell").
+    r"in\s+words|spelled|according)\b",
     re.I,
 )
 
 
-# A unit or a scale written apart from its number ("2.5 m", "10 k", "3 kg"): the expression
-# reader leaves it out, so a calculation that has one is not all read.
+# A unit or a scale written apart from its number ("2.5 m", "10 k", "3 kg", "half of 10 km",
+# "45 dollars"): the expression reader leaves it out, so a calculation that has one is not all
+# read (its answer would be a bare number).
 _SPACED_UNIT = re.compile(
-    r"\d\s+(?:k|m|mm|cm|km|mn|b|bn|g|kg|mg|lbs?|oz|s|ms|h|hrs?|mins?|mb|gb|tb|kb|ft|mi|mph|l|ml)\b"
+    r"[\d)]\s+(?:k|m|mm|cm|km|mn|b|bn|g|kg|mg|lbs?|oz|s|ms|h|hrs?|mins?|mb|gb|tb|kb|ft|mi|mph|l|ml|"
+    r"(?:(?:kilo|centi|milli)?met(?:er|re)s?|miles?|feet|foot|inch(?:es)?|yards?|(?:kilo)?grams?|"
+    r"kilos?|pounds?|ounces?|tons?|tonnes?|lit(?:er|re)s?|gallons?|cups?|hours?|minutes?|seconds?|"
+    r"days?|weeks?|months?|years?|dollars?|euros?|cents?|yen|rupees?|bucks|(?:kilo|mega|giga)?bytes?))\b"
+)
+# An amount of money: the answer must say the currency too ("€10 * 3" is €30, not 30).
+CURRENCY = re.compile(r"([$\u20ac\u00a3\u00a5\u20b9])\s*\d|\d\s*([\u20ac\u00a3\u00a5\u20b9])")
+# An operation whose operand is words the reader does not compute: "5*5 plus the number of days
+# in a week" read as 5*5.
+_UNREAD_OPERAND = re.compile(
+    r"(?:\b(?:plus|minus|times|multiplied\s+by|divided\s+by|over)|[-+*/])\s+"
+    r"(?:the|a|an|my|our|your|their|his|her|its)\s+[a-z]",
 )
 
 
@@ -625,13 +646,15 @@ def accounts_for(question: str, expression: str) -> bool:
     # "then double it" was read when the expression does it: its word changes nothing unread.
     done = expression.replace(" ", "")
     asked = _THEN.sub(lambda step: " " if f"){_then_operation(step)}" in done else step.group(), asked)
+    # "to the nearest ten" (its number word a digit by now) was read when the expression rounds there.
+    asked = _NEAREST.sub(lambda m: " " if f",{_PLACE_VALUES[m[1]]})" in done else m.group(), asked)
     used = {round(float(n), 12) for n in _NUMBERS.findall(expression.lower())}
     # A percentage may be computed as its fraction: "15% of 86.40" as 86.40*0.15.
     shares = {round(float(n) / 100, 12) for n in _PERCENTAGE.findall(asked)}
     for number in _NUMBERS.findall(asked):
         if round(float(number), 12) not in used and round(float(number) / 100, 12) not in (used & shares):
             return False
-    if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked):
+    if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked) or _UNREAD_OPERAND.search(asked):
         return False
     if re.search(r"%|\bpercent", asked) and not (re.search(r"/100\b|\*100\b", expression) or used & shares):
         return False
@@ -768,6 +791,8 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
             return f"{'floor' if way.lower() == 'down' else 'ceil'}({expression})", rest
         places = rounded["places"] or rounded["places2"]
         places = f", {_PLACES_WORDS.get(places.lower(), places)}" if places else ""
+        if value := rounded["value"]:  # "to the nearest hundred": places before the point
+            places = f", {_PLACE_VALUES[value.lower()]}"
         expression = f"round({expression}{places})"
     return expression, rest
 
@@ -861,8 +886,10 @@ def _names_place(before: str) -> bool:
 
 
 # "What time is it in Londn?": a place after the time question that no zone is known for.
+# Up to eight words: "in Mexico City and Buenos Aires" is five (with four, the second place was
+# "Buenos", which no zone is known for).
 _PLACE_ASKED = re.compile(
-    r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,3})",
+    r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,7})",
     re.IGNORECASE,
 )
 _TIME_ASKED = re.compile(r"\b(?:time|date|day|clock|hour)\b", re.IGNORECASE)
@@ -913,6 +940,8 @@ def _unknown_place_in(text: str) -> str | None:
         # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
         # was left out.
         pieces = re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)
+        if len(pieces) > 1 and re.match(r"\s+[^\W\d_]", text[named.end() :]):
+            pieces.pop()  # cut off by the word limit: maybe half a name
         # "Kansas City, Missouri": a state that keeps one zone tells its time.
         state = _STATE_AFTER_COMMA.match(fold(text[named.end() :]))
         settled = bool(state) and state_zone(zone_in(pieces[-1]), state.group(1)) is not None

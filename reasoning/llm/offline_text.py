@@ -12,6 +12,7 @@ from typing import Any
 
 from reasoning.foresight import (
     COUNTRY_US,
+    CURRENCY,
     SEVERAL_ZONES,
     accounts_for,
     asks_now,
@@ -190,6 +191,8 @@ def covers(part: str, answer: str) -> bool:
         expression = expression_in(part)
         if not accounts_for(part, expression or ""):
             return False  # a misreading of the question must not approve itself
+        if (money := CURRENCY.search(part)) and (money[1] or money[2]) not in answer_text:
+            return False  # "€10 * 3" answered 30
         try:
             value = format_number(calculate(expression or ""))
         except CalculatorError as exc:
@@ -374,6 +377,9 @@ def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]
     return None
 
 
+_EXCEPTION_NAME = re.compile(r"^[A-Z]\w*(?:Error|Exception):\s*")
+
+
 def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], str, bool]]) -> str:
     lines = []
     for name, arguments, text, is_error in results:
@@ -381,9 +387,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
         if declined_tool(text) is not None:
             lines.append(_declined(base, arguments))
         elif is_error or text.startswith("Error:"):
-            lines.append(
-                f"The {base} tool could not help: {markdown_inline(text.removeprefix('Error:').strip())}"
-            )
+            # The tool's own words, without the exception class it raised them in.
+            reason = _EXCEPTION_NAME.sub("", text.removeprefix("Error:").strip())
+            lines.append(f"The {base} tool could not help: {markdown_inline(reason)}")
         elif base == "calculator":
             # What the calculator computed, as it says ("9*8 = 72"): a person who edited the
             # call's arguments before approving it had it compute another expression.

@@ -95,6 +95,11 @@ ARITHMETIC = [
         "Research and compare: what is 12 * 450, what is 15% of 5400, and what time is it in London?",
         ["**5400**", "**810**", "Europe/London"],
     ),
+    # A labelled-question review: rounding to a place value left unread (391 for "to the
+    # nearest hundred"), an operation after "then" other than the ones read before.
+    ("What is 17*23 rounded to the nearest hundred?", ["**400**"]),
+    ("What is 1234 + 1 rounded to the nearest ten?", ["**1240**"]),
+    ("6 plus 4, then times 3", ["**30**"]),
 ]
 
 
@@ -122,6 +127,12 @@ PLACES = [
     ("What time is it in Bangalore?", ["Asia/Kolkata"]),
     ("What time is it in Munich?", ["Europe/Berlin"]),
     ("What is 2+2 and what time is it in Paris and in Tokyo?", ["**4**", "Europe/Paris", "Asia/Tokyo"]),
+    # A two-word place after "and": each was "I don't know where "Los" is".
+    ("What time is it in New York and Los Angeles?", ["America/New_York", "America/Los_Angeles"]),
+    (
+        "What time is it in Mexico City and Buenos Aires?",
+        ["America/Mexico_City", "America/Argentina/Buenos_Aires"],
+    ),
 ]
 
 
@@ -377,6 +388,18 @@ MISREAD = [
     # A scale or unit apart from its number was left out: "4% of 2.5 M" was 0.1.
     "What is 4% of 2.5 M?",
     "What is 4 percent of 2.5 mm?",
+    # A labelled-question review found each answered as a bare number and approved: a unit
+    # written out or as a symbol, after a phrase ("half of 10 km"), an operand left unread
+    # ("plus the number of days in a week"), a form of the answer asked for ("in words").
+    "What is 10% of 200 meters?",
+    "Half of 10 km",
+    "Double 5 kg",
+    "€10 * 3",
+    "What is 50% of 3 hours?",
+    "What is 18% of 45 dollars?",
+    "What is 5*5 plus the number of days in a week?",
+    "What is 17*23 in words?",
+    "What is 2 + 2 according to Orwell?",
 ]
 
 
@@ -486,6 +509,13 @@ async def test_an_offset_in_decimal_hours_keeps_its_minutes(question, offset):
 async def test_an_offset_no_zone_keeps_is_not_told_as_utc(offset):
     _result, answer = await answer_to(f"What time is it at {offset}?")
     assert "from the clock" not in answer and offset in answer, answer
+
+
+async def test_an_offset_past_any_place_is_refused_in_plain_words():
+    """ "UTC+25" was refused as "ValueError: 'UTC+25:00' is not an offset…": a Python class
+    name is not words for the person asking."""
+    _result, answer = await answer_to("What time is it in UTC+25?")
+    assert "is not an offset any place keeps" in answer and "Error" not in answer, answer
 
 
 @pytest.mark.parametrize(
