@@ -57,6 +57,11 @@ def strict_json(text: str) -> Any:
 # Invisible characters that reorder what follows them: in a title they make "txt.exe" read
 # as "exe.txt". Titles never need them, so they are dropped.
 BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"))
+# Control characters (C0 and C1, a bell, an escape) that no title shows: they travel into
+# completions, the admin and downloads' names, so titles drop them with the direction controls.
+TITLE_DROPPED = BIDI_CONTROLS | dict.fromkeys(
+    c for c in [*range(0x20), *range(0x7F, 0xA0)] if chr(c) not in "\t\n\r"
+)
 # In a message: the embeddings and overrides, which make text read backwards to whoever it is
 # shown to (a shared chat's "fo latipac eht"); the marks a right-to-left writer uses stay.
 BIDI_OVERRIDES = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e"))
@@ -78,9 +83,9 @@ def visible(text: str) -> bool:
 
 
 def clean_title(title: str, *, what: str = "The title") -> str:
-    """A title as shown everywhere: one line, no direction overrides, at most 200 characters
-    (a longer one is refused, not silently cut); "" when nothing in it shows."""
-    cleaned = " ".join(refuse_nul(title or "", what=what).translate(BIDI_CONTROLS).split())
+    """A title as shown everywhere: one line, no direction overrides or control characters, at
+    most 200 characters (a longer one is refused, not silently cut); "" when nothing in it shows."""
+    cleaned = " ".join(refuse_nul(title or "", what=what).translate(TITLE_DROPPED).split())
     if not visible(cleaned):
         return ""
     if len(cleaned) > TITLE_CHARS:

@@ -402,6 +402,9 @@ def test_titles_are_refused_when_too_long_and_cannot_reorder_what_they_show(alic
     client.post(reverse("chat:session-rename", args=[alice_session.pk]), {"title": "Invoice\u202etxt.exe"})
     alice_session.refresh_from_db()
     assert alice_session.title == "Invoicetxt.exe"
+    # A bell or an escape shows nowhere; kept, it reached completions and the admin.
+    client.post(reverse("chat:document-upload"), {"title": "a\x07b\x1b[31mc\x9b", "content": "x"})
+    assert Document.objects.get(owner=alice).title == "ab[31mc"
 
 
 def test_a_missing_chat_is_a_page_that_leads_back_to_the_chats(alice, client_for):

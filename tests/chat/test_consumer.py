@@ -590,3 +590,13 @@ async def test_the_database_away_under_a_socket_closes_it_as_unavailable_not_101
         closed = await communicator.receive_output(timeout=5)
     assert closed["code"] == 4503
     await communicator.wait(timeout=5)  # ended without the exception
+
+
+@pytest.mark.parametrize("path", ["/ws/sessions/-1/", "/ws/sessions/abc/", "/ws/elsewhere/"])
+async def test_a_socket_path_with_no_route_is_refused_not_an_error(alice, path):
+    """A path the router has no route for raised ValueError: a 500 and a traceback in the log."""
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    headers.append((b"cookie", await database_sync_to_async(cookie_for)(alice)))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    assert not connected and code == 4404
