@@ -416,8 +416,12 @@ class MCPConnection:
         budget) for a connection attempt that others may share and that outlives this wait. A
         paused server is refused at once, connected or not: its calls kept failing."""
         self._refuse_if_paused()
-        if self._session is not None and self._session.alive():
-            return self._session.client
+        if (session := self._session) is not None and session.alive():
+            # A stdio server whose process exited while idle (killed, out of memory) left a
+            # session that fails the next request: started again first, nothing was sent yet.
+            if not session.pids or any(_alive(pid) for pid in session.pids):
+                return session.client
+            self._replace(session)
         if self._trimmer is None:
             self._trimmer = asyncio.create_task(
                 self._trim_stderr_while_open(), name=f"mcp-stderr:{self.config.name}"
