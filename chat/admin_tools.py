@@ -353,13 +353,16 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
 
     @admin.action(description="Check the connection now", permissions=["change"])
     def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
+        # Each message starts with a word, not the name: the admin capitalises a message's
+        # first letter, and "H_exit" is not the server people type in /h_exit__command.
         for server in queryset:
             if self._launches_a_program(server) and not request.user.is_superuser:
                 # Checking starts the program, with its stored environment, even when a
                 # superuser disabled the server on purpose.
                 self.message_user(
                     request,
-                    f"{server.name}: only a superuser checks a server that starts a program on this machine.",
+                    f"Server “{server.name}”: only a superuser checks a server that starts a program "
+                    "on this machine.",
                     level=messages.ERROR,
                 )
                 continue
@@ -372,10 +375,10 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                 f"Checked the connection of {server.name}: {error or 'connected'}",
             )
             if error:
-                self.message_user(request, f"{server.name}: {error}", level=messages.ERROR)
+                self.message_user(request, f"Server “{server.name}”: {error}", level=messages.ERROR)
             else:
                 server.refresh_from_db()
-                self.message_user(request, f"{server.name}: connected, {server.tool_count} tools.")
+                self.message_user(request, f"Server “{server.name}”: connected, {server.tool_count} tools.")
 
 
 @admin.register(Document)

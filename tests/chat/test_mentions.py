@@ -180,6 +180,7 @@ def test_the_status_column_shows_why_a_server_is_down(auditor, client_for, setti
         follow=True,
     )
     assert "cannot start" in response.content.decode()
+    assert "Server “ghost”: " in response.content.decode(), "the name as typed, not capitalised"
     page = client.get(reverse("admin:chat_mcpserver_changelist")).content.decode()
     assert "✗" in page and "cannot start" in page and "✓ connected" not in page.split("ghost")[1][:500]
 
