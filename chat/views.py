@@ -7,6 +7,7 @@ through `session_get_for_user`, so another user's session is a 404.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages as flash
@@ -70,7 +71,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return _first_page(request)
 
 
-def _first_page(request: HttpRequest, status: int = 200, **extra: str) -> HttpResponse:
+def _first_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpResponse:
     """The page of someone with no chat yet: the box that starts one (with `extra`: the text it
     kept and why it was not sent)."""
     context = {"sessions": [], "session": None, "turns": [], "active_run": None, **extra}
@@ -120,7 +121,16 @@ def session_new(request: HttpRequest) -> HttpResponse:
         refused = _message_refused(request, content)
         if refused is not None:  # before the chat exists: the first page again, the text kept
             text, status = refused
-            return _first_page(request, status, error=text, draft=content)
+            # The person's chats in the list (another tab may have started one meanwhile),
+            # and the page's own address again (see chat.js).
+            return _first_page(
+                request,
+                status,
+                error=text,
+                draft=content,
+                sessions=session_links(request.user),
+                address=reverse("chat:home"),
+            )
     empty = services.session_unused(request.user, request.POST.get("from", ""))
     session = empty or services.session_create(owner=request.user)
     if content.strip():

@@ -776,6 +776,10 @@
   });
 
   document.addEventListener("DOMContentLoaded", () => {
+    // A first question refused (over a limit, say) came back as the page of the form's POST:
+    // the address is the page's own again, so a reload shows it instead of sending again.
+    const address = document.getElementById("start-composer")?.dataset.address;
+    if (address) history.replaceState(null, "", address);
     document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
     afterThreadChange(null);
     revealPending();

@@ -520,6 +520,11 @@ def test_a_first_question_that_may_not_be_sent_keeps_its_text_and_starts_no_chat
     refused = client.post(reverse("chat:session-new"), {"content": "What is 3+3?"})
     assert refused.status_code == 429 and "What is 3+3?" in refused.content.decode()
     assert alice.chat_sessions.count() == 1 and ReasoningRun.objects.count() == 1
+    # Found by a review: the page said "No chats yet" beside the one just started (in another
+    # tab), and kept the form's address, so a reload offered to send the question again.
+    page = refused.content.decode()
+    assert "No chats yet" not in page and "What is 2+2?" in page
+    assert f'data-address="{reverse("chat:home")}"' in page
 
 
 def test_a_new_chat_from_a_chat_still_empty_is_that_chat(alice, bob, alice_session, client_for, dispatched):

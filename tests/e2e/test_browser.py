@@ -182,6 +182,15 @@ def test_a_newcomer_types_the_first_question_on_the_first_page(chromium: str, sl
             expect(page.locator("#composer-error")).to_contain_text("the limit is 20,000")
             page.wait_for_timeout(500)
             assert page.url.endswith("/") and "/sessions/" not in page.url
+            # Refused by the server (nothing in it shows): the page comes back at its own
+            # address, so a reload neither lands on /sessions/new/ nor sends the form again.
+            page.fill("#composer-input", "\u200b")
+            page.keyboard.press("Enter")
+            expect(page.locator("#composer-error")).to_contain_text("Type a message first")
+            expect(page).to_have_url(re.compile(r"://[^/]+/$"))
+            page.reload()
+            expect(page.locator("#composer-error")).to_have_text("")
+            assert page.url.endswith("/") and "/sessions/" not in page.url
             page.fill("#composer-input", "What is 17*23?")
             page.keyboard.press("Enter")
             page.keyboard.press("Enter")  # twice, quickly (a re-check: two chats, one each)
