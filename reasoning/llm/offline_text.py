@@ -197,7 +197,8 @@ def covers(part: str, answer: str) -> bool:
             value = format_number(calculate(expression or ""))
         except CalculatorError as exc:
             return str(exc) in answer_text
-        return value in answer_text.replace(",", "")
+        told_time = not _asks_time_too(part) or bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+        return value in answer_text.replace(",", "") and told_time
     if kind == "time":
         # The clock tells the present; "the date tomorrow" is not answered by today's.
         return asks_now(part) and bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
@@ -361,12 +362,21 @@ def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, An
     ("in Paris and in Tokyo": two), none for a place it does not know."""
     kind = part_kind(part)
     if kind == "arithmetic" and (name := tool_named(tools, "calculator")):
-        return [(name, {"expression": expression_in(part)})]
+        # "15% of 80, the time in Berlin" is one part to the splitter: the clock too.
+        clock = tool_named(tools, "clock")
+        return [(name, {"expression": expression_in(part)})] + (
+            [(clock, {"timezone": zone}) for zone in zones_in(part)] if clock and _asks_time_too(part) else []
+        )
     if kind == "time" and (name := tool_named(tools, "clock")) and asks_now(part) and not unknown_place(part):
         return [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
     if kind == "documents" and (name := tool_named(tools, "search_documents")):
         return [(name, {"query": part})]
     return []
+
+
+def _asks_time_too(part: str) -> bool:
+    """Whether a calculation's part also asks the present time of a place it names."""
+    return bool(_TIME.search(part) and asks_now(part) and zones_in(part) and not unknown_place(part))
 
 
 def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
