@@ -125,6 +125,26 @@ CITY_ZONES = {
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
     "lahore": "Asia/Karachi", "tel aviv": "Asia/Jerusalem", "abu dhabi": "Asia/Dubai",
     "hanoi": "Asia/Bangkok", "cape town": "Africa/Johannesburg", "sf": "America/Los_Angeles",
+    # More that a labelled-question review asked about and found declined ("I don't know where").
+    # Only names with one likely zone: not Birmingham (England or Alabama), San Jose or Richmond.
+    "salt lake city": "America/Denver", "salt lake": "America/Denver", "albuquerque": "America/Denver",
+    "el paso": "America/Denver", "tucson": "America/Phoenix", "minneapolis": "America/Chicago",
+    "nashville": "America/Chicago", "new orleans": "America/Chicago", "kansas city": "America/Chicago",
+    "st louis": "America/Chicago", "saint louis": "America/Chicago", "san antonio": "America/Chicago",
+    "memphis": "America/Chicago", "milwaukee": "America/Chicago", "oklahoma city": "America/Chicago",
+    "omaha": "America/Chicago", "fort worth": "America/Chicago", "pittsburgh": "America/New_York",
+    "cleveland": "America/New_York", "cincinnati": "America/New_York", "columbus": "America/New_York",
+    "baltimore": "America/New_York", "charlotte": "America/New_York", "raleigh": "America/New_York",
+    "orlando": "America/New_York", "tampa": "America/New_York", "jacksonville": "America/New_York",
+    "charleston": "America/New_York", "newark": "America/New_York", "hartford": "America/New_York",
+    "providence": "America/New_York", "buffalo": "America/New_York", "sacramento": "America/Los_Angeles",
+    "oakland": "America/Los_Angeles", "guadalajara": "America/Mexico_City", "quito": "America/Guayaquil",
+    "brasilia": "America/Sao_Paulo", "glasgow": "Europe/London", "liverpool": "Europe/London",
+    "malaga": "Europe/Madrid", "ankara": "Europe/Istanbul", "marrakesh": "Africa/Casablanca",
+    "marrakech": "Africa/Casablanca", "pretoria": "Africa/Johannesburg", "durban": "Africa/Johannesburg",
+    "doha": "Asia/Qatar", "islamabad": "Asia/Karachi", "pune": "Asia/Kolkata", "ahmedabad": "Asia/Kolkata",
+    "busan": "Asia/Seoul", "sapporo": "Asia/Tokyo", "bali": "Asia/Makassar", "wellington": "Pacific/Auckland",
+    "christchurch": "Pacific/Auckland", "suva": "Pacific/Fiji",
     # Names the database gives a less likely place (its "Pacific/Samoa" is American Samoa, a
     # day behind Samoa; its San Juan is in Argentina).
     "samoa": "Pacific/Apia", "san juan": "America/Puerto_Rico", "puerto rico": "America/Puerto_Rico",

@@ -126,6 +126,10 @@ PLACES = [
     ("What time is it in Houston?", ["America/Chicago"]),
     ("What time is it in Bangalore?", ["Asia/Kolkata"]),
     ("What time is it in Munich?", ["Europe/Berlin"]),
+    ("What time is it in Salt Lake City?", ["America/Denver"]),
+    ("What time is it in St. Louis?", ["America/Chicago"]),
+    ("What time is it in Wellington?", ["Pacific/Auckland"]),
+    ("What time is it in Málaga?", ["Europe/Madrid"]),
     ("What is 2+2 and what time is it in Paris and in Tokyo?", ["**4**", "Europe/Paris", "Asia/Tokyo"]),
     # A two-word place after "and": each was "I don't know where "Los" is".
     ("What time is it in New York and Los Angeles?", ["America/New_York", "America/Los_Angeles"]),
@@ -268,10 +272,11 @@ async def test_a_country_or_state_after_a_comma_says_which_place_is_meant():
     assert all(zone in answer for zone in ("Asia/Tokyo", "Europe/London", "Europe/Paris")), answer
 
 
-@pytest.mark.parametrize("place", ["St. Louis", "Mt. Fuji"])
+@pytest.mark.parametrize("place", ["Ft. Myers", "Mt. Fuji"])
 async def test_an_abbreviated_word_is_not_the_end_of_a_question(place):
     """ "What time is it in St. Louis?" was split at the full stop: a heading "What time is it
-    in St?" over "I don't know where St is", and a second part "Louis"."""
+    in St?" over "I don't know where St is", and a second part "Louis". (St. Louis is known
+    now: places none is known for show the name is read whole.)"""
     _result, answer = await answer_to(f"What time is it in {place}?")
     assert answer.count("**") == 0 and f"“{place}”" in answer, answer
 
