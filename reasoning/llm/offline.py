@@ -102,7 +102,11 @@ class OfflineClient(LLMClient):
                 if tooled:
                     text = f"{answer_from_results(question, tooled)}\n\n{text}"
             else:
-                text = answer_from_results(question, results) if results else answer_without_tools(question)
+                text = (
+                    answer_from_results(question, results)
+                    if results
+                    else answer_without_tools(question, among=request.hints.get("original_query") or None)
+                )
             return self._response(text, [], request)
         if request.component == "synthesis":
             return self._response(synthesize(request.hints), [], request)
@@ -136,7 +140,10 @@ class OfflineClient(LLMClient):
                 name, arguments = call
                 tool_call = ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=arguments)
                 return self._response("", [tool_call], request, "tool_use")
-        return self._response(answer_without_tools(question), [], request)
+        # A plan step is read with the message it came from: "how to test it" is not a
+        # follow-up to an earlier message when "it" is in the same one.
+        among = request.hints.get("original_query") or None
+        return self._response(answer_without_tools(question, among=among), [], request)
 
     def parts_turn(
         self,

@@ -296,6 +296,9 @@ async def test_a_follow_up_is_told_to_ask_in_full(question):
     [
         "Our Celery worker keeps dying with SIGKILL; what could cause it and how do I check?",
         "How do I rotate our API keys safely, and how often should we do it?",
+        # Planned DEEP, its last step "How to test it?" was called a follow-up.
+        "Design a migration plan from SQLite to PostgreSQL for our production app, including the "
+        "risks, a rollback strategy, and how to test it",
     ],
 )
 async def test_a_question_whose_it_is_in_the_same_message_is_not_called_a_follow_up(question):
