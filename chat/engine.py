@@ -147,12 +147,16 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     worker = worker or worker_name()
     if run_id in _executing:  # a duplicate job for a run this process is already executing
         return "skipped"
-    await database_sync_to_async(close_old_connections)()
-    run = await database_sync_to_async(services.run_claim)(run_id, worker=worker)
+    run = await _claim(run_id, worker)
     if run is None:
         return "skipped"
     queue_moved()
-    refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
+    try:
+        refusal = await database_sync_to_async(refusal_for)(run.session.owner_id)
+    except DATABASE_LOST:
+        if await _released_once_database_back(run.pk, worker):
+            return await execute_run(run_id, worker=worker)
+        return "interrupted"
     if refusal is not None and run.next_sequence == 1:
         # Queued before the budget ran out (or retried): refused before any model call.
         await database_sync_to_async(services.run_fail)(run.pk, refusal)
@@ -197,6 +201,31 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     await _start_next_runs(run.session.owner_id)
     await database_sync_to_async(close_old_connections)()
     return outcome
+
+
+async def _claim(run_id: int, worker: str) -> ReasoningRun | None:
+    """services.run_claim, through a database connection lost on the way: the job waits (up to
+    NEXUS_RUN_STALE_SECONDS) for the database and claims again. Raised out of the job, it left
+    the run to the sweeper, 30–60 s of "Starting…": queued and marked sent when the claim never
+    happened, running with no one executing it when it had. A claim that went through before
+    its answer was lost is this worker's, so it is released to itself first."""
+    try:
+        await database_sync_to_async(close_old_connections)()
+        return await database_sync_to_async(services.run_claim)(run_id, worker=worker)
+    except DATABASE_LOST as exc:
+        logger.warning("claiming run %s lost the database (%s); claiming again once it is back", run_id, exc)
+    deadline = time.monotonic() + settings.NEXUS_RUN_STALE_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(RECONNECT_PAUSE)
+        if run_id in _executing:  # another job of this process has it meanwhile
+            return None
+        try:
+            await database_sync_to_async(close_old_connections)()
+            await database_sync_to_async(services.run_release)(run_id, worker=worker)
+            return await database_sync_to_async(services.run_claim)(run_id, worker=worker)
+        except DATABASE_LOST:
+            continue
+    return None  # still away: the sweeper hands the run on once it is back
 
 
 async def _released_once_database_back(run_id: int, worker: str) -> bool:

@@ -13,7 +13,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
@@ -193,10 +193,19 @@ def rollup_run(run_id: int) -> int:
 def rollup_runs_safely(run_ids: list[int]) -> None:
     """Count runs that just ended, for the run executor: a failure to count is logged, never
     the runs' problem (the dashboard's rollup_recent picks them up later)."""
-    try:
-        rollup(run_ids=run_ids)
-    except Exception:
-        logger.exception("could not roll up runs %s", run_ids)
+    for attempt in (1, 2):
+        try:
+            rollup(run_ids=run_ids)
+            return
+        except (OperationalError, InterfaceError) as exc:
+            # A dropped connection (a database restart, a terminated backend): once more on a
+            # new one; the rollup is one transaction, so nothing was half counted.
+            close_old_connections()
+            if attempt == 2:
+                logger.warning("could not roll up runs %s, the database is away: %s", run_ids, exc)
+        except Exception:
+            logger.exception("could not roll up runs %s", run_ids)
+            return
 
 
 def _add(model: type[Any], keys: list[str], rows: dict[tuple[Any, ...], dict[str, Any]]) -> None:

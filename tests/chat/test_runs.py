@@ -208,3 +208,28 @@ def test_a_run_the_database_went_away_under_resumes_once_it_is_back(alice_sessio
     assert run_now(run.pk) == "succeeded", "resumed by the same call, not left for the sweeper"
     run.refresh_from_db()
     assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 2
+
+
+@pytest.mark.parametrize("when", ["before the claim", "after the claim"])
+def test_a_run_whose_claim_lost_the_database_is_claimed_once_it_is_back(alice_session, monkeypatch, when):
+    """Found by a team review: a connection dropped while a worker claimed a run raised out of
+    the job (acknowledged, failed), and the run waited 30–60 s for the sweeper with "Starting…"
+    on the page: queued and sent when the claim never happened, running with no worker when it
+    had."""
+    from django.db import OperationalError
+
+    real, calls = services.run_claim, []
+
+    def lost_once(run_id, *, worker):
+        calls.append(run_id)
+        if len(calls) == 1:
+            if when == "after the claim":
+                real(run_id, worker=worker)  # stored; the answer to it is what was lost
+            raise OperationalError("terminating connection due to administrator command")
+        return real(run_id, worker=worker)
+
+    monkeypatch.setattr(services, "run_claim", lost_once)
+    run = services.message_post(session=alice_session, content="What is 6*7?")
+    assert run_now(run.pk) == "succeeded", "claimed by the same job once the database answered"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 2

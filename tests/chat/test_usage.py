@@ -212,3 +212,26 @@ def test_a_csv_cell_holds_a_number_as_people_write_it():
     assert spreadsheet_cell(94269.23076923075) == 94269.2307692
     assert spreadsheet_cell(0.1 + 0.2) == 0.3 and spreadsheet_cell(7) == 7
     assert spreadsheet_cell("=SUM(A1)") == "'=SUM(A1)"
+
+
+@pytest.mark.django_db(transaction=True)  # a closed connection is what the retry makes of it
+def test_a_run_whose_rollup_lost_the_database_is_counted_on_a_new_connection(alice, monkeypatch, caplog):
+    """Found by a team review: a connection dropped as runs finished left them out of the
+    dashboard (until someone opened it) with an ERROR traceback in the worker's log."""
+    from django.db import OperationalError
+
+    from teamops import rollup as rollups
+
+    run = finished_run(alice, at=timezone.now(), latency_ms=100)
+    real, calls = rollups.rollup, []
+
+    def lost_once(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise OperationalError("terminating connection due to administrator command")
+        return real(**kwargs)
+
+    monkeypatch.setattr(rollups, "rollup", lost_once)
+    rollups.rollup_runs_safely([run.pk])
+    assert UsageDay.objects.get(user=alice).runs == 1 and len(calls) == 2
+    assert "could not roll up" not in caplog.text
