@@ -19,6 +19,8 @@ colleague out.
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
@@ -26,8 +28,10 @@ from axes.exceptions import AxesBackendPermissionDenied
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.contrib.auth.signals import user_logged_in, user_logged_out
+from django.db import connection
 from django.db.models import F, Sum, Value
 from django.db.models.functions import Least
 from django.db.models.signals import post_save
@@ -89,6 +93,32 @@ class SignInThrottle(AxesStandaloneBackend):
         if username and name_failures(username) >= settings.NEXUS_LOGIN_NAME_FAILURE_LIMIT:
             request.axes_locked_out = True
             raise AxesBackendPermissionDenied("too many failed sign-ins for this user name")
+
+
+# Passwords hashed at once in this process: one per core uses the machine, more only share it.
+_HASHING = threading.BoundedSemaphore(os.cpu_count() or 1)
+
+
+def pooled() -> bool:
+    """Whether database connections come from a pool (PostgreSQL), where closing one returns it."""
+    return bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))
+
+
+class PooledPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """Django's default hasher (the same algorithm and stored hashes), which hashes without
+    holding a database connection, at most one hash per core at a time.
+
+    Found by a team review: a sign-in held its pooled connection through about a second of
+    hashing, so 22 people signing in at once took all 20 of a daphne's, and every page it
+    served, for people signed in long before, waited 10 s and answered 503 ("cannot reach its
+    database"). The connection goes back to the pool (PostgreSQL; outside a transaction) and
+    the next query takes one again."""
+
+    def encode(self, password: str, salt: str, iterations: int | None = None) -> str:
+        if pooled() and not connection.in_atomic_block:
+            connection.close()
+        with _HASHING:
+            return super().encode(password, salt, iterations)
 
 
 def login_locked_out(

@@ -17,7 +17,8 @@ from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import server_error as django_server_error
 
 DATABASE_AWAY = (
-    "Nexus cannot reach its database right now, so nothing was saved. Try again in a moment; "
+    "Nexus cannot reach its database right now (it is away or too busy), so nothing was saved. "
+    "Try again in a moment; "
     "if it keeps happening, tell your admin."
 )
 RETRY_AFTER_SECONDS = 10

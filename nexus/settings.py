@@ -329,6 +329,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Django's default hashers, the first one hashing without holding a pooled database connection
+# (chat.signin.PooledPBKDF2PasswordHasher): the same algorithm, so stored passwords still match.
+PASSWORD_HASHERS = [
+    "chat.signin.PooledPBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses sign-ins while a user name or address is locked out.
     "chat.signin.SignInThrottle",

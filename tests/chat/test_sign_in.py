@@ -160,3 +160,29 @@ def test_a_page_request_after_signing_out_elsewhere_is_told_so_not_sent_the_logi
     assert client.post(url, {"content": "typed before"}).status_code == 302, (
         "a plain request still goes to sign-in"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("who", ["alice", "nobody-by-that-name"])
+def test_a_password_is_hashed_without_holding_a_database_connection(alice, settings, monkeypatch, who):
+    """Found by a team review: each sign-in held a pooled PostgreSQL connection through about a
+    second of hashing, so 22 people signing in at once took all 20 of a daphne's, and pages of
+    people signed in long before waited 10 s and answered 503. (On SQLite, which has no pool,
+    the connection is closed and opened again as a pooled one is given back and taken.)"""
+    from django.contrib.auth import hashers
+    from django.db import connection
+
+    import nexus.settings as project
+    from chat import signin
+
+    settings.PASSWORD_HASHERS = project.PASSWORD_HASHERS  # the suite's own are fast ones
+    alice.set_password("alice-password-1")
+    alice.save()
+    monkeypatch.setattr(signin, "pooled", lambda: True)
+    held, real = [], hashers.pbkdf2
+    monkeypatch.setattr(
+        hashers, "pbkdf2", lambda *a, **k: held.append(connection.connection) or real(*a, **k)
+    )
+    response = sign_in(Client(), who, "alice-password-1")
+    assert held and all(c is None for c in held), "no connection held while hashing"
+    assert response.status_code == (302 if who == "alice" else 200)
