@@ -177,11 +177,20 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         user = self.scope.get("user")
+        if self.scope.get("database_away"):  # who it is could not be read (chat.routing)
+            await self._unavailable()
+            return
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
-        if not await self._owns_session(user.pk, self.session_id):
+        try:
+            owned = await self._owns_session(user.pk, self.session_id)
+        except DatabaseError as exc:  # a bare 403 the page could not explain
+            logger.warning("websocket refused, the database is away: %s", exc)
+            await self._unavailable()
+            return
+        if not owned:
             await self.close(code=CLOSE_NOT_FOUND)
             return
         try:
@@ -199,11 +208,8 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # Live updates travel through Redis: without it say so plainly (the page still
             # works, and a reload shows what happened), rather than fail with a server error.
             logger.warning("websocket refused, Redis unreachable: %s", exc)
-            # Accepted first, so the browser receives the code and the reason (a refused
-            # handshake reaches the page as an anonymous error).
             self.slot = None
-            await self.accept()
-            await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
+            await self._unavailable()
             return
         self.keeper = asyncio.create_task(sockets.socket_keep(self.slot, self.channel_name, user.pk))
         self.user_id = user.pk
@@ -715,6 +721,13 @@ class SessionConsumer(AsyncWebsocketConsumer):
         them, in id order."""
         runs = ReasoningRun.objects.filter(session_id=self.session_id, pk__gt=run_id).order_by("-pk")
         return dict(reversed(runs.values_list("pk", "status")[:MAX_NEW_TURNS]))
+
+    async def _unavailable(self) -> None:
+        """Refuse the socket as "unavailable for a moment" (the page says so and reconnects):
+        accepted first, so the browser receives the code and the reason (a refused handshake
+        reaches the page as an anonymous error)."""
+        await self.accept()
+        await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
 
     @database_sync_to_async
     def _owns_session(self, user_id: int, session_id: int) -> bool:

@@ -1,7 +1,30 @@
+import logging
+from typing import Any
+
+from channels.auth import AuthMiddleware
 from channels.generic.websocket import WebsocketConsumer
+from django.contrib.auth.models import AnonymousUser
+from django.db import DatabaseError
 from django.urls import path, re_path
 
 from chat.consumers import SessionConsumer
+
+logger = logging.getLogger(__name__)
+
+
+class SignedInUser(AuthMiddleware):
+    """Channels' AuthMiddleware, through a database that is away as the socket opens (its
+    session and user are read from it): the socket is handled as one that could not be
+    checked (`scope["database_away"]`, which the consumer closes as "unavailable for a moment",
+    4503) instead of an exception out of the application, a 500 and a traceback in the log."""
+
+    async def resolve_scope(self, scope: dict[str, Any]) -> None:
+        try:
+            await super().resolve_scope(scope)
+        except DatabaseError as exc:
+            logger.warning("websocket opened while the database is away: %s", exc)
+            scope["user"]._wrapped = AnonymousUser()
+            scope["database_away"] = True
 
 
 class NoSuchSocket(WebsocketConsumer):

@@ -1,6 +1,7 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets get the session user (AuthMiddlewareStack) and must come from the site's own origin
+Websockets get the session user (Channels' AuthMiddlewareStack, with chat.routing.SignedInUser
+for its AuthMiddleware) and must come from the site's own origin
 (nexus.origins), so another site, or another port of this host, cannot open a socket with a
 user's cookie.
 """
@@ -32,19 +33,21 @@ class OneHopASGIHandler(ASGIHandler):
 
 django_asgi_app = OneHopASGIHandler()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402 - Django must be set up first
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402 - Django must be set up first
+from channels.sessions import CookieMiddleware, SessionMiddleware  # noqa: E402
 
 from chat.dispatch import bind_server_loop  # noqa: E402
 from chat.engine import prepare_executor  # noqa: E402
-from chat.routing import websocket_urlpatterns  # noqa: E402
+from chat.routing import SignedInUser, websocket_urlpatterns  # noqa: E402
 from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
 from nexus.origins import SameOriginValidator  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(
+            CookieMiddleware(SessionMiddleware(SignedInUser(URLRouter(websocket_urlpatterns))))
+        ),
     }
 )
 load_pages()

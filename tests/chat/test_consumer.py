@@ -600,3 +600,31 @@ async def test_a_socket_path_with_no_route_is_refused_not_an_error(alice, path):
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect()
     assert not connected and code == 4404
+
+
+@pytest.mark.parametrize("where", ["signing in", "the chat's owner"])
+async def test_a_socket_opened_while_the_database_is_away_is_told_unavailable(
+    alice, alice_session, monkeypatch, where
+):
+    """Found by a team review: a socket opening during a database blip got a 500 and a
+    traceback (reading who it is) or a bare 403 (checking the chat is theirs), where the page
+    expects "unavailable for a moment" and reconnects by itself."""
+    from django.db import OperationalError
+
+    def away(*args, **kwargs):
+        raise OperationalError("terminating connection due to administrator command")
+
+    if where == "signing in":
+        import channels.auth
+
+        async def no_user(scope):
+            away()
+
+        monkeypatch.setattr(channels.auth, "get_user", no_user)
+    else:
+        monkeypatch.setattr(SessionConsumer, "_owns_session", database_sync_to_async(away))
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect()
+    assert connected, "accepted, so that the page hears why"
+    closed = await communicator.receive_output(timeout=5)
+    assert closed["type"] == "websocket.close" and closed["code"] == 4503
