@@ -139,6 +139,9 @@ def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     services.runs_mark_dispatched([run.pk], dispatched=False)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()
     assert "Retry now" in page
+    # Found by a team review: after a reload in a Redis outage the turn said only "Starting…
+    # Retry now", with nothing about why it waits or whether it starts by itself.
+    assert "the job queue could not be reached" in page and "starts by itself" in page
 
 
 def test_runs_starting_together_tell_the_waiting_pages_once_or_twice_not_once_each(monkeypatch):
