@@ -223,7 +223,9 @@ def _resolve_mention(user: Any, name: str, document_id: int | None) -> Attachmen
         return None
     resource = named[0]  # every one is on one server (else asked above)
     try:
-        content = async_to_sync(_provider(user, resource["server"]).read_resource)(resource["uri"])
+        content = async_to_sync(_provider(user, resource["server"]).read_resource)(
+            resource["uri"], budget=EXPANSION_BUDGET
+        )
     except Exception as exc:  # unavailable or refused: reported as not included
         logger.info("resource %s on %s could not be read: %s", resource["uri"], resource["server"], exc)
         raise Unreadable(resource["server"]) from None
@@ -309,7 +311,11 @@ def expand_command(user: Any, text: str) -> CommandExpansion | None:
         raise ValidationError(f"Unknown command /{typed}. Available commands: {names}.")
     arguments = _arguments(prompt["arguments"], rest, command=typed)
     try:
-        messages = async_to_sync(_provider(user, prompt["server"]).get_prompt)(name, arguments)
+        # Waited for as the message is sent: a person's wait, not the tool call's budget (30 s
+        # by default, up to an hour), which a server that never answered held the send for.
+        messages = async_to_sync(_provider(user, prompt["server"]).get_prompt)(
+            name, arguments, budget=EXPANSION_BUDGET
+        )
     except MCPUnavailable as exc:  # its details (the server's own output) are for staff only
         raise ValidationError(f"/{typed} failed: {exc.public}") from None
     except Exception as exc:  # the server refused: its message, secrets redacted

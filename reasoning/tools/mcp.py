@@ -238,19 +238,22 @@ def _forget(connection: MCPConnection, on_elicit: Any, on_sample: Any) -> None:
         connection.samplers.remove(on_sample)
 
 
-async def request_on(connection: MCPConnection, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Any other client request (resources, prompts), bounded by the call budget."""
+async def request_on(
+    connection: MCPConnection, method: str, *args: Any, budget: float | None = None, **kwargs: Any
+) -> Any:
+    """Any other client request (resources, prompts), bounded by the call budget, or by a
+    shorter `budget` a person waits out (a /command expanded as the message is sent)."""
     from mcp import MCPError
 
     client = await connection.ensure()
     config = connection.config
+    limit = min(config.call_timeout, budget) if budget else config.call_timeout
     try:
-        return await _bounded(getattr(client, method)(*args, **kwargs), config.call_timeout)
+        return await _bounded(getattr(client, method)(*args, **kwargs), limit)
     except TimeoutError:
-        connection.failed(f"{method} timed out", broken=False)
-        raise MCPRequestError(
-            f"{config.name} did not answer {method} within {config.call_timeout:g}s"
-        ) from None
+        if limit >= config.call_timeout:  # a server slower than a person waits is not failing
+            connection.failed(f"{method} timed out", broken=False)
+        raise MCPRequestError(f"{config.name} did not answer {method} within {limit:g}s") from None
     except MCPError as exc:
         if connection.client is None or connection_lost(exc):
             connection.failed(f"{method} failed: {exc}", broken=True)
@@ -453,9 +456,11 @@ class MCPToolProvider(ToolProvider):
         """Whether the server answers now (MCPUnavailable if not), beyond a cached listing."""
         await self.pool.check(self.config)
 
-    async def read_resource(self, uri: str) -> str:
+    async def read_resource(self, uri: str, *, budget: float | None = None) -> str:
         """A resource's text, as an @mention attaches it; binary contents are named, not sent."""
-        result = await self.pool.request(self.config, "read_resource", uri, meta=self.meta or None)
+        result = await self.pool.request(
+            self.config, "read_resource", uri, meta=self.meta or None, budget=budget
+        )
         texts = [
             contents.text
             if getattr(contents, "text", None) is not None
@@ -468,8 +473,12 @@ class MCPToolProvider(ToolProvider):
         result = await self.pool.request(self.config, "list_prompts", meta=self.meta or None)
         return redacted(list(result.prompts), self.config.redact)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str]) -> list[dict[str, str]]:
-        result = await self.pool.request(self.config, "get_prompt", name, arguments, meta=self.meta or None)
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], *, budget: float | None = None
+    ) -> list[dict[str, str]]:
+        result = await self.pool.request(
+            self.config, "get_prompt", name, arguments, meta=self.meta or None, budget=budget
+        )
         return [
             {"role": m.role, "content": content_of([m.content], self.config.redact, offer=False)[0]}
             for m in result.messages

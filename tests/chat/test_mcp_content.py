@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from mcp_types import Tool, ToolExecution
 
 from reasoning.tools.mcp import (
@@ -298,3 +299,22 @@ def test_a_resource_two_servers_offer_by_one_name_is_asked_about(alice, alice_se
     run = ReasoningRun.objects.latest("pk")
     assert "from same." in "\n".join(item["content"] for item in run.attachments)
     cache.clear()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_whose_server_never_answers_is_refused_within_a_persons_wait(alice, settings, monkeypatch):
+    """Found by a review: /command on a server that never answers held the send for the
+    server's whole call timeout (30 s by default, up to an hour), the composer showing
+    nothing. It waits as long as a mention's expansion may (a few seconds), then says so."""
+    from django.core.cache import cache
+
+    from chat import mentions, services
+    from chat.models import MCPServer
+
+    cache.clear()
+    monkeypatch.setattr(mentions, "EXPANSION_BUDGET", 1.0)
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {f"{sys.executable} {FAULTY}": (sys.executable, FAULTY)}
+    MCPServer.objects.create(name="faulty", command=sys.executable, args=[FAULTY], call_timeout=600)
+    assert ("faulty", "stall") in {(p["server"], p["name"]) for p in mentions.prompts(alice, budget=60)}
+    with pytest.raises(ValidationError, match=r"/stall failed: faulty did not answer get_prompt within 1s"):
+        services.message_prepare(user=alice, content="/stall releases")

@@ -270,7 +270,7 @@ def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_re
     class Prompts:
         name = "team"
 
-        async def get_prompt(self, name, arguments):
+        async def get_prompt(self, name, arguments, budget=None):
             return [
                 {"role": "user", "content": "Here is our style guide: short sentences, no jargon."},
                 {"role": "assistant", "content": "Understood."},

@@ -182,6 +182,13 @@ def huge(size: str = "3000000") -> list[UserMessage]:
 
 
 @server.prompt()
+async def stall(topic: str) -> str:
+    """A prompt that never comes back."""
+    await asyncio.sleep(3600)
+    return topic
+
+
+@server.prompt()
 def summarize(topic: str) -> str:
     """The same name as the built-in server's prompt."""
     return f"Faulty summary of {topic}."
