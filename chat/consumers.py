@@ -55,6 +55,10 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TOO_MANY = 4429
 CLOSE_UNAVAILABLE = 4503
+# How long a socket's handshake waits for the database (who it is, whether the chat is theirs):
+# under daphne's own handshake limit (5 s), past which it drops the socket unanswered, and the
+# page, seeing no close code, does not try again. The pool's wait for a connection is 10 s.
+HANDSHAKE_DATABASE_WAIT = 3.0
 SIGNED_OUT_REASON = "You are signed out in this browser: reload the page to sign in again."
 TOO_MANY_REASON = "Too many Nexus tabs are open: close some, then reload this one for live updates."
 UNAVAILABLE_REASON = "Live updates are unavailable for a moment; they come back on their own."
@@ -185,9 +189,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         try:
-            owned = await self._owns_session(user.pk, self.session_id)
-        except DatabaseError as exc:  # a bare 403 the page could not explain
-            logger.warning("websocket refused, the database is away: %s", exc)
+            owned = await asyncio.wait_for(
+                self._owns_session(user.pk, self.session_id), HANDSHAKE_DATABASE_WAIT
+            )
+        except (DatabaseError, TimeoutError) as exc:  # a bare 403, or none, the page could not explain
+            logger.warning("websocket refused, the database is away: %s", exc or "no answer in time")
             await self._unavailable()
             return
         if not owned:

@@ -1,3 +1,4 @@
+import asyncio
 import logging
 from typing import Any
 
@@ -7,7 +8,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db import DatabaseError
 from django.urls import path, re_path
 
-from chat.consumers import SessionConsumer
+from chat.consumers import HANDSHAKE_DATABASE_WAIT, SessionConsumer
 
 logger = logging.getLogger(__name__)
 
@@ -16,13 +17,14 @@ class SignedInUser(AuthMiddleware):
     """Channels' AuthMiddleware, through a database that is away as the socket opens (its
     session and user are read from it): the socket is handled as one that could not be
     checked (`scope["database_away"]`, which the consumer closes as "unavailable for a moment",
-    4503) instead of an exception out of the application, a 500 and a traceback in the log."""
+    4503) instead of an exception out of the application, a 500 and a traceback in the log;
+    so is one that does not answer within HANDSHAKE_DATABASE_WAIT."""
 
     async def resolve_scope(self, scope: dict[str, Any]) -> None:
         try:
-            await super().resolve_scope(scope)
-        except DatabaseError as exc:
-            logger.warning("websocket opened while the database is away: %s", exc)
+            await asyncio.wait_for(super().resolve_scope(scope), HANDSHAKE_DATABASE_WAIT)
+        except (DatabaseError, TimeoutError) as exc:
+            logger.warning("websocket opened while the database is away: %s", exc or "no answer in time")
             scope["user"]._wrapped = AnonymousUser()
             scope["database_away"] = True
 

@@ -280,6 +280,17 @@ def session_unused(owner: Any, session_id: str) -> ChatSession | None:
     )
 
 
+def session_blank(owner: Any) -> ChatSession | None:
+    """The owner's latest chat that is still a blank "New chat" (nothing asked in it, no title
+    given): where a first question goes rather than into yet another new chat, since one whose
+    message could not be stored (the database away mid-request) was left blank behind it."""
+    return (
+        ChatSession.objects.filter(owner=owner, title="New chat", messages__isnull=True)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
 def session_rename(*, session: ChatSession, title: str) -> ChatSession:
     cleaned = clean_title(title)
     if not cleaned:

@@ -132,6 +132,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 address=reverse("chat:home"),
             )
     empty = services.session_unused(request.user, request.POST.get("from", ""))
+    if empty is None and content.strip():
+        empty = services.session_blank(request.user)  # a first question never makes a second blank
     session = empty or services.session_create(owner=request.user)
     if content.strip():
         return _message_post(request, session, content)

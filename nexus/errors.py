@@ -6,6 +6,7 @@ where Django showed a bare "Bad Request (400)"."""
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from django.conf import settings
@@ -32,6 +33,20 @@ def _database_away(exc: BaseException | None) -> bool:
             return True
         exc = exc.__cause__
     return False
+
+
+class DatabaseAwayLogged(logging.Filter):
+    """A request answered 503 because the database was away (a restart, a burst) is logged as
+    one WARNING line, not an ERROR with a traceback: an expected outage made daphne's log look
+    like a crash, once per request that came in meanwhile."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.exc_info and _database_away(record.exc_info[1]):
+            record.msg = f"{record.getMessage()} (the database is away: {record.exc_info[1]})"
+            record.args = None
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -440,11 +440,16 @@ _CELERY_JOB_LOGS = "DEBUG" if LOG_LEVEL == "DEBUG" else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "chat.logging.RedactSecretsFilter"}},
+    "filters": {
+        "redact": {"()": "chat.logging.RedactSecretsFilter"},
+        "database_away": {"()": "nexus.errors.DatabaseAwayLogged"},
+    },
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        # A 503 for a database that is away: one warning line, not a traceback (nexus.errors).
+        "django.request": {"filters": ["database_away"]},
         "httpx2": {"level": "WARNING"},
         # Its INFO lines carry an HTTP tool server's session id, which stands for the session.
         "mcp.client.streamable_http": {"level": "WARNING"},

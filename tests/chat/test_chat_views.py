@@ -579,3 +579,29 @@ def test_the_status_line_says_queued_with_the_new_turn(alice, alice_session, cli
     run = ReasoningRun.objects.get()
     again = client.post(reverse("chat:run-resend", args=[alice_session.pk, run.pk]), **HTMX).content.decode()
     assert "Mode: <strong>Queued</strong>" in again
+
+
+def test_a_first_question_that_failed_leaves_no_pile_of_blank_chats(
+    alice, client_for, dispatched, monkeypatch
+):
+    """Found by a team review: each first question that the database dropped mid-request (a
+    503, "nothing was saved") left an empty "New chat" behind, one more each try."""
+    from django.db import OperationalError
+
+    from chat import services
+
+    real = services.message_post
+
+    def away(**kwargs):
+        raise OperationalError("terminating connection due to administrator command")
+
+    client = client_for(alice)
+    client.raise_request_exception = False
+    monkeypatch.setattr(services, "message_post", away)
+    for _ in range(3):
+        assert client.post(reverse("chat:session-new"), {"content": "What is 2+2?"}).status_code == 503
+    monkeypatch.setattr(services, "message_post", real)
+    response = client.post(reverse("chat:session-new"), {"content": "What is 2+2?"})
+    assert response.status_code == 302
+    assert alice.chat_sessions.count() == 1, "the blank chat the failures left is the one used"
+    assert alice.chat_sessions.get().title == "What is 2+2?"

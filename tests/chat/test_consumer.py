@@ -628,3 +628,23 @@ async def test_a_socket_opened_while_the_database_is_away_is_told_unavailable(
     assert connected, "accepted, so that the page hears why"
     closed = await communicator.receive_output(timeout=5)
     assert closed["type"] == "websocket.close" and closed["code"] == 4503
+
+
+async def test_a_socket_whose_database_does_not_answer_in_time_is_told_unavailable(
+    alice, alice_session, monkeypatch
+):
+    """Found by a team re-check: with the database down, the pool's 10 s wait outlasted
+    daphne's 5 s handshake limit, which dropped the socket unanswered (no close code, so the
+    page never tried again) and left its slot claimed. The handshake waits a few seconds."""
+    import time
+
+    from chat import consumers, routing
+
+    monkeypatch.setattr(consumers, "HANDSHAKE_DATABASE_WAIT", 0.5)
+    monkeypatch.setattr(routing, "HANDSHAKE_DATABASE_WAIT", 0.5)
+    monkeypatch.setattr(SessionConsumer, "_owns_session", database_sync_to_async(lambda *a: time.sleep(3)))
+    communicator = await socket(alice_session.pk, alice)
+    connected, _ = await communicator.connect(timeout=2)
+    assert connected
+    closed = await communicator.receive_output(timeout=2)
+    assert closed["type"] == "websocket.close" and closed["code"] == 4503

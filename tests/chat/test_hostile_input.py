@@ -478,10 +478,11 @@ def test_numbers_a_json_column_refuses_are_a_clear_error_not_a_500(alice, alice_
     ids=["restarting", "no connection in time"],
 )
 def test_a_database_away_mid_request_is_said_plainly_with_a_503(
-    alice, alice_session, client_for, dispatched, monkeypatch, away
+    alice, alice_session, client_for, dispatched, monkeypatch, away, caplog
 ):
     """PostgreSQL restarting, or down past the pool's wait, turned a posted message into a bare
-    500 ("Nexus hit an error"), 20 s later for the latter."""
+    500 ("Nexus hit an error"), 20 s later for the latter. And each such request was logged as
+    an ERROR with a traceback, which made an expected outage look like a crash in the log."""
 
     def fail(**_):
         raise away
@@ -495,6 +496,9 @@ def test_a_database_away_mid_request_is_said_plainly_with_a_503(
     assert "cannot reach its database" in fragment.content.decode() and fragment["Retry-After"]
     page = client.post(url, {"content": "What is 2+2?"})
     assert page.status_code == 503 and "nothing was saved" in page.content.decode()
+    logged = [r for r in caplog.records if r.name == "django.request"]
+    assert logged and all(r.levelname == "WARNING" and not r.exc_info for r in logged), logged
+    assert "the database is away" in logged[0].getMessage()
 
 
 def test_any_other_error_is_still_the_500_page(alice, alice_session, client_for, dispatched, monkeypatch):
