@@ -16,6 +16,7 @@ import functools
 import re
 import unicodedata
 import zoneinfo
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -145,7 +146,10 @@ CITY_ZONES = {
     "marrakech": "Africa/Casablanca", "pretoria": "Africa/Johannesburg", "durban": "Africa/Johannesburg",
     "doha": "Asia/Qatar", "islamabad": "Asia/Karachi", "pune": "Asia/Kolkata", "ahmedabad": "Asia/Kolkata",
     "busan": "Asia/Seoul", "sapporo": "Asia/Tokyo", "bali": "Asia/Makassar", "wellington": "Pacific/Auckland",
-    "christchurch": "Pacific/Auckland", "suva": "Pacific/Fiji",
+    "christchurch": "Pacific/Auckland", "suva": "Pacific/Fiji", "abuja": "Africa/Lagos",
+    "chengdu": "Asia/Shanghai", "wuhan": "Asia/Shanghai", "hangzhou": "Asia/Shanghai",
+    "nanjing": "Asia/Shanghai", "xian": "Asia/Shanghai", "medellin": "America/Bogota",
+    "bay area": "America/Los_Angeles", "silicon valley": "America/Los_Angeles",
     # Names the database gives a less likely place (its "Pacific/Samoa" is American Samoa, a
     # day behind Samoa; its San Juan is in Argentina).
     "samoa": "Pacific/Apia", "san juan": "America/Puerto_Rico", "puerto rico": "America/Puerto_Rico",
@@ -715,15 +719,25 @@ def accounts_for(question: str, expression: str) -> bool:
     asked = _THEN.sub(lambda step: " " if f"){_then_operation(step)}" in done else step.group(), asked)
     # "to the nearest ten" (its number word a digit by now) was read when the expression rounds there.
     asked = _NEAREST.sub(lambda m: " " if f",{_PLACE_VALUES[m[1]]})" in done else m.group(), asked)
-    used = {round(float(n), 12) for n in _NUMBERS.findall(expression.lower())}
+    # Each number the question gives is used once for each time it is given: "increase 100 by
+    # 10% then by 10% again" read as 100 * 1.1 used one 10 and left the other unread.
+    used = Counter(round(float(n), 12) for n in _NUMBERS.findall(expression.lower()))
+    numbers = set(used)
     # A percentage may be computed as its fraction: "15% of 86.40" as 86.40*0.15.
     shares = {round(float(n) / 100, 12) for n in _PERCENTAGE.findall(asked)}
     for number in _NUMBERS.findall(asked):
-        if round(float(number), 12) not in used and round(float(number) / 100, 12) not in (used & shares):
+        value, share = round(float(number), 12), round(float(number) / 100, 12)
+        if used[value] > 0:
+            used[value] -= 1
+        elif share in shares and used[share] > 0:
+            used[share] -= 1
+        else:
             return False
     if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked) or _UNREAD_OPERAND.search(asked):
         return False
-    if re.search(r"%|\bpercent", asked) and not (re.search(r"/100\b|\*100\b", expression) or used & shares):
+    if re.search(r"%|\bpercent", asked) and not (
+        re.search(r"/100\b|\*100\b", expression) or numbers & shares
+    ):
         return False
     rounding = re.search(r"\bround|\bdecimal places?\b|\bdecimals\b|\bdp\b", asked)
     return not (rounding and not re.search(r"\b(?:round|floor|ceil)\(", expression))
@@ -932,7 +946,15 @@ def _zones_in(text: str) -> tuple[str, ...]:
     qualified: set[int] = set()  # the regions that only say which place is meant
     for state in _STATE_AFTER_COMMA.finditer(folded):
         city = next((m for m in named if folded[m.end() : state.start()].strip() == ""), None)
-        if zone := state_zone(places[city.group(1)] if city else None, state.group(1)):
+        city_zone = places[city.group(1)] if city else None
+        if (
+            city_zone
+            and fold(state.group(1)).strip() in places
+            and country_of(city_zone) not in (None, "US")
+            and re.match(r"\s*(?:,|and\b)", folded[state.end() :])
+        ):
+            continue  # "Tokyo, New York, London": a list of cities, not Tokyo in New York state
+        if zone := state_zone(city_zone, state.group(1)):
             found.append((state.start(), zone))
             qualified |= {m.start() for m in named if m is city or m.start() == state.start(1)}
     for m, after in zip(named, [*named[1:], None], strict=False):

@@ -197,7 +197,11 @@ def covers(part: str, answer: str) -> bool:
             value = format_number(calculate(expression or ""))
         except CalculatorError as exc:
             return str(exc) in answer_text
-        told_time = not _asks_time_too(part) or bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+        told_time = (
+            not _time_asked_too(part)
+            or bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+            or (unknown_place(part) is not None and UNKNOWN_PLACE in answer_text)
+        )
         return value in answer_text.replace(",", "") and told_time
     if kind == "time":
         # The clock tells the present; "the date tomorrow" is not answered by today's.
@@ -374,9 +378,20 @@ def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, An
     return []
 
 
+# "3 times 4, also time in Nice": the time asked after a calculation, in a list's few words.
+_TIME_IN = re.compile(r"\b(?:time|date) (?:in|at)\b", re.IGNORECASE)
+
+
+def _time_asked_too(part: str) -> bool:
+    """Whether a calculation's part also asks the present time somewhere ("15% of 80, the time
+    in Berlin" is one part to the splitter)."""
+    asked = _TIME.search(part) or _TIME_IN.search(part)
+    return bool(asked and expression_in(part) and asks_now(part))
+
+
 def _asks_time_too(part: str) -> bool:
-    """Whether a calculation's part also asks the present time of a place it names."""
-    return bool(_TIME.search(part) and asks_now(part) and zones_in(part) and not unknown_place(part))
+    """Whether a calculation's part also asks the present time of a place it can tell."""
+    return _time_asked_too(part) and bool(zones_in(part)) and not unknown_place(part)
 
 
 def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -412,6 +427,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
             lines.append(_document_answer(question, text))
         else:
             lines.append(f"{base} returned: {text[:1500]}")
+    # "2+2 and the time in Abuja", read as one part: the place it cannot tell is said, not dropped.
+    if _time_asked_too(question) and (place := unknown_place(question)):
+        lines.append(_no_time_for(place))
     return "\n\n".join(lines)
 
 
@@ -458,6 +476,24 @@ def _document_answer(question: str, text: str) -> str:
     return _quote(best)
 
 
+def _no_time_for(place: str) -> str:
+    """Why there is no time to tell for a place the question names."""
+    if fold(place) == "there":  # a place named earlier, which each message is read without
+        return (
+            "I can't tell which place “there” is. Name a city (London, São Paulo), a time zone "
+            "(Europe/London) or an abbreviation (PST)."
+        )
+    if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
+        return (
+            f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
+            f"Name a city ({several}) or a time zone."
+        )
+    return (
+        f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "
+        "city (London, São Paulo), a time zone (Europe/London) or an abbreviation (PST)."
+    )
+
+
 def answer_without_tools(question: str, *, among: str | None = None) -> str:
     """The offline answer to `question` with no tool results: a greeting's reply, a local
     calculation or an honest decline. `among`: the whole message the question is part of."""
@@ -490,20 +526,7 @@ def answer_without_tools(question: str, *, among: str | None = None) -> str:
             "Claude answers instead, with the same planning, tools and quality checks."
         )
     if kind == "time" and asks_now(first) and (place := unknown_place(first)):
-        if fold(place) == "there":  # a place named earlier, which each message is read without
-            return (
-                "I can't tell which place “there” is. Name a city (London, São Paulo), a time zone "
-                "(Europe/London) or an abbreviation (PST)."
-            )
-        if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
-            return (
-                f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
-                f"Name a city ({several}) or a time zone."
-            )
-        return (
-            f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "
-            "city (London, São Paulo), a time zone (Europe/London) or an abbreviation (PST)."
-        )
+        return _no_time_for(place)
     if kind == "arithmetic":
         expression = expression_in(first) or ""
         try:
