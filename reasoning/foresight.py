@@ -592,7 +592,8 @@ def _spelled(match: re.Match[str]) -> str:
 # An operand: a number, or a phrase already read into brackets ("twice the sum of 3 and 4").
 _N = r"(?:the\s+)?(-?\d+(?:\.\d+)?|\([^()]*\))"
 _ITEM = r"(?:-?\d+(?:\.\d+)?|\([^()]*\))"
-_LIST = rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}"
+# "4, 8 and 15", or three or more with commas alone ("10, 20, 30, 40").
+_LIST = rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
@@ -617,7 +618,16 @@ _PHRASES = [
         r"what is (\1 / \2 * 100)",
     ),
     # "the sum of 2, 3 and 4", "the average of 4, 8, 15 and 16": a list, read whole.
-    (rf"\b(?:the\s+)?(?P<kind>sum|total|average|mean)\s+of\s+(?P<items>{_LIST})", None),
+    (rf"\b(?:the\s+)?(?P<kind>sum|total|average|avg|mean)\s+of\s+(?P<items>{_LIST})", None),
+    # Everyday shares: "a 15% tip on 84", "add 8% tax to 45", "split 240 between 6 people".
+    (rf"{_N}\s*(?:%|percent)\s+tip\s+(?:on|for)\s+{_N}", r"(\1/100*\2)"),
+    (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
+    (
+        rf"\b(?:split|divide|share)\s+{_N}\s+(?:between|among|across)\s+{_N}"
+        r"(?:\s+(?:people|persons|friends|of us))?",
+        r"(\1 / \2)",
+    ),
+    (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
     (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:more|higher|greater|larger|bigger)\s+than\s+{_N}", r"(\2 * (1 + \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:less|lower|smaller|fewer)\s+than\s+{_N}", r"(\2 * (1 - \1/100))"),
@@ -646,6 +656,9 @@ def _phrase(match: re.Match[str]) -> str:
         items = re.findall(_ITEM, named["items"])
         total = f"({' + '.join(items)})"
         return total if named["kind"].lower() in ("sum", "total") else f"({total} / {len(items)})"
+    if "ways" in match.group().lower():  # "split 84 four ways"
+        first, second = (group for group in match.groups() if group)
+        return f"({first} / {second})"
     if named.get("part"):
         return f"({match.group(1)} * {match.groups()[-1]} / {_PARTS[named['part'].lower()]})"
     return f"factorial({next(group for group in match.groups() if group)})"

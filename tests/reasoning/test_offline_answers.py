@@ -100,6 +100,13 @@ ARITHMETIC = [
     ("What is 17*23 rounded to the nearest hundred?", ["**400**"]),
     ("What is 1234 + 1 rounded to the nearest ten?", ["**1240**"]),
     ("6 plus 4, then times 3", ["**30**"]),
+    # A second review: everyday shares declined as needing a language model, and an average
+    # of four numbers written with commas alone.
+    ("What's a 15% tip on 84?", ["**12.6**"]),
+    ("Add 8% tax to 45", ["**48.6**"]),
+    ("Split 240 between 6 people", ["**40**"]),
+    ("Split 84 four ways", ["**21**"]),
+    ("What is the average of 10, 20, 30, 40?", ["**25**"]),
 ]
 
 
