@@ -256,6 +256,10 @@ PLACE_ABBREVIATIONS = {
     "NYC": "America/New_York",
     "UK": "Europe/London",
     "UAE": "Asia/Dubai",
+    # "10am ET", "what time is it in PT": the US coasts' time whatever the season (not CT or MT,
+    # which are also Connecticut and Montana).
+    "ET": "America/New_York",
+    "PT": "America/Los_Angeles",
 }
 ZONE_ABBREVIATIONS = {**{name: name for name in CLOCK_ABBREVIATIONS}, **PLACE_ABBREVIATIONS}
 _ABBREVIATION = re.compile(rf"\b({'|'.join(ZONE_ABBREVIATIONS)})\b")

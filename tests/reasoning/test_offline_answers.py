@@ -134,6 +134,8 @@ PLACES = [
     ("What time is it in Bangalore?", ["Asia/Kolkata"]),
     ("What time is it in Munich?", ["Europe/Berlin"]),
     ("What time is it in Salt Lake City?", ["America/Denver"]),
+    ("What time is it in ET?", ["America/New_York"]),
+    ("What time is it in PT right now?", ["America/Los_Angeles"]),
     ("What time is it in St. Louis?", ["America/Chicago"]),
     ("What time is it in Wellington?", ["Pacific/Auckland"]),
     ("What time is it in Málaga?", ["Europe/Madrid"]),
