@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,7 +24,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.cache import cache
-from django.db import InterfaceError, OperationalError, close_old_connections
+from django.db import close_old_connections
 
 from chat import services
 from chat.approvals import ChatApprover
@@ -34,6 +35,7 @@ from chat.models import ReasoningRun
 from chat.sink import RunSink, queue_moved, session_group, tell_group
 from chat.stops import stop_watch
 from chat.tools import registry_for
+from nexus.errors import DATABASE_LOST
 from reasoning.llm.base import LLMClient
 from reasoning.llm.factory import make_client
 from reasoning.modes import MODE_NAMES, Mode, ReasoningFailed, ResumeState, create_mode
@@ -46,8 +48,6 @@ from teamops.rollup import rollup_runs_safely
 
 logger = logging.getLogger(__name__)
 
-# What the database driver raises when the server restarts or drops the connection.
-DATABASE_LOST = (OperationalError, InterfaceError)
 # How often a worker whose database went away under a run asks whether it is back.
 RECONNECT_PAUSE = 0.5
 
@@ -214,18 +214,14 @@ async def _claim(run_id: int, worker: str) -> ReasoningRun | None:
         return await database_sync_to_async(services.run_claim)(run_id, worker=worker)
     except DATABASE_LOST as exc:
         logger.warning("claiming run %s lost the database (%s); claiming again once it is back", run_id, exc)
-    deadline = time.monotonic() + settings.NEXUS_RUN_STALE_SECONDS
-    while time.monotonic() < deadline:
-        await asyncio.sleep(RECONNECT_PAUSE)
-        if run_id in _executing:  # another job of this process has it meanwhile
-            return None
-        try:
-            await database_sync_to_async(close_old_connections)()
-            await database_sync_to_async(services.run_release)(run_id, worker=worker)
-            return await database_sync_to_async(services.run_claim)(run_id, worker=worker)
-        except DATABASE_LOST:
-            continue
-    return None  # still away: the sweeper hands the run on once it is back
+
+    def claim_again() -> ReasoningRun | None:
+        close_old_connections()
+        services.run_release(run_id, worker=worker)
+        return services.run_claim(run_id, worker=worker)
+
+    # None when the database stays away: the sweeper hands the run on once it is back.
+    return await _once_database_back(claim_again, unless=lambda: run_id in _executing)
 
 
 async def _released_once_database_back(run_id: int, worker: str) -> bool:
@@ -233,14 +229,25 @@ async def _released_once_database_back(run_id: int, worker: str) -> bool:
     answer again, then release the run for this worker to resume from its checkpoint. It
     used to wait out the stale-heartbeat time for the sweeper: a 1 s PostgreSQL restart made
     runs of 2 s take 35 s. False if the database stayed away (the sweeper resumes it later)."""
+    return bool(await _once_database_back(lambda: services.run_release(run_id, worker=worker)))
+
+
+async def _once_database_back[T](
+    step: Callable[[], T], unless: Callable[[], bool] = lambda: False
+) -> T | None:
+    """`step` (on a database thread) as soon as the database answers again, asked every
+    RECONNECT_PAUSE for up to NEXUS_RUN_STALE_SECONDS; None if it stays away, or if `unless`
+    says the step is no longer wanted (another job of this process has the run)."""
     deadline = time.monotonic() + settings.NEXUS_RUN_STALE_SECONDS
     while time.monotonic() < deadline:
         await asyncio.sleep(RECONNECT_PAUSE)
+        if unless():
+            return None
         try:
-            return await database_sync_to_async(services.run_release)(run_id, worker=worker)
+            return await database_sync_to_async(step)()
         except DATABASE_LOST:
             continue
-    return False
+    return None
 
 
 def _parked(error: BaseException) -> bool:

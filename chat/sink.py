@@ -22,7 +22,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from chat.loops import per_loop
@@ -40,6 +40,7 @@ from chat.models import (
     TraceEvent,
 )
 from chat.writer import Batch, RunChange, event_writer, update_rows
+from nexus.errors import DATABASE_LOST
 from reasoning.events import Event
 
 logger = logging.getLogger(__name__)
@@ -236,7 +237,7 @@ class RunSink:
     def failed(self, error: BaseException) -> None:
         """The writer could not store one of this run's events: the run stops at its next one."""
         if self.error is None:
-            if not isinstance(error, OperationalError | InterfaceError):
+            if not isinstance(error, DATABASE_LOST):
                 logger.error("could not record an event of run %s", self.run_id, exc_info=error)
             self.error = error
 

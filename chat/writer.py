@@ -30,8 +30,6 @@ from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import (
     IntegrityError,
-    InterfaceError,
-    OperationalError,
     close_old_connections,
     connection,
     models,
@@ -40,6 +38,7 @@ from django.db import (
 
 from chat.loops import per_loop
 from chat.models import LLMCall, ReasoningRun, ToolExecution, TraceEvent
+from nexus.errors import DATABASE_LOST
 from teamops.budgets import Charge, usage_charges
 from teamops.rollup import add_late_calls
 
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DATABASE_LOST = (OperationalError, InterfaceError)
 # Events written in one transaction at most (a bound on its size, not a wait: a batch never
 # waits to fill up).
 MAX_BATCH = 500

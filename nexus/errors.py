@@ -23,13 +23,15 @@ DATABASE_AWAY = (
     "if it keeps happening, tell your admin."
 )
 RETRY_AFTER_SECONDS = 10
+# What the database driver raises when the server restarts or drops the connection.
+DATABASE_LOST = (OperationalError, InterfaceError)
 
 
 def _database_away(exc: BaseException | None) -> bool:
     from psycopg_pool import PoolTimeout
 
     while exc is not None:
-        if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+        if isinstance(exc, (*DATABASE_LOST, PoolTimeout)):
             return True
         exc = exc.__cause__
     return False

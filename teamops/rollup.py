@@ -13,12 +13,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from chat.models import LLMCall, ReasoningRun
+from nexus.errors import DATABASE_LOST
 from teamops.models import LATENCY_BOUNDS_MS, LATENCY_FIELDS, CallDay, CountedRun, UsageDay
 from teamops.usage import QUALITY_BUCKETS
 
@@ -197,7 +198,7 @@ def rollup_runs_safely(run_ids: list[int]) -> None:
         try:
             rollup(run_ids=run_ids)
             return
-        except (OperationalError, InterfaceError) as exc:
+        except DATABASE_LOST as exc:
             # A dropped connection (a database restart, a terminated backend): once more on a
             # new one; the rollup is one transaction, so nothing was half counted.
             close_old_connections()
