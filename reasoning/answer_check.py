@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from reasoning.agent import ToolRecord
-from reasoning.foresight import CURRENCY, accounts_for
+from reasoning.foresight import accounts_for, leaves_out_currency
 from reasoning.text import keywords
 from reasoning.tools.labels import tool_label
 
@@ -163,7 +163,7 @@ def check_answer(
         return LocalVerdict(
             False, "the question says more than the calculation did (a percentage, rounding, a unit)"
         )
-    if computed and (money := CURRENCY.search(question)) and (money[1] or money[2]) not in body:
+    if computed and leaves_out_currency(question, body):
         return LocalVerdict(False, "the answer leaves out the question's currency")
     asked = _numbers(question)
     used = [*_numbers(arguments), *answer_numbers]

@@ -716,7 +716,15 @@ _SPACED_UNIT = re.compile(
     r"days?|weeks?|months?|years?|dollars?|euros?|cents?|yen|rupees?|bucks|(?:kilo|mega|giga)?bytes?))\b"
 )
 # An amount of money: the answer must say the currency too ("€10 * 3" is €30, not 30).
-CURRENCY = re.compile(r"([$\u20ac\u00a3\u00a5\u20b9])\s*\d|\d\s*([\u20ac\u00a3\u00a5\u20b9])")
+_CURRENCY = re.compile(r"([$\u20ac\u00a3\u00a5\u20b9])\s*\d|\d\s*([\u20ac\u00a3\u00a5\u20b9])")
+
+
+def leaves_out_currency(question: str, answer: str) -> bool:
+    """Whether `question` prices something in a currency that `answer` does not name."""
+    money = _CURRENCY.search(question)
+    return money is not None and (money[1] or money[2]) not in answer
+
+
 # An operation whose operand is words the reader does not compute: "5*5 plus the number of days
 # in a week" read as 5*5.
 _UNREAD_OPERAND = re.compile(

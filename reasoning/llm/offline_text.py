@@ -12,13 +12,13 @@ from typing import Any
 
 from reasoning.foresight import (
     COUNTRY_US,
-    CURRENCY,
     SEVERAL_ZONES,
     accounts_for,
     asks_now,
     calculation_in_steps,
     expression_in,
     fold,
+    leaves_out_currency,
     split_calculations,
     tool_named,
     unknown_place,
@@ -191,7 +191,7 @@ def covers(part: str, answer: str) -> bool:
         expression = expression_in(part)
         if not accounts_for(part, expression or ""):
             return False  # a misreading of the question must not approve itself
-        if (money := CURRENCY.search(part)) and (money[1] or money[2]) not in answer_text:
+        if leaves_out_currency(part, answer_text):
             return False  # "€10 * 3" answered 30
         try:
             value = format_number(calculate(expression or ""))
@@ -199,13 +199,13 @@ def covers(part: str, answer: str) -> bool:
             return str(exc) in answer_text
         told_time = (
             not _time_asked_too(part)
-            or bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+            or bool(_TIME_TOLD.search(answer_text))
             or (unknown_place(part) is not None and UNKNOWN_PLACE in answer_text)
         )
         return value in answer_text.replace(",", "") and told_time
     if kind == "time":
         # The clock tells the present; "the date tomorrow" is not answered by today's.
-        return asks_now(part) and bool(re.search(r"\b\d{1,2}:\d{2}\b", answer_text))
+        return asks_now(part) and bool(_TIME_TOLD.search(answer_text))
     if kind in ("greeting", "capabilities"):
         return bool(answer_text)
     if is_refusal(answer_text):
@@ -369,7 +369,9 @@ def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, An
         # "15% of 80, the time in Berlin" is one part to the splitter: the clock too.
         clock = tool_named(tools, "clock")
         return [(name, {"expression": expression_in(part)})] + (
-            [(clock, {"timezone": zone}) for zone in zones_in(part)] if clock and _asks_time_too(part) else []
+            [(clock, {"timezone": zone}) for zone in zones_in(part)]
+            if clock and _clock_tells_too(part)
+            else []
         )
     if kind == "time" and (name := tool_named(tools, "clock")) and asks_now(part) and not unknown_place(part):
         return [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
@@ -378,6 +380,8 @@ def plan_tool_calls(part: str, tools: list[str]) -> list[tuple[str, dict[str, An
     return []
 
 
+# An answer that tells a time of day ("21:45").
+_TIME_TOLD = re.compile(r"\b\d{1,2}:\d{2}\b")
 # "3 times 4, also time in Nice": the time asked after a calculation, in a list's few words.
 _TIME_IN = re.compile(r"\b(?:time|date) (?:in|at)\b", re.IGNORECASE)
 
@@ -389,7 +393,7 @@ def _time_asked_too(part: str) -> bool:
     return bool(asked and expression_in(part) and asks_now(part))
 
 
-def _asks_time_too(part: str) -> bool:
+def _clock_tells_too(part: str) -> bool:
     """Whether a calculation's part also asks the present time of a place it can tell."""
     return _time_asked_too(part) and bool(zones_in(part)) and not unknown_place(part)
 
