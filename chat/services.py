@@ -273,22 +273,19 @@ def session_unused(owner: Any, session_id: str) -> ChatSession | None:
     pk = parse_id(session_id)
     if pk is None:
         return None
-    return (
-        ChatSession.objects.filter(pk=pk, owner=owner, title="New chat", messages__isnull=True)
-        .order_by()
-        .first()
-    )
+    return _blank_sessions(owner).filter(pk=pk).order_by().first()
 
 
 def session_blank(owner: Any) -> ChatSession | None:
     """The owner's latest chat that is still a blank "New chat" (nothing asked in it, no title
     given): where a first question goes rather than into yet another new chat, since one whose
     message could not be stored (the database away mid-request) was left blank behind it."""
-    return (
-        ChatSession.objects.filter(owner=owner, title="New chat", messages__isnull=True)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    return _blank_sessions(owner).order_by("-created_at", "-id").first()
+
+
+def _blank_sessions(owner: Any) -> QuerySet[ChatSession]:
+    """The owner's chats still a blank "New chat": nothing asked in them, no title given."""
+    return ChatSession.objects.filter(owner=owner, title="New chat", messages__isnull=True)
 
 
 def session_rename(*, session: ChatSession, title: str) -> ChatSession:
