@@ -3,7 +3,7 @@
 Two kinds of staff action are recorded through `chat.staff_audit.record`:
 
 - *Reading* someone's conversation: opening a run, session, message or attempt page
-  (`ViewAuditedAdmin`), searching the run list, comparing attempts, exporting runs.
+  (`ViewAuditedAdmin`), listing or searching those, comparing attempts, exporting runs.
 - *Changing* what every run depends on: tool servers, team lessons, documents
   (`ChangeAuditedAdmin`). Django's own admin log hooks (`log_addition`, `log_change`,
   `log_deletions`) are the one place every add, edit and delete passes, so the mixin
@@ -72,16 +72,20 @@ class ViewAuditedAdmin:
         return response
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # A list shows each row's opening words (a question, a tool's arguments), page after
+        # page, filtered to one person if staff like: browsing it is reading too.
         response = super().changelist_view(request, extra_context)  # type: ignore[misc]
-        search = request.GET.get("q", "").strip()
-        if request.method == "GET" and search and response.status_code == 200:
+        if request.method == "GET" and response.status_code == 200:
             listed = self.audit_list_name or str(self.opts.verbose_name_plural)  # type: ignore[attr-defined]
+            search = request.GET.get("q", "").strip()
+            page = request.GET.get("p", "")
+            summary = f"Searched {listed} for {search!r}" if search else f"Listed {listed}"
             staff_audit.record(
                 request,
                 StaffAuditEntry.Action.VIEW,
                 f"{object_type(self)} list",
                 "",
-                f"Searched {listed} for {search!r}",
+                summary + (f", page {page}" if page.isdigit() and page != "1" else ""),
                 filters=filters_of(request),
             )
         return response

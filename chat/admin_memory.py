@@ -1,7 +1,9 @@
 """Memory in the admin: episodes and facts, each on its own page, and promotion to the team.
 
 An item is its owner's until staff read it and share it with the team (an action needing the
-*change memory* permission); a shared item is recalled for everyone's runs.
+*change memory* permission); a shared item is recalled for everyone's runs. Sharing happens
+only through that action, which records who shared it; an edit of an item's text (what every
+run may be told, once shared) goes to the staff audit log with its new wording.
 """
 
 from __future__ import annotations
@@ -11,19 +13,21 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.text import Truncator
 
-from chat.admin_audit import ViewAuditedAdmin
+from chat import staff_audit
+from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.memory import memories_erase, memory_promote
-from chat.models import EpisodicMemory, Memory, SemanticMemory
+from chat.models import EpisodicMemory, Memory, SemanticMemory, StaffAuditEntry
 from reasoning.text import counted
 
 
-class MemoryAdmin(ViewAuditedAdmin, admin.ModelAdmin):
+class MemoryAdmin(ChangeAuditedAdmin, ViewAuditedAdmin, admin.ModelAdmin):
     audit_object_type = "memory"
+    audit_value_fields = ("text", "confidence")
     kind = ""
     list_display = ["id", "owner", "summary", "source", "confidence", "shared", "created_at"]
     list_filter = ["shared"]
     search_fields = ["text", "owner__username", "source"]
-    readonly_fields = ["owner", "kind", "session", "run", "promoted_by", "created_at"]
+    readonly_fields = ["owner", "kind", "session", "run", "shared", "promoted_by", "created_at"]
     actions = ["promote"]
     list_select_related = ["owner"]
 
@@ -45,7 +49,17 @@ class MemoryAdmin(ViewAuditedAdmin, admin.ModelAdmin):
 
     @admin.action(description="Share with the team (after reading them)", permissions=["change"])
     def promote(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        chosen = sorted(queryset.filter(shared=False).values_list("pk", flat=True))
         count = memory_promote(memories=queryset, by=request.user)
+        if count:
+            staff_audit.record(
+                request,
+                StaffAuditEntry.Action.CHANGE,
+                "memory",
+                "",
+                f"Shared {counted(count, 'memory item')} with the team",
+                memory_ids=chosen,
+            )
         self.message_user(
             request,
             f"{counted(count, 'item')} {'is' if count == 1 else 'are'} now recalled for everyone.",

@@ -18,6 +18,7 @@ from reasoning.calls import ComponentLLM
 from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
+from reasoning.text import documents_cited
 from reasoning.tools.approval import ApprovalRequest, InputRequest, declined_message
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
@@ -114,6 +115,7 @@ class ToolExecutor:
             error=outcome.error,
             **({"detail": outcome.detail} if outcome.detail else {}),
             **({"parts": outcome.parts} if outcome.parts else {}),
+            **({"documents": cited} if (cited := documents_cited(outcome.content)) else {}),
         )
         return outcome
 

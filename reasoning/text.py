@@ -140,6 +140,10 @@ def distinct(parts: list[str]) -> list[str]:
 MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 
+# A heading goes in front of every passage under it: a long one is cut, so it cannot fill them.
+HEADING_KEPT = 200
+
+
 def paragraphs(content: str, limit: int = 0) -> list[str]:
     """A document's paragraphs, each heading kept on the line above the paragraph under it (a
     heading alone answers nothing, but it says what its paragraph is about). With `limit`, a
@@ -149,7 +153,7 @@ def paragraphs(content: str, limit: int = 0) -> list[str]:
     for block in (b.strip() for b in re.split(r"\n\s*\n", content or "") if b.strip()):
         lines = block.splitlines()
         while lines and MARKDOWN_HEADING.match(lines[0]):
-            headings = [lines.pop(0).strip()]
+            headings = [lines.pop(0).strip()[:HEADING_KEPT]]
         if not lines:
             continue
         body = "\n".join(lines)
@@ -169,6 +173,14 @@ def paragraphs(content: str, limit: int = 0) -> list[str]:
 # "## Title  (shared, nexus://documents/7)" then the passage. Written and read here, so the
 # web side that writes it and the offline model that reads it cannot drift apart.
 _SEARCH_HIT = re.compile(r"^## (.+?)  \((?:shared|private), nexus://documents/\d+\)\n", re.MULTILINE)
+DOCUMENT_URI = re.compile(r"nexus://documents/(\d+)")
+
+
+def documents_cited(text: str) -> list[int]:
+    """The team documents a tool result names (their ids, in order, once each). Recorded from
+    the whole result: the trace keeps only its start, and who may see an answer is decided by
+    every document it could have drawn on."""
+    return list(dict.fromkeys(int(found) for found in DOCUMENT_URI.findall(text or "")))
 
 
 def search_hit(title: str, shared: bool, uri: str, passage: str) -> str:

@@ -8,7 +8,6 @@ attachments, which may hold documents the viewer may not read.
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from chat import services
 from chat.documents import documents_visible_to
 from chat.models import ChatSession, Memory, ReasoningRun, TraceEvent
 from chat.presenters import answer_html
+from reasoning.text import DOCUMENT_URI
 from teamops.models import SharedLink, SharedLinkOpening
 
 # The trace kinds a shared page shows, and the payload fields of each it may show.
@@ -94,14 +94,14 @@ def _trace_item(event: TraceEvent) -> dict[str, Any]:
     return item
 
 
-DOCUMENT_URI = re.compile(r"nexus://documents/(\d+)")
-
-
 def _documents_read(run: Any, events: list[TraceEvent]) -> set[int]:
-    """Ids of the team documents a run read: attached by @mention or found by a tool."""
+    """Ids of the team documents a run read: attached by @mention or found by a tool (named in
+    the whole result, or, in a run stored before that was recorded, in its stored start)."""
     texts = [str(item.get("source", "")) for item in run.attachments or []]
-    texts += [str((e.payload or {}).get("result", "")) for e in events if e.kind == "tool.result"]
-    return {int(match) for text in texts for match in DOCUMENT_URI.findall(text)}
+    results = [e.payload or {} for e in events if e.kind == "tool.result"]
+    texts += [str(payload.get("result", "")) for payload in results]
+    cited = {int(pk) for payload in results for pk in payload.get("documents") or [] if str(pk).isdigit()}
+    return cited | {int(match) for text in texts for match in DOCUMENT_URI.findall(text)}
 
 
 # Stands for a document nobody may read: what a recalled memory came from when that is unknown.

@@ -147,3 +147,22 @@ def test_an_answer_from_a_memory_of_a_private_document_is_withheld(alice, bob, a
     recall.payload = {"items": [{"id": 10**6}]}  # forgotten since: what it held is unknown
     recall.save()
     assert "drew on a document you may not read" in client_for(bob).get(url).content.decode()
+
+
+def test_a_private_document_found_past_what_the_trace_stores_is_still_withheld(
+    alice, bob, alice_session, client_for
+):
+    """The trace keeps the first 4,000 characters of a tool result; a search whose first hit
+    fills them (a long heading repeated before each passage) once hid the private document
+    behind it from the check, and the shared page showed its content to the team."""
+    documents.document_create(
+        owner=bob,
+        title="Wombat handbook",
+        content="# Wombat " + "wombat " * 600 + "\n\nwombat wombat overview.",
+        shared=True,
+    )
+    documents.document_create(owner=alice, title="Vault", content="Wombat vault code is ALICE-SECRET-9911.")
+    run = ask(alice_session, "What do our team documents say about wombat?")
+    assert "ALICE-SECRET-9911" in run.answers.get().content, "the answer quotes the private document"
+    html = client_for(bob).get(share(client_for(alice), alice_session)).content.decode()
+    assert "ALICE-SECRET-9911" not in html and "drew on a document you may not read" in html

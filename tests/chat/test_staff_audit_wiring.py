@@ -39,11 +39,25 @@ def test_opening_a_run_or_session_page_is_recorded(auditor, alice_session, clien
 def test_a_search_of_the_run_list_is_recorded_with_its_filters(auditor, alice_session, client_for):
     full_run(alice_session)
     client = client_for(auditor)
-    client.get("/admin/chat/reasoningrun/", {"status": "succeeded"})  # browsing alone: no entry
     client.get("/admin/chat/reasoningrun/", {"q": "Tokyo", "status": "succeeded"})
     (entry,) = entries()
     assert entry.object_type == "run list" and "Tokyo" in entry.summary
     assert entry.details["filters"] == {"q": "Tokyo", "status": "succeeded"}
+
+
+def test_browsing_a_list_of_conversations_is_recorded_with_its_filters_and_page(
+    auditor, alice, alice_session, client_for
+):
+    """A list shows each question's opening words: filtered to one person, page after page,
+    it reads their conversations as surely as opening them one by one."""
+    full_run(alice_session)
+    client = client_for(auditor)
+    client.get("/admin/chat/message/", {"role": "user"})
+    client.get("/admin/chat/reasoningrun/", {"owner": alice.pk, "p": "2"})
+    assert [(e.object_type, e.summary, e.details["filters"]) for e in entries()] == [
+        ("message list", "Listed messages", {"role": "user"}),
+        ("run list", "Listed runs, page 2", {"owner": str(alice.pk)}),
+    ]
 
 
 def test_an_export_records_how_many_runs_and_which_filter(auditor, alice, client_for):

@@ -54,3 +54,8 @@ async def test_a_sentence_pasted_several_times_is_answered_once():
     )
     result, _ = await run(loop, "What is 17*23? " * 4 + "What is 2+2? what is 17*23?")
     assert result.answer.count("391") == 1 and result.answer.count("**4**") == 1
+
+
+def test_a_long_heading_is_cut_before_it_is_repeated_over_each_passage():
+    parts = paragraphs("# " + "wombat " * 600 + "\n\nfirst.\n\nsecond.")
+    assert [len(part) <= 230 for part in parts] == [True, True] and parts[1].endswith("second.")
