@@ -26,6 +26,7 @@ from reasoning.tools.mcp_config import (
     MCPRequestError,
     MCPServerConfig,
     MCPUnavailable,
+    MCPUnreadable,
 )
 from reasoning.tools.mcp_pool import (
     CircuitBreaker,
@@ -222,6 +223,14 @@ async def call_on(
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
+    except Exception as exc:
+        # The SDK could not read the answer (structured content its output schema refuses, a
+        # malformed result): its words quote the answer, secrets and all, so staff get them
+        # redacted and everyone else a plain sentence.
+        raise MCPUnreadable(
+            config.redact(f"{type(exc).__name__}: {exc}"),
+            public=f"{tool} on {config.name} answered with a result Nexus could not read",
+        ) from None
     finally:
         _forget(connection, on_elicit, on_sample)
     connection.succeeded()

@@ -31,6 +31,15 @@ class MCPUnavailable(Exception):
         self.paused_for = paused_for
 
 
+class MCPUnreadable(Exception):
+    """The server answered, but with something the SDK could not read; the message (redacted)
+    is for staff, `public` for everyone."""
+
+    def __init__(self, detail: str, *, public: str) -> None:
+        super().__init__(detail)
+        self.public = public
+
+
 class MCPRequestError(Exception):
     """A resource or prompt request the server refused; the message is the server's, redacted."""
 

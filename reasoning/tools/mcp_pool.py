@@ -648,9 +648,12 @@ class MCPConnection:
             answer.cancel()
             return False
         failure = answer.exception()
-        return failure is None or (
-            isinstance(failure, MCPError) and not connection_lost(failure) and "timed out" not in str(failure)
-        )
+        if failure is None:
+            return True
+        if isinstance(failure, MCPError):
+            return not connection_lost(failure) and "timed out" not in str(failure)
+        # A listing the SDK refused to read (one tool it does not allow) still came back.
+        return isinstance(failure, ValueError)
 
     def _replace(self, session: _Session) -> None:
         """Retire a broken or stuck session (if still the current one): the next request
@@ -758,6 +761,7 @@ class MCPConnection:
             refresh.cancel()
         if self._closing:
             await asyncio.wait(list(self._closing), timeout=STOP_GRACE + SHUTDOWN_BUDGET + 2)
+        self._stderr.close()  # what the server wrote (its secrets too) goes with it
 
 
 class MCPConnectionPool:

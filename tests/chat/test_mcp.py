@@ -449,8 +449,47 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
     config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW,))
     registry = ToolRegistry([MCPToolProvider(pool, config)])
     await registry.ensure_loaded()
-    assert sorted(spec.tool for spec in registry.specs()) == ["echo", "shout"]
+    assert sorted(spec.tool for spec in registry.specs()) == ["echo", "shout", "typed"]
     assert all(spec.input_schema["type"] == "object" for spec in registry.specs())
     outcome = await registry.execute("raw__shout", {})
     assert outcome.success and "shout ran" in outcome.content
     assert "tool server 'raw' lists tools the protocol does not allow, left out: broken" in caplog.text
+
+
+async def test_an_answer_the_sdk_cannot_read_is_a_plain_error_without_the_servers_secret(pool):
+    """Found by a review: structured content its own output schema refused reached the user
+    and the model as the SDK's RuntimeError, quoting the server's secret."""
+    secret = "rawtok-SECRET-98765"
+    config = MCPServerConfig(
+        name="raw", command=sys.executable, args=(RAW,), env=(("RAW_TOKEN", secret),), secret_values=(secret,)
+    )
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    outcome = await registry.execute("raw__typed", {})
+    assert not outcome.success and outcome.error == "typed on raw answered with a result Nexus could not read"
+    assert secret not in (outcome.detail or "") and "[redacted]" in (outcome.detail or "")
+    assert (await registry.execute("raw__echo", {})).success, "the server itself is fine"
+
+
+async def test_a_server_that_lists_a_tool_the_sdk_refuses_still_passes_the_connection_check(pool):
+    """Found by a review: the check (and the probe after a timed-out call) asked for the
+    listing through the SDK, which refused it: "did not answer", and a working server was
+    restarted."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW,))
+    provider = MCPToolProvider(pool, config)
+    await provider.list_tools()
+    pids = list(pool.connection(config).pids)
+    await provider.check()
+    assert pool.connection(config).pids == pids, "not restarted"
+
+
+async def test_a_retired_connection_lets_go_of_its_stderr_file(pool):
+    """Found by a review: a disabled server's stderr file (deleted, with whatever the server
+    wrote, secrets too) stayed open in the web process until it exited."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    assert (await call(registry, "faulty__shout", lines=10)).success
+    held = Path(f"/proc/self/fd/{pool.connection(faulty())._stderr.fileno()}")
+    before = held.readlink()  # noqa: ASYNC240 - /proc, not a disk
+    pool.retire_all_but(set())
+    await asyncio.sleep(3)
+    assert not held.exists() or held.readlink() != before  # noqa: ASYNC240 - /proc, not a disk

@@ -1,13 +1,25 @@
 """A tool server written without any MCP SDK, line-delimited JSON-RPC over stdio, as third-party
-servers are: one of its tools has an input schema the protocol does not allow (not an object)."""
+servers are: one of its tools has an input schema the protocol does not allow (not an object),
+and `typed` answers with structured content its own output schema refuses, quoting RAW_TOKEN."""
 
 import json
+import os
 import sys
 
 TOOLS = [
     {"name": "echo", "description": "Echo the text.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "broken", "description": "Takes a list.", "inputSchema": {"type": "array"}},
     {"name": "shout", "description": "Shout the text.", "inputSchema": {"type": "object"}},
+    {
+        "name": "typed",
+        "description": "A number, as its output schema says (but not as it answers).",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"value": {"type": "number"}},
+            "required": ["value"],
+        },
+    },
 ]
 
 
@@ -21,6 +33,9 @@ def answer(request: dict) -> dict | None:
         }
     if method == "tools/list":
         return {"tools": TOOLS}
+    if method == "tools/call" and params.get("name") == "typed":
+        token = os.environ.get("RAW_TOKEN", "")
+        return {"content": [{"type": "text", "text": token}], "structuredContent": {"value": token}}
     if method == "tools/call":
         return {"content": [{"type": "text", "text": f"{params.get('name')} ran"}]}
     if method == "ping":
