@@ -349,12 +349,23 @@ def low_confidence(run: ReasoningRun | None) -> dict[str, Any] | None:
     if run.final_quality >= threshold and run.answer_kind != "low_confidence":
         return None
     attempt = run.attempts.exclude(evaluation={}).order_by("-number").first()
-    missing = "; ".join(
-        str(m).strip() for m in (attempt.evaluation or {}).get("missing_aspects") or [] if attempt
-    )
+    aspects = [str(m).strip() for m in (attempt.evaluation or {}).get("missing_aspects") or [] if attempt]
+    # An aspect that is the whole question again says nothing the person does not know.
+    kept = [aspect for aspect in aspects if _plain(aspect) != _plain(run.query)]
+    missing = "; ".join(kept)
     # The sentence ends once: an aspect given as a question or a sentence brings its own mark.
     ending = "" if missing.endswith((".", "?", "!")) else "."
-    return {"quality": run.final_quality, "threshold": threshold, "missing": missing, "ending": ending}
+    return {
+        "quality": run.final_quality,
+        "threshold": threshold,
+        "missing": missing,
+        "ending": ending,
+        "partly": len(kept) < len(aspects),
+    }
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"\w+", (text or "").lower()))
 
 
 def turn_context(turn: dict[str, Any], *, trace_open: bool, user_id: int | None = None) -> dict[str, Any]:

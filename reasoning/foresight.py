@@ -122,6 +122,7 @@ CITY_ZONES = {
     "munich": "Europe/Berlin", "frankfurt": "Europe/Berlin", "hamburg": "Europe/Berlin",
     "barcelona": "Europe/Madrid", "milan": "Europe/Rome", "geneva": "Europe/Zurich",
     "edinburgh": "Europe/London", "manchester": "Europe/London", "st petersburg": "Europe/Moscow",
+    "saint petersburg": "Europe/Moscow", "nsw": "Australia/Sydney", "iceland": "Atlantic/Reykjavik",
     "osaka": "Asia/Tokyo", "kyoto": "Asia/Tokyo", "shenzhen": "Asia/Shanghai",
     "guangzhou": "Asia/Shanghai", "bombay": "Asia/Kolkata", "bangalore": "Asia/Kolkata",
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
@@ -247,7 +248,9 @@ _REGIONS = frozenset({
     "bavaria", "new south wales", "queensland", "western australia", "newfoundland",
 })  # fmt: skip
 # "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
-_IANA = re.compile(r"\b([a-z]+(?:_[a-z]+)*/[a-z][a-z_-]*(?:/[a-z][a-z_-]*)?)\b", re.IGNORECASE)
+_IANA = re.compile(
+    r"\b([a-z]+(?:_[a-z]+)*/[a-z][a-z_-]*(?:/[a-z][a-z_-]*)?(?:[+-]\d{1,2}\b)?)\b", re.IGNORECASE
+)
 # Abbreviations people write for a place, read in capitals only ("la" is a word); a time
 # zone's abbreviation (PST, CEST) goes to the clock as it is: it names one offset.
 PLACE_ABBREVIATIONS = {
@@ -410,7 +413,7 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "1,500m" too
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
 # "15% of 2400": a share of an amount; the innermost first in "50% of 50% of 80".
 _PERCENT_OF = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?)(?!\d|\.\d|\s*(?:%|percent))"
+    r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?(?!\d|\.\d|\s*(?:%|percent))|\([^()]*\))"
 )
 # What the question does to the result afterwards: "3 plus 4, then doubled", "1/7 rounded to
 # 3 decimals", "3/4 as a percentage" (number words are operators by then).
@@ -503,8 +506,9 @@ _NUMBER_WORDS = [
 # "log10(1000)", "sin 30°": an angle in degrees is converted (the calculator works in radians).
 _FUNCTIONS = "sqrt|log10|log2|log|ln|sin|cos|tan|exp|factorial"
 _FUNCTION_WORDS = re.compile(
-    rf"\b(square root|{_FUNCTIONS})\s*(?:of\s*)?\(?\s*"
-    r"(-?\d+(?:\.\d+)?)\s*(?P<degrees>°|degrees?\b|deg\b)?\s*\)?",
+    rf"\b(square root|{_FUNCTIONS})\s*(?P<of>of\s*)?"
+    r"(?:(?P<inner>\([\d.\s*/%^+-]*[*/%^+-][\d.\s*/%^+-]*\))|\(?\s*"
+    r"(?P<number>-?\d+(?:\.\d+)?)\s*(?P<degrees>°|degrees?\b|deg\b)?\s*\)?)",
     re.IGNORECASE,
 )
 # A number: digits, decimals, an exponent ("1e3"). An expression never starts inside a word,
@@ -597,10 +601,15 @@ def _spelled(match: re.Match[str]) -> str:
 _N = r"(?:the\s+)?(-?\d+(?:\.\d+)?|\([^()]*\))"
 _ITEM = r"(?:-?\d+(?:\.\d+)?|\([^()]*\))"
 # "4, 8 and 15", or three or more with commas alone ("10, 20, 30, 40").
-_LIST = rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
+_LIST = (
+    rf"{_ITEM}(?:\s+(?:and|&)\s+{_ITEM}){{2,}}|"  # "3 and 4 and 5"
+    rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
+)
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
+    # "-5 squared" is 25: the sign belongs to the number (not after a number: "10 - 5 squared").
+    (r"(?<![\d.)]\s)(?<![\w.)])-\s*(\d+(?:\.\d+)?)\s+(?:(squared)|cubed)\b", None),
     # Each phrase's result in brackets: "3 times the sum of 4 and 5" is 3 * (4 + 5).
     (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"(\1 / \2)"),
     (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"(\1 + \2)"),
@@ -610,6 +619,7 @@ _PHRASES = [
     (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+change\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
+    (rf"\bremainder\s+(?:of|when)\s+{_N}\s+(?:is\s+)?divided\s+by\s+{_N}", r"(\1 % \2)"),
     (rf"{_N}\s+as\s+a\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
     (
         rf"{_N}\s+raised\s+to\s+(?:the\s+)?(?:power\s+of\s+)?{_N}(?:st|nd|rd|th)?(?:\s+power)?\b",
@@ -656,6 +666,8 @@ def _phrase(match: re.Match[str]) -> str:
     """The phrases whose expression is not a template: a list's sum or mean, a number of
     quarters of something, a factorial."""
     named = match.groupdict()
+    if match.group().lstrip().startswith("-") and match.group().rstrip().endswith(("squared", "cubed")):
+        return f"((-{match.group(1)}) ** {2 if match.group(2) else 3})"
     if named.get("items"):
         items = re.findall(_ITEM, named["items"])
         total = f"({' + '.join(items)})"
@@ -668,6 +680,13 @@ def _phrase(match: re.Match[str]) -> str:
     return f"factorial({next(group for group in match.groups() if group)})"
 
 
+# "What is 9 times 9!": an exclamation, not 9 factorial, when the sum is asked in words; and
+# "!!!" anywhere. "Calculate 5!" and "5! / 3!" stay factorials.
+def _exclaimed(text: str) -> str:
+    text = re.sub(r"(?<=\d)!{2,}", "", text)
+    return re.sub(r"(\b(?:times|plus|minus|by|over|and)\s+\d+(?:\.\d+)?)!+(?=\s*$)", r"\1", text)
+
+
 @functools.lru_cache(maxsize=256)
 def _grouped_digits_joined(text: str) -> str:
     """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
@@ -675,6 +694,8 @@ def _grouped_digits_joined(text: str) -> str:
     answer and its check), and the phrases cost about 60 µs a reading."""
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
     text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
+    text = _exclaimed(text)
+    text = re.sub(r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d)", " ", text)
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
@@ -689,7 +710,8 @@ def _grouped_digits_joined(text: str) -> str:
 
 
 _NUMBERS = re.compile(rf"(?<![\w.]){_NUM}")
-_PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent)")
+# (Not "17 % 5": a remainder.)
+_PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%(?!\s*[\d(])|percent)")
 # Words that change what is asked which the expression reader cannot apply (beyond the ones
 # it does: "x% of y", "rounded to N decimals", "then doubled").
 _UNREAD_QUANTITY = re.compile(
@@ -760,7 +782,7 @@ def accounts_for(question: str, expression: str) -> bool:
             return False
     if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked) or _UNREAD_OPERAND.search(asked):
         return False
-    if re.search(r"%|\bpercent", asked) and not (
+    if re.search(r"%(?!\s*[\d(])|\bpercent", asked) and not (
         re.search(r"/100\b|\*100\b", expression) or numbers & shares
     ):
         return False
@@ -809,7 +831,11 @@ def expression_in(text: str) -> str | None:
 def _function(match: re.Match[str]) -> str:
     name = match.group(1).lower()
     name = "sqrt" if name == "square root" else name
-    argument = f"radians({match.group(2)})" if match["degrees"] else match.group(2)
+    if name == "log" and (match["of"] or not match.group().rstrip().endswith(")")):
+        name = "log10"  # "the log of 100", "log 1000": the common logarithm, as on a calculator
+    if match["inner"]:
+        return f"{name}{match['inner']}"
+    argument = f"radians({match['number']})" if match["degrees"] else match["number"]
     return f"{name}({argument})"
 
 
@@ -855,7 +881,9 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
     return bool(_CALCULATION_BEFORE.search(before) and _CALCULATION_AFTER.match(rest))
 
 
-_AND_NUMBER = re.compile(r"\s*,?\s+and\s+(?=[-+(]?\s*\d)", re.IGNORECASE)
+_AND_NUMBER = re.compile(
+    r"\s*,?\s+and\s+(?=[-+(]?\s*\d)|\s*,\s+(?=[-+(]?\s*\d[\d.]*\s*[-+*/x^])", re.IGNORECASE
+)
 
 
 def split_calculations(text: str) -> list[str]:
@@ -907,7 +935,12 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 # The sign as typed: a hyphen, a minus or any dash that phones and documents put there, or
 # the word.
 _MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
-_OFFSET_SIGN = rf"\b(?:UTC|GMT)\s*([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*"
+# "Etc/GMT+5" is a zone's name (five hours behind UTC); "at +03:00" an offset without "UTC".
+_BARE_OFFSET = rf"(?=[+\-{_MINUS}]\d{{1,2}}:\d\d)"
+_OFFSET_SIGN = (
+    rf"(?:(?<!/)\b(?:UTC|GMT)\s*|(?<=\bin\s){_BARE_OFFSET}|(?<=\bat\s){_BARE_OFFSET})"
+    rf"([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*"
+)
 _UTC_OFFSET = re.compile(
     rf"{_OFFSET_SIGN}(\d{{1,2}})(?::?(\d{{2}})|[.,](\d{{1,2}}))?(?![\d:]|[.,]\d)(?:\s*hours?\b)?",
     re.IGNORECASE,
@@ -1145,6 +1178,10 @@ _OTHER_MOMENT = re.compile(
     r"\b(?:tomorrow|yesterday|next|last|ago|from now|from today|later|earlier|until|till)\b|"
     r"\b(?:days?|weeks?|months?|years?|hours?) (?:from|after|before)\b|"
     r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b|"
+    # A shift: "the time in Tokyo plus 3 hours", "London - 2 hours".
+    r"(?<!utc)(?<!gmt)(?<!utc )(?<!gmt )(?:\b(?:plus|minus|add|subtract)|[-+])\s*"
+    r"(?:\d+(?:\.\d+)?|an?|one|two|three|four|five|six|half an?)\s*"
+    r"(?:minutes?|mins?|hours?|hrs?|h)\b|"
     # A conversion: "if it's 9am in London", "when it is noon in New York".
     r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
     r"\b(?:noon|midday|midnight)\b",

@@ -406,6 +406,20 @@ def plan_tool_call(question: str, tools: list[str]) -> tuple[str, dict[str, Any]
     return None
 
 
+# Functions whose reading the calculator takes one way of two people use: said beside the result.
+_TRIG = re.compile(r"\b(?:sin|cos|tan)\((?!radians\()")
+_NATURAL_LOG = re.compile(r"\blog\(")
+
+
+def _reading_note(expression: str) -> str:
+    notes = []
+    if _TRIG.search(expression):
+        notes.append("the angle is in radians (write 30° for degrees)")
+    if _NATURAL_LOG.search(expression):
+        notes.append("log is the natural logarithm (log10 for base 10)")
+    return f" Here {' and '.join(notes)}." if notes else ""
+
+
 _EXCEPTION_NAME = re.compile(r"^[A-Z]\w*(?:Error|Exception):\s*")
 
 
@@ -424,7 +438,10 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
             # call's arguments before approving it had it compute another expression.
             computed, _, value = text.rpartition("=")
             expression = computed.strip() or arguments.get("expression", "")
-            lines.append(f"{_code(expression)} = **{value.strip()}** (computed with the calculator).")
+            lines.append(
+                f"{_code(expression)} = **{value.strip()}** (computed with the calculator)."
+                + _reading_note(expression)
+            )
         elif base == "clock":
             lines.append(f"It is {text} (from the clock).")
         elif base == "search_documents":

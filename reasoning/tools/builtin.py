@@ -113,11 +113,14 @@ def _eval(node: ast.AST, depth: int) -> Any:
         if isinstance(node.op, ast.Mult):
             _check_size(left, right)
         try:
-            return _BINARY[type(node.op)](left, right)
+            value = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
             raise CalculatorError("division by zero") from None
         except OverflowError:
             raise CalculatorError("the result is too large") from None
+        if isinstance(value, complex):  # a negative number to a fractional power
+            return _real_root(left, right)
+        return value
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
         if node.keywords:
             raise CalculatorError("functions take positional arguments only")
@@ -138,13 +141,23 @@ def _eval(node: ast.AST, depth: int) -> Any:
     raise CalculatorError(f"{type(node).__name__} is not allowed in an arithmetic expression")
 
 
+def _real_root(base: float, exponent: float) -> float:
+    """(-8)**(1/3) as people mean it, the real cube root -2 (Python's is a complex number);
+    a negative number has no real root of an even degree."""
+    degree = 1 / exponent if exponent else 0
+    if abs(degree - round(degree)) < 1e-9 and round(degree) % 2 == 1:
+        return -((-base) ** exponent)
+    raise CalculatorError(f"{format_number(base)} to the power {format_number(exponent)} has no real value")
+
+
 def _digits(value: Any) -> float:
     magnitude = abs(value)
     return math.log10(magnitude) if magnitude > 1 else 0.0
 
 
 def _check_power(base: Any, exponent: Any) -> None:
-    if abs(exponent) > 10_000 or _digits(base) * max(exponent, 0) > MAX_RESULT_DIGITS:
+    # 10**1000 has 1001 digits: as many as 2**3322, refused alike.
+    if abs(exponent) > 10_000 or _digits(base) * max(exponent, 0) >= MAX_RESULT_DIGITS:
         raise CalculatorError(f"the result would have more than {MAX_RESULT_DIGITS} digits")
 
 

@@ -257,6 +257,12 @@ def test_an_answer_below_its_threshold_says_so_with_what_it_misses(alice, alice_
     attempt.save(update_fields=["evaluation"])
     page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
     assert "the answer may miss How many seconds are in a day?</div>" in page
+    # The whole question as the thing missed told the person nothing (a review: "the answer
+    # may miss What is 17*23 in hex?").
+    attempt.evaluation = {**attempt.evaluation, "missing_aspects": [f"{run.query.upper()}!"]}
+    attempt.save(update_fields=["evaluation"])
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "may miss" not in page and "it may answer only part of the question; check it" in page
 
 
 def test_one_colour_scale_for_every_quality_score():

@@ -107,6 +107,30 @@ ARITHMETIC = [
     ("Split 240 between 6 people", ["**40**"]),
     ("Split 84 four ways", ["**21**"]),
     ("What is the average of 10, 20, 30, 40?", ["**25**"]),
+    # A third review: each was answered wrong, most of them approved ("9 times 9!" as 9 × 9
+    # factorial, "-5 squared" as -25, "(-8)^(1/3)" as a complex number, "the square root of
+    # the sum of 16 and 9" as garbled code, "log of 100" as the natural log), or read in part
+    # under a low-confidence note (a comma before "plus 12" ended the sum).
+    ("What is 9 times 9!", ["**81**"]),
+    ("What is 100 plus 50!", ["**150**"]),
+    ("What is 9 times 9!!!", ["**81**", "calculator"]),
+    ("What is 5! / 3!", ["**20**"]),
+    ("What is negative five squared?", ["**25**"]),
+    ("What is -5 squared?", ["**25**"]),
+    ("What is 10 - 5 squared?", ["**-15**"]),
+    ("What is (-8)^(1/3)?", ["**-2**"]),
+    ("What is the square root of the sum of 16 and 9?", ["**5**"]),
+    ("What's the log of 100?", ["**2**"]),
+    ("What is log(100)?", ["natural logarithm"]),
+    ("What is sin(30)?", ["radians"]),
+    ("What is 15% of 80, plus 12?", ["**24**"]),
+    ("What is 15% of (80 + 12)?", ["**13.8**"]),
+    ("What is the remainder of 17 divided by 5?", ["**2**"]),
+    ("What is 17 % 5?", ["**2**"]),
+    ("What is the average of 3 and 4 and 5?", ["**4**"]),
+    ("What's 2+2, 3+3 and 4+4?", ["**4**", "**6**", "**8**"]),
+    ("What is 10% of the sum of 100 and 200?", ["**30**"]),
+    ("What's 3 to the power of 4, divided by 9?", ["**9**"]),
 ]
 
 
@@ -403,11 +427,9 @@ async def test_a_passage_quoted_for_the_ask_is_judged_to_answer_it(question, quo
 
 MISREAD = [
     # Read in part, so never approved: the operation or comparison left unread.
-    "What is 10% of the sum of 100 and 200?",
     "What's 2 plus 3, all squared?",
     "Which is bigger: 3^4 or 4^3?",
     "What's the square root of 2 times the square root of 8?",
-    "What's 3 to the power of 4, divided by 9?",
     "What's 2+2 in binary?",
     # A scale or unit apart from its number was left out: "4% of 2.5 M" was 0.1.
     "What is 4% of 2.5 M?",
@@ -891,3 +913,43 @@ async def test_a_place_it_cannot_tell_beside_a_calculation_is_said_not_dropped(q
     approved at 0.95, and the place it could not tell was left out without a word."""
     _result, answer = await answer_to(question)
     assert "I don't know where “Atlantis”" in answer and "= **" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # A third review: the first was read as Petersburg, Indiana; Etc/GMT+5 (five hours
+        # behind UTC, as the database writes it) as UTC+05:00; a bare offset as UTC itself.
+        ("What time is it in Saint Petersburg?", "Europe/Moscow"),
+        ("What time is it in Etc/GMT+5?", "-05:00)"),
+        ("What time is it at +03:00?", "UTC+03:00"),
+        ("What time is it in -08:00?", "UTC-08:00"),
+        ("What's the time in Iceland?", "Atlantic/Reykjavik"),
+    ],
+)
+async def test_a_place_or_offset_is_read_as_it_is_written(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
+
+
+async def test_a_place_and_its_state_are_told_once():
+    """ "Sydney NSW" told the same time twice, once as Australia/NSW."""
+    _result, answer = await answer_to("What's the time in Sydney NSW?")
+    assert answer.count("(from the clock)") == 1 and "Australia/Sydney" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["What time is it in Tokyo plus 3 hours?", "London minus 2 hours", "Paris + 1 hour"]
+)
+async def test_a_time_shifted_from_now_is_not_given_as_now(question):
+    """Each was answered with the present time, the shift ignored."""
+    result, answer = await answer_to(question)
+    assert "(from the clock)" not in answer and result.quality < 0.9, answer
+
+
+def test_a_negative_number_has_a_real_odd_root_and_no_even_one():
+    assert calculator("(-27)**(1/3)") == "(-27)**(1/3) = -3"
+    with pytest.raises(ValueError, match="no real value"):
+        calculator("(-16)**(1/4)")
+    with pytest.raises(ValueError, match="more than 1000 digits"):
+        calculator("10**1000")  # 1001 digits, as 2**3322 is
