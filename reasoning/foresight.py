@@ -122,7 +122,11 @@ CITY_ZONES = {
     "munich": "Europe/Berlin", "frankfurt": "Europe/Berlin", "hamburg": "Europe/Berlin",
     "barcelona": "Europe/Madrid", "milan": "Europe/Rome", "geneva": "Europe/Zurich",
     "edinburgh": "Europe/London", "manchester": "Europe/London", "st petersburg": "Europe/Moscow",
-    "saint petersburg": "Europe/Moscow", "nsw": "Australia/Sydney", "iceland": "Atlantic/Reykjavik",
+    "saint petersburg": "Europe/Moscow", "valencia": "Europe/Madrid",
+    # The places AMBIGUOUS_PLACES offers, as it writes them.
+    "birmingham, england": "Europe/London", "birmingham, uk": "Europe/London",
+    "san jose, costa rica": "America/Costa_Rica", "richmond, british columbia": "America/Vancouver",
+    "valencia, venezuela": "America/Caracas", "nsw": "Australia/Sydney", "iceland": "Atlantic/Reykjavik",
     "osaka": "Asia/Tokyo", "kyoto": "Asia/Tokyo", "shenzhen": "Asia/Shanghai",
     "guangzhou": "Asia/Shanghai", "bombay": "Asia/Kolkata", "bangalore": "Asia/Kolkata",
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
@@ -234,6 +238,23 @@ SEVERAL_ZONES = {
     "mexico": "Mexico City, Cancun or Tijuana",
     "brazil": "São Paulo, Manaus or Rio Branco",
     "indonesia": "Jakarta, Makassar or Jayapura",
+    # US states split between two zones.
+    "kentucky": "Louisville for Eastern time, Chicago for Central",
+    "tennessee": "New York for Eastern time, Nashville for Central",
+    "michigan": "Detroit for Eastern time, Chicago for Central",
+    "indiana": "Indianapolis for Eastern time, Chicago for Central",
+    "idaho": "Boise for Mountain time, Los Angeles for Pacific",
+    "nebraska": "Omaha for Central time, Denver for Mountain",
+    "kansas": "Kansas City for Central time, Denver for Mountain",
+    "north dakota": "Chicago for Central time, Denver for Mountain",
+    "south dakota": "Chicago for Central time, Denver for Mountain",
+    "alaska": "Anchorage or Adak",
+}
+# Names of more than one well-known place: which one is meant is asked, not guessed.
+AMBIGUOUS_PLACES = {
+    "birmingham": "Birmingham, England or Birmingham, Alabama",
+    "san jose": "San Jose, California or San José, Costa Rica",
+    "richmond": "Richmond, Virginia or Richmond, British Columbia",
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
@@ -516,7 +537,7 @@ _FUNCTION_WORDS = re.compile(
 _NUM = r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _EXPRESSION = re.compile(
     rf"(?<![\w.:])(?:(?:[a-z]+\()?[-+(]*\s*{_NUM}\)*(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?{_NUM}\)*)+"
-    rf"|(?:{_FUNCTIONS})\(\s*(?:radians\(\s*-?{_NUM}\s*\)|-?{_NUM})\s*\))",
+    rf"|(?:{_FUNCTIONS})\(\s*(?:radians\(\s*-?{_NUM}\s*\)|-?{_NUM})\s*\)|round\(\s*-?{_NUM}\s*(?:,\s*\d+\s*)?\))",
     re.IGNORECASE,
 )
 
@@ -642,6 +663,25 @@ _PHRASES = [
         r"(\1 / \2)",
     ),
     (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
+    # "split a 90 bill among 4 friends", "split the bill of 87.60 between 4", "a tip of 15% on
+    # a 40 bill" (a currency read off already).
+    (
+        rf"\bsplit\s+(?:a|the)\s+(?:(?:bill|check|cheque|total)\s+of\s+)?{_N}(?:\s+(?:bill|check|cheque))?"
+        rf"\s+(?:between|among|across|by)\s+{_N}(?:\s+(?:people|persons|friends|ways|of us))?",
+        r"(\1 / \2)",
+    ),
+    (
+        rf"\btip\s+(?:of\s+)?{_N}\s*(?:%|percent)\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}"
+        r"(?:\s+(?:bill|check|cheque|meal))?",
+        r"(\1/100*\2)",
+    ),
+    (rf"{_N}\s+(?:increased|raised)\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 + \2/100))"),
+    (rf"{_N}\s+(?:decreased|reduced|lowered)\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
+    (rf"{_N}\s+less\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
+    (rf"{_N}\s+after\s+(?:a\s+)?{_N}\s*(?:%|percent)\s+(?:discount|reduction|cut)", r"(\1 * (1 - \2/100))"),
+    (rf"\bwhat\s+percent(?:age)?\s+of\s+{_N}\s+is\s+{_N}", r"what is (\2 / \1 * 100)"),
+    (rf"\bround\s+{_N}\s+to\s+(\d+)\s+decimal(?:\s+places?|s)?", r"round(\1, \2)"),
+    (rf"\bround\s+{_N}(?!\s*(?:to|up|down)\b)", r"round(\1)"),
     (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:more|higher|greater|larger|bigger)\s+than\s+{_N}", r"(\2 * (1 + \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:less|lower|smaller|fewer)\s+than\s+{_N}", r"(\2 * (1 - \1/100))"),
@@ -651,9 +691,12 @@ _PHRASES = [
     (rf"\bhalf\s+(?:of\s+)?{_N}", r"(\1 / 2)"),
     (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"(\1 / 3)"),
     (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"(\1 / 4)"),
+    (rf"\b(?:a\s+|one\s+)?fifth\s+of\s+{_N}", r"(\1 / 5)"),
+    (rf"\b(?:a\s+|one\s+)?tenth\s+of\s+{_N}", r"(\1 / 10)"),
     (rf"\b(?:double|twice)\s+{_N}", r"(2 * \1)"),
     (rf"\btriple\s+{_N}", r"(3 * \1)"),
     (rf"\bsquare(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 2)"),
+    (rf"\bcube(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 3)"),
     (rf"\bcube\s+root\s+of\s+{_N}", r"(\1 ** (1/3))"),
     (rf"{_N}\s+factorial\b|\b(?:the\s+)?factorial\s+of\s+{_N}|(?<![\d.]){_N}!(?!=)", None),
     (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"(\1 ** \2)"),
@@ -695,10 +738,14 @@ def _grouped_digits_joined(text: str) -> str:
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
     text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
     text = _exclaimed(text)
+    if money_in(text) is not None:  # one currency: its amounts are read as numbers
+        text = _MONEY.sub("", text)
     text = re.sub(r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d)", " ", text)
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
+    text = re.sub(r"\b(?:a\s+)?dozen\b(?!\s+of\b)", "12", text)  # "a dozen times 3"
+    text = re.sub(r"(?<![\w.])([1-9]\d*(?:\.\d+)?)x(?=\d)", r"\1 * ", text)  # "17x23" (not "0x1f")
     text = _SCALED.sub(_scaled, _decimals_in_words(text))
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
         before = text
@@ -739,12 +786,59 @@ _SPACED_UNIT = re.compile(
 )
 # An amount of money: the answer must say the currency too ("€10 * 3" is €30, not 30).
 _CURRENCY = re.compile(r"([$\u20ac\u00a3\u00a5\u20b9])\s*\d|\d\s*([\u20ac\u00a3\u00a5\u20b9])")
+_CURRENCY_WORDS = {
+    "dollar": "$", "dollars": "$", "bucks": "$", "usd": "$", "euro": "\u20ac", "euros": "\u20ac",
+    "eur": "\u20ac", "gbp": "\u00a3", "yen": "\u00a5", "rupee": "\u20b9", "rupees": "\u20b9",
+}  # fmt: skip
+_CURRENCY_WORD = rf"(?:{'|'.join(_CURRENCY_WORDS)})\b"
+_MONEY = re.compile(
+    rf"([$\u20ac\u00a3\u00a5\u20b9])\s*(?=\d)|(?<=\d)\s*([\u20ac\u00a3\u00a5\u20b9])|(?<=\d)\s+({_CURRENCY_WORD})",
+    re.IGNORECASE,
+)
+# A share of one amount in another, a ratio: a number, whatever the amounts were in.
+_RATIO = re.compile(
+    r"\b(?:what|which)\s+(?:percent(?:age)?|fraction|share)\b|\bas\s+a\s+(?:percent(?:age)?|fraction)\b|"
+    r"\bpercent(?:age)?\s+change\b|\bhow\s+many\s+times\b|\bratio\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Money:
+    symbol: str  # the one currency the question's amounts are in
+    ratio: bool  # what it asks is a ratio of amounts: a plain number
+
+
+def money_in(question: str) -> Money | None:
+    """The currency a calculation's amounts are in ("a 15% tip on $84", "20% of 50 dollars"),
+    when they are all in one; its result is in it too, unless the question asks a ratio
+    ("what percentage is $45 of $180", "$120 / $40")."""
+    found = list(_MONEY.finditer(question or ""))
+    symbols = {m[1] or m[2] or _CURRENCY_WORDS[m[3].lower()] for m in found}
+    if len(symbols) != 1:
+        return None
+    divided = len(found) >= 2 and re.search(r"/|\bdivided\s+by\b|\bover\b", question, re.IGNORECASE)
+    return Money(symbols.pop(), ratio=bool(_RATIO.search(question) or divided))
+
+
+def money_amount(money: Money, value: str) -> str:
+    """A result as an amount: "$12.60" (cents shown whole), "€30"."""
+    try:
+        amount = Decimal(value)
+    except ArithmeticError:
+        return f"{money.symbol}{value}"
+    cents = amount != amount.to_integral_value()
+    return f"{money.symbol}{amount:,.2f}" if cents else f"{money.symbol}{amount:,.0f}"
 
 
 def leaves_out_currency(question: str, answer: str) -> bool:
-    """Whether `question` prices something in a currency that `answer` does not name."""
-    money = _CURRENCY.search(question)
-    return money is not None and (money[1] or money[2]) not in answer
+    """Whether `question` prices something in a currency that `answer` does not name (a
+    ratio of amounts in one currency is a plain number)."""
+    money = money_in(question)
+    if money is not None:
+        return not money.ratio and money.symbol not in answer
+    written = _CURRENCY.search(question)
+    return written is not None and (written[1] or written[2]) not in answer
 
 
 # An operation whose operand is words the reader does not compute: "5*5 plus the number of days
@@ -760,7 +854,9 @@ def accounts_for(question: str, expression: str) -> bool:
     gives is in it, and no word that changes the result went unread ("1/3 of 90" read as 1/3,
     "1000 - 10%" as 1000 - 10, "rounded" with nothing rounded). A check on the reader, so that
     a misreading is not approved by the same misreading."""
-    asked = _grouped_digits_joined(question)
+    # A share the phrases wrote as "15/100*84" ("a 15% tip on 84") is the percentage asked: a
+    # model may compute it as 84*0.15.
+    asked = re.sub(r"(?<![\d.])(\d+(?:\.\d+)?)/100\b", r"\1%", _grouped_digits_joined(question))
     # "then double it" was read when the expression does it: its word changes nothing unread.
     done = expression.replace(" ", "")
     asked = _THEN.sub(lambda step: " " if f"){_then_operation(step)}" in done else step.group(), asked)
@@ -1098,6 +1194,10 @@ def _unknown_place_in(text: str) -> str | None:
         # "Kansas City, Missouri": a state that keeps one zone tells its time.
         state = _STATE_AFTER_COMMA.match(fold(text[named.end() :]))
         settled = bool(state) and state_zone(zone_in(pieces[-1]), state.group(1)) is not None
+        # "Birmingham, England": a name of several places, known with its qualifier.
+        qualifier = _QUALIFIER.match(text, named.end())
+        if qualifier and _known_name(f"{pieces[-1]}, {qualifier[1]}"):
+            settled = True
         for piece in pieces[:-1] if settled else pieces:
             if (place := _place_name(piece)) and not zones_in(place):
                 return place
@@ -1168,7 +1268,14 @@ _NOW = re.compile(
     r"[^?.!]{0,30}\b(?:is it|it is|it's|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
     rf"(?:current|today'?s|local) {_ZONE_WORD}(?:time|date|day|weekday|week number)\b|"
-    rf"\b(?:time|date) {_IN_A_PLACE})",
+    rf"\b(?:time|date) {_IN_A_PLACE}|"
+    rf"\bwhat time (?:is )?(?:now )?{_IN_A_PLACE})",
+    re.IGNORECASE,
+)
+# A place and "time" alone: "Tokyo time?", "time in tokyo", "time tokyo", "Eastern time".
+_PLACE_TIME = re.compile(
+    r"^\W*(?:what(?:'s|’s| is)\s+)?(?:the\s+)?(?:current\s+)?(?:(?P<before>[^\d?.!]{2,40}?)\s+time|"
+    r"time\s+(?:(?:now|right now)\s+)?(?:in\s+|at\s+)?(?P<after>[^\d?.!]{2,40}?))\s*(?:now|right now)?\W*$",
     re.IGNORECASE,
 )
 
@@ -1208,8 +1315,30 @@ def asks_now(text: str) -> bool:
     knows; "how many seconds in a day" or "the date tomorrow" does not."""
     # Per sentence: "What time is it in Tokyo? Then say it is 3pm." still asks for now.
     return any(
-        _NOW.search(sentence) and not _OTHER_MOMENT.search(sentence) and not _ABOUT_TIME.search(sentence)
+        (_NOW.search(sentence) or _place_and_time(sentence))
+        and not _OTHER_MOMENT.search(sentence)
+        and not _ABOUT_TIME.search(sentence)
         for sentence in sentences(text)
+    )
+
+
+def _place_and_time(sentence: str) -> bool:
+    """ "Tokyo time?", "time tokyo": a place the clock knows and the word "time", nothing else."""
+    found = _PLACE_TIME.match(sentence)
+    if found is None:
+        return False
+    if found["before"]:
+        return _known_name(found["before"]) or _known_name(f"{found['before']} time")
+    return _known_name(found["after"])
+
+
+def _known_name(text: str) -> bool:
+    """Whether `text` is, whole, a name the clock knows: a place, a zone or an abbreviation."""
+    text = text.strip()
+    return (
+        re.sub(r"[.'’]", "", fold(text)) in _places()[0]
+        or text.lower() in _zone_names()
+        or text in ZONE_ABBREVIATIONS
     )
 
 

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from reasoning.foresight import (
+    AMBIGUOUS_PLACES,
     COUNTRY_US,
     SEVERAL_ZONES,
     accounts_for,
@@ -19,6 +20,8 @@ from reasoning.foresight import (
     expression_in,
     fold,
     leaves_out_currency,
+    money_amount,
+    money_in,
     split_calculations,
     tool_named,
     unknown_place,
@@ -118,6 +121,9 @@ _GREETING = re.compile(rf"{_HELLO.pattern}|{_THANKS.pattern}|{_GOODBYE.pattern}|
 # What the assistant can do: asked outright, not "help me plan the architecture".
 _CAPABILITIES = re.compile(
     r"\b(what can you do|who are you|what are you|how do you work|how can you help(?: me)?)\b|"
+    r"\b(?:what|which)\s+(?:ai\s+|language\s+)?model\s+(?:are\s+you|is\s+this|do\s+you\s+use)\b|"
+    r"\b(?:do|can)\s+you\s+(?:have\s+)?(?:access\s+(?:to\s+)?)?(?:the\s+)?(?:internet|web)(?:\s+access)?\b|"
+    r"\bcan\s+you\s+(?:browse|search\s+the\s+(?:web|internet)|go\s+online)\b|"
     r"^\W*(?:help|can you help(?: me)?|help me)\W*$",
     re.IGNORECASE,
 )
@@ -236,12 +242,19 @@ _SOURCE_STEMS = {
 }  # fmt: skip
 UNKNOWN_PLACE = "I don't know where"
 SEVERAL_PLACES = "keeps several time zones"
+WHICH_PLACE = "names more than one place"
 
 
 def is_refusal(text: str) -> bool:
     return any(
         words in text
-        for words in ("can't answer that offline", "didn't find a question", UNKNOWN_PLACE, SEVERAL_PLACES)
+        for words in (
+            "can't answer that offline",
+            "didn't find a question",
+            UNKNOWN_PLACE,
+            SEVERAL_PLACES,
+            WHICH_PLACE,
+        )
     )
 
 
@@ -438,8 +451,10 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
             # call's arguments before approving it had it compute another expression.
             computed, _, value = text.rpartition("=")
             expression = computed.strip() or arguments.get("expression", "")
+            money = money_in(question)
+            amount = f": **{money_amount(money, value.strip())}**" if money and not money.ratio else ""
             lines.append(
-                f"{_code(expression)} = **{value.strip()}** (computed with the calculator)."
+                f"{_code(expression)} = **{value.strip()}** (computed with the calculator){amount}."
                 + _reading_note(expression)
             )
         elif base == "clock":
@@ -504,6 +519,11 @@ def _no_time_for(place: str) -> str:
             "I can't tell which place “there” is. Name a city (London, São Paulo), a time zone "
             "(Europe/London) or an abbreviation (PST)."
         )
+    if which := AMBIGUOUS_PLACES.get(fold(place).replace(".", "")):
+        return (
+            f"“{markdown_inline(place)}” {WHICH_PLACE}: do you mean {which}? Ask again "
+            "with the country or state."
+        )
     if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
         return (
             f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
@@ -542,6 +562,7 @@ def answer_without_tools(question: str, *, among: str | None = None) -> str:
         )
     if kind == "capabilities":
         return (
+            "I'm Nexus's offline model: no API key is set, and I have no internet access. "
             'Offline I can: calculate ("What is 17*23?"), tell the time anywhere ("What time is it '
             "in Tokyo?\"), and find passages in your team's documents. With ANTHROPIC_API_KEY set, "
             "Claude answers instead, with the same planning, tools and quality checks."

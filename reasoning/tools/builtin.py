@@ -213,6 +213,16 @@ ZONE_ABBREVIATIONS: dict[str, tuple[int, str]] = {
     "AEDT": (11 * 60, "Australia/Sydney"),
     "NZST": (12 * 60, "Pacific/Auckland"),
     "NZDT": (13 * 60, "Pacific/Auckland"),
+    # (Not AST: Atlantic and Arabia Standard Time both write it.)
+    "ADT": (-3 * 60, "America/Halifax"),
+    "BRT": (-3 * 60, "America/Sao_Paulo"),
+    "WAT": (60, "Africa/Lagos"),
+    "CAT": (2 * 60, "Africa/Maputo"),
+    "SAST": (2 * 60, "Africa/Johannesburg"),
+    "EAT": (3 * 60, "Africa/Nairobi"),
+    "PKT": (5 * 60, "Asia/Karachi"),
+    "ICT": (7 * 60, "Asia/Bangkok"),
+    "WIB": (7 * 60, "Asia/Jakarta"),
 }
 # "UTC+5:30", "GMT-03:00", "+0545": a fixed offset from UTC.
 _OFFSET = re.compile(r"^(?:UTC|GMT)?\s*([+-])\s*(\d{1,2})(?::?(\d{2}))?$", re.IGNORECASE)
