@@ -368,9 +368,11 @@ def _heading_of(passage: str) -> tuple[str, str]:
 
 
 def _unheaded(passage: str) -> str:
-    """A passage whose own Markdown headings read as bold lines inside a quote."""
+    """A passage whose own Markdown headings read as bold lines inside a quote, each a
+    paragraph of its own (a line under it ran on: "Vacation policy Employees get…")."""
     return "\n".join(
-        f"**{m.group(1)}**" if (m := MARKDOWN_HEADING.match(line)) else line for line in passage.splitlines()
+        f"**{m.group(1)}**\n" if (m := MARKDOWN_HEADING.match(line)) else line
+        for line in passage.splitlines()
     )
 
 
@@ -600,5 +602,6 @@ def declined_whole(answers: list[str]) -> str | None:
 
 
 def _code(expression: str) -> str:
-    """An expression as inline code, so its * and _ never read as Markdown."""
-    return f"`{' '.join(str(expression).split()).replace('`', '')}`"
+    """An expression as inline code, so its * and _ never read as Markdown; a power written
+    as people write it ("(5 + 3)^2", not Python's "**"), which the calculator reads too."""
+    return f"`{' '.join(str(expression).split()).replace('`', '').replace('**', '^')}`"

@@ -586,3 +586,11 @@ def test_an_image_in_an_answer_is_a_link_named_by_its_description():
         "[image: revenue &lt;by&gt; month]</a>" in html
     )
     assert "[image: x]" in html and "ftp:" not in html
+
+
+def test_a_quoted_document_passage_keeps_its_heading_on_a_line_of_its_own():
+    """A review: the offline answer read "Vacation policy Employees get 25 days…"."""
+    from reasoning.llm.offline_text import _quote
+
+    html = render_markdown(_quote([("Holiday policy", "# Vacation policy\nEmployees get 25 days a year.")]))
+    assert "<p><strong>Vacation policy</strong></p>" in html and "<p>Employees get 25 days" in html, html

@@ -150,6 +150,8 @@ ARITHMETIC = [
     ("Cube 3", ["**27**"]),
     ("17X23", ["**391**"]),
     ("A dozen times 3", ["**36**"]),
+    # A power shown as people write it, not as Python's "**" (a newcomer's review).
+    ("What is 5 plus 3, then squared?", ["`(5 + 3)^2`", "**64**"]),
 ]
 
 
