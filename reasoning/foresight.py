@@ -126,7 +126,9 @@ CITY_ZONES = {
     # The places AMBIGUOUS_PLACES offers, as it writes them.
     "birmingham, england": "Europe/London", "birmingham, uk": "Europe/London",
     "san jose, costa rica": "America/Costa_Rica", "richmond, british columbia": "America/Vancouver",
-    "valencia, venezuela": "America/Caracas", "nsw": "Australia/Sydney", "iceland": "Atlantic/Reykjavik",
+    "valencia, venezuela": "America/Caracas", "victoria, british columbia": "America/Vancouver",
+    "victoria, australia": "Australia/Melbourne", "victoria, bc": "America/Vancouver",
+    "nsw": "Australia/Sydney", "iceland": "Atlantic/Reykjavik",
     "osaka": "Asia/Tokyo", "kyoto": "Asia/Tokyo", "shenzhen": "Asia/Shanghai",
     "guangzhou": "Asia/Shanghai", "bombay": "Asia/Kolkata", "bangalore": "Asia/Kolkata",
     "bengaluru": "Asia/Kolkata", "chennai": "Asia/Kolkata", "hyderabad": "Asia/Kolkata",
@@ -207,6 +209,28 @@ US_STATES = {
     "michigan": None, "nebraska": None, "north dakota": None, "oregon": None, "south dakota": None,
     "tennessee": None, "texas": None,
 }  # fmt: skip
+# "Austin, TX": a state by its postal code, read in capitals after a comma only ("OK", "IN" and
+# "ME" are words too).
+_POSTAL_CODES = {
+    "AL": "alabama", "AK": "alaska", "AZ": "arizona", "AR": "arkansas", "CA": "california",
+    "CO": "colorado", "CT": "connecticut", "DE": "delaware", "FL": "florida", "GA": "georgia",
+    "HI": "hawaii", "ID": "idaho", "IL": "illinois", "IN": "indiana", "IA": "iowa", "KS": "kansas",
+    "KY": "kentucky", "LA": "louisiana", "ME": "maine", "MD": "maryland", "MA": "massachusetts",
+    "MI": "michigan", "MN": "minnesota", "MS": "mississippi", "MO": "missouri", "MT": "montana",
+    "NE": "nebraska", "NV": "nevada", "NH": "new hampshire", "NJ": "new jersey", "NM": "new mexico",
+    "NY": "new york", "NC": "north carolina", "ND": "north dakota", "OH": "ohio", "OK": "oklahoma",
+    "OR": "oregon", "PA": "pennsylvania", "RI": "rhode island", "SC": "south carolina",
+    "SD": "south dakota", "TN": "tennessee", "TX": "texas", "UT": "utah", "VT": "vermont",
+    "VA": "virginia", "WA": "washington", "WV": "west virginia", "WI": "wisconsin", "WY": "wyoming",
+}  # fmt: skip
+_POSTAL_AFTER_COMMA = re.compile(rf",\s*({'|'.join(_POSTAL_CODES)})\b(?![.'’]?\w)")
+
+
+def states_spelled(text: str) -> str:
+    """ "Austin, TX" as "Austin, texas", which the place readers know."""
+    return _POSTAL_AFTER_COMMA.sub(lambda m: f", {_POSTAL_CODES[m[1]]}", text)
+
+
 _STATE_AFTER_COMMA = re.compile(
     rf",\s*({'|'.join(sorted(US_STATES, key=len, reverse=True))})\b(?!\s*,?\s*d\s*c\b)"
 )
@@ -255,6 +279,7 @@ AMBIGUOUS_PLACES = {
     "birmingham": "Birmingham, England or Birmingham, Alabama",
     "san jose": "San Jose, California or San José, Costa Rica",
     "richmond": "Richmond, Virginia or Richmond, British Columbia",
+    "victoria": "Victoria, British Columbia or Victoria, Australia",
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
@@ -270,7 +295,8 @@ _REGIONS = frozenset({
 })  # fmt: skip
 # "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
 _IANA = re.compile(
-    r"\b([a-z]+(?:_[a-z]+)*/[a-z][a-z_-]*(?:/[a-z][a-z_-]*)?(?:[+-]\d{1,2}\b)?)\b", re.IGNORECASE
+    r"\b([a-z]+(?:_[a-z]+)*/[a-z](?:[a-z_]|-(?=[a-z]))*(?:/[a-z](?:[a-z_]|-(?=[a-z]))*)?(?:[+-]\d{1,2}\b)?)",
+    re.IGNORECASE,
 )
 # Abbreviations people write for a place, read in capitals only ("la" is a word); a time
 # zone's abbreviation (PST, CEST) goes to the clock as it is: it names one offset.
@@ -293,7 +319,7 @@ _ABBREVIATION = re.compile(rf"\b({'|'.join(ZONE_ABBREVIATIONS)})\b")
 _NOT_PLACES = frozenset({
     "north", "south", "east", "west", "central", "eastern", "western", "mountain", "pacific",
     "atlantic", "center", "general", "jersey", "universal", "zulu", "easter", "midway", "wake",
-    "christmas", "reunion", "virgin", "yap", "truk", "resolute", "canary", "stanley", "regina",
+    "christmas", "reunion", "virgin", "yap", "truk", "resolute", "canary", "stanley", "regina", "victoria",
     "dawson", "casey", "davis", "palmer", "troll", "vostok",
 })
 # fmt: on
@@ -527,7 +553,9 @@ _NUMBER_WORDS = [
 # "log10(1000)", "sin 30°": an angle in degrees is converted (the calculator works in radians).
 _FUNCTIONS = "sqrt|log10|log2|log|ln|sin|cos|tan|exp|factorial"
 _FUNCTION_WORDS = re.compile(
-    rf"\b(square root|{_FUNCTIONS})\s*(?P<of>of\s*)?"
+    # "log100" is log of 100, not log10 of 0; "natural log", "binary log" name their base.
+    r"\b(square root|natural log(?:arithm)?|binary log(?:arithm)?|log(?:10|2)(?=\s*\()|sqrt|"
+    r"log(?:arithm)?|ln|sin|cos|tan|exp|factorial)\s*(?P<of>of\s*)?"
     r"(?:(?P<inner>\([\d.\s*/%^+-]*[*/%^+-][\d.\s*/%^+-]*\))|\(?\s*"
     r"(?P<number>-?\d+(?:\.\d+)?)\s*(?P<degrees>°|degrees?\b|deg\b)?\s*\)?)",
     re.IGNORECASE,
@@ -631,6 +659,18 @@ _PHRASES = [
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
     # "-5 squared" is 25: the sign belongs to the number (not after a number: "10 - 5 squared").
     (r"(?<![\d.)]\s)(?<![\w.)])-\s*(\d+(?:\.\d+)?)\s+(?:(squared)|cubed)\b", None),
+    # "the sum of 2, 3 and 4", "add 3 and 4 and 5", "the product of 2, 3 and 4": a list, read
+    # whole (before the phrases of two numbers, which would take its first two).
+    (
+        rf"\b(?:(?:the\s+)?(?P<kind>sum|total|average|avg|mean|product)\s+of|(?P<verb>add|multiply)(?:\s+up)?)\s+"
+        rf"(?P<items>{_LIST})",
+        None,
+    ),
+    (  # "the sum of 1 to 100": every whole number between
+        r"\b(?:the\s+)?sum\s+of\s+(?:the\s+)?(?:numbers\s+|integers\s+)?(?:from\s+)?(\d+)\s+"
+        r"(?:to|through|thru)\s+(\d+)\b",
+        r"((\2 - \1 + 1) * (\1 + \2) / 2)",
+    ),
     # Each phrase's result in brackets: "3 times the sum of 4 and 5" is 3 * (4 + 5).
     (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"(\1 / \2)"),
     (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"(\1 + \2)"),
@@ -652,14 +692,12 @@ _PHRASES = [
         rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}",
         r"what is (\1 / \2 * 100)",
     ),
-    # "the sum of 2, 3 and 4", "the average of 4, 8, 15 and 16": a list, read whole.
-    (rf"\b(?:the\s+)?(?P<kind>sum|total|average|avg|mean)\s+of\s+(?P<items>{_LIST})", None),
     # Everyday shares: "a 15% tip on 84", "add 8% tax to 45", "split 240 between 6 people".
     (rf"{_N}\s*(?:%|percent)\s+tip\s+(?:on|for)\s+{_N}", r"(\1/100*\2)"),
     (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
     (
         rf"\b(?:split|divide|share)\s+{_N}\s+(?:between|among|across)\s+{_N}"
-        r"(?:\s+(?:people|persons|friends|of us))?",
+        r"(?:\s+(?:people|persons|friends|of us))?+(?!\s+(?:with|plus|including|and|after|before)\b)",
         r"(\1 / \2)",
     ),
     (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
@@ -667,7 +705,8 @@ _PHRASES = [
     # a 40 bill" (a currency read off already).
     (
         rf"\bsplit\s+(?:a|the)\s+(?:(?:bill|check|cheque|total)\s+of\s+)?{_N}(?:\s+(?:bill|check|cheque))?"
-        rf"\s+(?:between|among|across|by)\s+{_N}(?:\s+(?:people|persons|friends|ways|of us))?",
+        rf"\s+(?:between|among|across|by)\s+{_N}(?:\s+(?:people|persons|friends|ways|of us))?+"
+        r"(?!\s+(?:with|plus|including|and|after|before)\b)",
         r"(\1 / \2)",
     ),
     (
@@ -681,7 +720,7 @@ _PHRASES = [
     (rf"{_N}\s+after\s+(?:a\s+)?{_N}\s*(?:%|percent)\s+(?:discount|reduction|cut)", r"(\1 * (1 - \2/100))"),
     (rf"\bwhat\s+percent(?:age)?\s+of\s+{_N}\s+is\s+{_N}", r"what is (\2 / \1 * 100)"),
     (rf"\bround\s+{_N}\s+to\s+(\d+)\s+decimal(?:\s+places?|s)?", r"round(\1, \2)"),
-    (rf"\bround\s+{_N}(?!\s*(?:to|up|down)\b)", r"round(\1)"),
+    (rf"\bround\s+{_N}(?![\d.])(?!\s*(?:to|up|down)\b)", r"round(\1)"),
     (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:more|higher|greater|larger|bigger)\s+than\s+{_N}", r"(\2 * (1 + \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:less|lower|smaller|fewer)\s+than\s+{_N}", r"(\2 * (1 - \1/100))"),
@@ -698,10 +737,15 @@ _PHRASES = [
     (rf"\bsquare(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 2)"),
     (rf"\bcube(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 3)"),
     (rf"\bcube\s+root\s+of\s+{_N}", r"(\1 ** (1/3))"),
+    (
+        rf"\b(?:the\s+)?(?P<degree>fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))\s+root\s+of\s+{_N}",
+        lambda m: f"({m.groups()[-1]} ** (1/{_DEGREES.get(m['degree'].lower()) or m['degree'][:-2]}))",
+    ),
     (rf"{_N}\s+factorial\b|\b(?:the\s+)?factorial\s+of\s+{_N}|(?<![\d.]){_N}!(?!=)", None),
     (rf"{_N}\s+to\s+the\s+(\d+)(?:st|nd|rd|th)(?:\s+power)?\b", r"(\1 ** \2)"),
 ]
 _PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
+_DEGREES = {"fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
 _PARTS = {"quarter": 4, "third": 3, "fifth": 5, "eighth": 8}
 
 
@@ -713,8 +757,11 @@ def _phrase(match: re.Match[str]) -> str:
         return f"((-{match.group(1)}) ** {2 if match.group(2) else 3})"
     if named.get("items"):
         items = re.findall(_ITEM, named["items"])
+        kind = (named["kind"] or named["verb"]).lower()
+        if kind in ("product", "multiply"):
+            return f"({' * '.join(items)})"
         total = f"({' + '.join(items)})"
-        return total if named["kind"].lower() in ("sum", "total") else f"({total} / {len(items)})"
+        return total if kind in ("sum", "total", "add") else f"({total} / {len(items)})"
     if "ways" in match.group().lower():  # "split 84 four ways"
         first, second = (group for group in match.groups() if group)
         return f"({first} / {second})"
@@ -727,7 +774,17 @@ def _phrase(match: re.Match[str]) -> str:
 # "!!!" anywhere. "Calculate 5!" and "5! / 3!" stay factorials.
 def _exclaimed(text: str) -> str:
     text = re.sub(r"(?<=\d)!{2,}", "", text)
-    return re.sub(r"(\b(?:times|plus|minus|by|over|and)\s+\d+(?:\.\d+)?)!+(?=\s*$)", r"\1", text)
+    return re.sub(r"(\b(?:times|plus|minus|by|over|and)\s+\d+(?:\.\d+)?)!+(?=\s*$|\s+[a-z])", r"\1", text)
+
+
+_COMMA_THEN = re.compile(
+    r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d|"
+    r"(?:squared|cubed|doubled|tripled|halved)\b)"
+)
+# A negative number raised to a power by words: in brackets, so the power is the number's.
+_NEGATIVE_BASE = re.compile(
+    r"(?:(?<=\()|(?<![\d.)]\s)(?<![\w.)]))(-\d+(?:\.\d+)?)(?=\s*(?:\*\*|to the power of\b|raised to\b))"
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -740,20 +797,27 @@ def _grouped_digits_joined(text: str) -> str:
     text = _exclaimed(text)
     if money_in(text) is not None:  # one currency: its amounts are read as numbers
         text = _MONEY.sub("", text)
-    text = re.sub(r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d)", " ", text)
+    # "15% of 80, plus 12", "7 plus 3, times 2", "5 plus 3, squared": done to the result so far.
+    text = _COMMA_THEN.sub(", then ", text)
+    text = text.replace("\u00b2", "**2").replace("\u00b3", "**3")  # "5²"
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
-    text = re.sub(r"\b(?:a\s+)?dozen\b(?!\s+of\b)", "12", text)  # "a dozen times 3"
-    text = re.sub(r"(?<![\w.])([1-9]\d*(?:\.\d+)?)x(?=\d)", r"\1 * ", text)  # "17x23" (not "0x1f")
     text = _SCALED.sub(_scaled, _decimals_in_words(text))
+    # "a dozen times 3", "2 dozen", "a baker's dozen" (not "dozens of").
+    text = re.sub(r"\b(?:a\s+)?baker'?s\s+dozen\b", "13", text)
+    text = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)\s+dozen\b(?!\s+of\b)", r"(\1 * 12)", text)
+    text = re.sub(r"\b(?:a\s+)?dozen\b(?!\s+of\b)", "12", text)
+    for _ in range(2):  # "17x23", "5x5x5" (not "0x1f")
+        text = re.sub(r"(?<![\w.])([1-9]\d*(?:\.\d+)?)x(?=\d)", r"\1 * ", text)
     for _ in range(4):  # a phrase may hold another ("divide the sum of 10 and 20 by 5")
         before = text
         for pattern, replacement in _PHRASED:
             text = pattern.sub(replacement or _phrase, text)
         if text == before:
             break
-    return text
+    # "the square of -3", "-3 to the power of 2": a negative number's own power (9, not -9).
+    return _NEGATIVE_BASE.sub(r"(\1)", text)
 
 
 _NUMBERS = re.compile(rf"(?<![\w.]){_NUM}")
@@ -762,7 +826,7 @@ _PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%(?!\s*[\d(])|percent)
 # Words that change what is asked which the expression reader cannot apply (beyond the ones
 # it does: "x% of y", "rounded to N decimals", "then doubled").
 _UNREAD_QUANTITY = re.compile(
-    r"\b(?:million|billion|thousand|trillion|binary|hex(?:adecimal)?|octal|roman|half|third|quarter|"
+    r"\b(?:million|billion|thousand|trillion|binary(?!\s+log)|hex(?:adecimal)?|octal|roman|half|third|quarter|"
     # Operations the phrases above did not read ("the sum of 2, 3 and 4", "3 more than twice
     # 5", "all squared"), and comparisons ("Which is bigger: 3^4 or 4^3?"), which one
     # expression's value does not answer.
@@ -803,6 +867,11 @@ _RATIO = re.compile(
 )
 
 
+_POWERED = re.compile(
+    r"\*\*|\^|\b(?:squared?|cubed?|root|power|log|ln|sqrt|sin|cos|tan|exp|factorial)\b|!", re.IGNORECASE
+)
+
+
 @dataclass(frozen=True)
 class Money:
     symbol: str  # the one currency the question's amounts are in
@@ -817,8 +886,11 @@ def money_in(question: str) -> Money | None:
     symbols = {m[1] or m[2] or _CURRENCY_WORDS[m[3].lower()] for m in found}
     if len(symbols) != 1:
         return None
-    divided = len(found) >= 2 and re.search(r"/|\bdivided\s+by\b|\bover\b", question, re.IGNORECASE)
-    return Money(symbols.pop(), ratio=bool(_RATIO.search(question) or divided))
+    # $120 / $40 is 3; $3 times $4 and the square root of $16 are no amount of dollars.
+    between = r"/|\bdivided\s+by\b|\bover\b|\*|\btimes\b|\bmultipl"
+    combined = len(found) >= 2 and re.search(between, question, re.IGNORECASE)
+    powered = _POWERED.search(question)
+    return Money(symbols.pop(), ratio=bool(_RATIO.search(question) or combined or powered))
 
 
 def money_amount(money: Money, value: str) -> str:
@@ -827,8 +899,12 @@ def money_amount(money: Money, value: str) -> str:
         amount = Decimal(value)
     except ArithmeticError:
         return f"{money.symbol}{value}"
-    cents = amount != amount.to_integral_value()
-    return f"{money.symbol}{amount:,.2f}" if cents else f"{money.symbol}{amount:,.0f}"
+    sign, amount = ("-" if amount < 0 else ""), abs(amount)
+    if amount == amount.to_integral_value():
+        return f"{sign}{money.symbol}{amount:,.0f}"
+    # Cents shown whole ($12.60); an amount finer than a cent as it is ($0.006), not rounded.
+    shown = f"{amount:,.2f}" if amount == amount.quantize(Decimal("0.01")) else f"{amount.normalize():,f}"
+    return f"{sign}{money.symbol}{shown}"
 
 
 def leaves_out_currency(question: str, answer: str) -> bool:
@@ -926,7 +1002,8 @@ def expression_in(text: str) -> str | None:
 
 def _function(match: re.Match[str]) -> str:
     name = match.group(1).lower()
-    name = "sqrt" if name == "square root" else name
+    name = {"square root": "sqrt", "logarithm": "log"}.get(name, name)
+    name = "ln" if name.startswith("natural") else "log2" if name.startswith("binary") else name
     if name == "log" and (match["of"] or not match.group().rstrip().endswith(")")):
         name = "log10"  # "the log of 100", "log 1000": the common logarithm, as on a calculator
     if match["inner"]:
@@ -1032,7 +1109,7 @@ def _applied(expression: str, rest: str) -> tuple[str, str]:
 # the word.
 _MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\ufe63\uff0d"
 # "Etc/GMT+5" is a zone's name (five hours behind UTC); "at +03:00" an offset without "UTC".
-_BARE_OFFSET = rf"(?=[+\-{_MINUS}]\d{{1,2}}:\d\d)"
+_BARE_OFFSET = rf"(?=[+\-{_MINUS}]\d{{1,2}}(?::?\d\d)?(?![\d:.,]))"
 _OFFSET_SIGN = (
     rf"(?:(?<!/)\b(?:UTC|GMT)\s*|(?<=\bin\s){_BARE_OFFSET}|(?<=\bat\s){_BARE_OFFSET})"
     rf"([+\-{_MINUS}]|\b(?:plus|minus)\b)\s*"
@@ -1083,6 +1160,7 @@ def zones_in(text: str) -> list[str]:
 @functools.lru_cache(maxsize=512)
 def _zones_in(text: str) -> tuple[str, ...]:
     """zones_in's reading, cached: one run reads its question and parts' places dozens of times."""
+    text = states_spelled(text or "")
     text = _SPELLED_OFFSET.sub(lambda m: m["sign"] + str(_UNITS[m["hours"].lower()]), text or "")
     places, pattern = _places()
     found = [(m.start(), zone) for m in _UTC_OFFSET.finditer(text) if (zone := _offset_zone(m))]
@@ -1175,6 +1253,7 @@ _QUALIFIER = re.compile(r",\s+([A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 
 
 def _unknown_place_in(text: str) -> str | None:
+    text = states_spelled(text)
     text, _ = _zone_names_out(text)  # "in Europe/London" names no place "Europe"
     asked = _TIME_ASKED.search(text)
     if not asked:
@@ -1275,7 +1354,8 @@ _NOW = re.compile(
 # A place and "time" alone: "Tokyo time?", "time in tokyo", "time tokyo", "Eastern time".
 _PLACE_TIME = re.compile(
     r"^\W*(?:what(?:'s|’s| is)\s+)?(?:the\s+)?(?:current\s+)?(?:(?P<before>[^\d?.!]{2,40}?)\s+time|"
-    r"time\s+(?:(?:now|right now)\s+)?(?:in\s+|at\s+)?(?P<after>[^\d?.!]{2,40}?))\s*(?:now|right now)?\W*$",
+    r"time\s+(?:(?:now|right now)\s+)?(?:in\s+|at\s+)?(?P<after>[^\d?.!]{2,40}?))\s*(?:now|right now)?"
+    r"(?:\s*,?\s*please)?\W*$",
     re.IGNORECASE,
 )
 
@@ -1305,7 +1385,10 @@ _ABOUT_TIME = re.compile(
     r"generate|show me how|teach)\b|\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|"
     r"\b(?:time|date) (?:complexity|value|format|stamp|library|type)\b|\bbest practices?\b|"
     r"\b(?:function|script|program|snippet|widget|api|library|database|ntp|daylight saving|dst)\b|"
-    r"\bwhere (?:i am|i'm|i live)\b|\bmy (?:local )?time\b",
+    r"\bwhere (?:i am|i'm|i live|you are)\b|\bmy (?:local )?time\b|\bhere\b(?!\s+in\b)|"
+    # A time of day or of life, not the clock's: "lunch time in Rome?", "a great time in Berlin".
+    r"\b(?:lunch|dinner|breakfast|supper|bed|night|tea|party|play|nap|great|good|nice|fun|lovely|"
+    r"wonderful|amazing|hard|tough|bad|rough|best|first|last|long|short|spare|free)[\s-]*time\b",
     re.IGNORECASE,
 )
 

@@ -152,6 +152,31 @@ ARITHMETIC = [
     ("A dozen times 3", ["**36**"]),
     # A power shown as people write it, not as Python's "**" (a newcomer's review).
     ("What is 5 plus 3, then squared?", ["`(5 + 3)^2`", "**64**"]),
+    # A second look at those changes: each of these was approved wrong, or shown wrong under
+    # a low-confidence note.
+    ("What is the natural log of 10?", ["**2.30258509299405**"]),
+    ("What is the binary log of 8?", ["**3**"]),
+    ("log100", ["**2**"]),
+    ("What is the square of -3?", ["**9**"]),
+    ("Square negative 6", ["**36**"]),
+    ("What is -3 to the power of 2?", ["**9**"]),
+    ("What is -1 to the power of 100?", ["**1**"]),
+    ("What is 10 - 3 to the power of 2?", ["**1**"]),
+    ("What is the sum of 1 to 100?", ["**5050**"]),
+    ("A baker's dozen times 2", ["**26**"]),
+    ("What is 2 dozen plus 5?", ["**29**"]),
+    ("What is 5 plus 3, squared?", ["**64**"]),
+    ("What is 7 plus 3, times 2?", ["**20**"]),
+    ("What is 3 times 4! Thanks", ["**12**"]),
+    ("Add 3 and 4 and 5", ["**12**"]),
+    ("What's the sum of 3 and 4 and 5?", ["**12**"]),
+    ("Multiply 3 and 4 and 5", ["**60**"]),
+    ("What's the fifth root of -32?", ["**-2**"]),
+    ("4th root of 16", ["**2**"]),
+    ("5x5x5", ["**125**"]),
+    ("5²", ["**25**"]),
+    ("What is $10 - $20?", ["**-$10**"]),
+    ("What's $0.005 + $0.001?", ["**$0.006**"]),
 ]
 
 
@@ -1009,3 +1034,40 @@ async def test_a_place_of_several_zones_or_names_is_asked_about_not_unknown(ques
     """Kentucky and Birmingham were "I don't know where"; "what model are you" was declined."""
     _result, answer = await answer_to(question)
     assert expected in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What time is it at +5?", "UTC+05:00"),
+        ("What's the time at -0800?", "UTC-08:00"),
+        ("What time is it in Etc/GMT-5?", "+05:00)"),
+        ("What time is it in Seattle, WA?", "America/Los_Angeles"),
+        ("What time is it in Birmingham, AL?", "America/Chicago"),
+        ("What time is it in Victoria, BC?", "America/Vancouver"),
+        ("Tokyo time please", "Asia/Tokyo"),
+    ],
+)
+async def test_offsets_postal_codes_and_short_asks_name_the_right_zone(question, expected):
+    """Bare offsets gave UTC's own time; "Seattle, WA" was an unknown place."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "I had a great time in Berlin",
+        "Lunch time in Rome?",
+        "What time is it here?",
+        "Split a $120 bill among 4 friends with a 20% tip",
+        "What's the square root of $16?",
+    ],
+)
+async def test_what_the_offline_model_cannot_read_is_not_answered_as_if_it_could(question):
+    """Each got the clock's time (no one asked it), a bill split without its tip, or a
+    square root in dollars."""
+    _result, answer = await answer_to(question)
+    assert "(from the clock)" not in answer and "$" not in answer.split("---")[0].replace(question, ""), (
+        answer
+    )
