@@ -284,6 +284,16 @@ def default_cache_policy(annotations: Any) -> CachePolicy:
     return "cache" if read_only and closed and idempotent else "no-cache"
 
 
+def for_models(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """A tool's (valid, object) input schema as model APIs take it: with "properties", which
+    MCP lets a tool without arguments leave out and OpenAI requires ("object schema missing
+    properties" refused the whole request)."""
+    schema = dict(schema or {"type": "object"})
+    if not isinstance(schema.get("properties"), dict):
+        schema["properties"] = {}
+    return schema
+
+
 def callable_by_us(tool: Any) -> bool:
     """Tools that require task-augmented execution always fail for a client that does not
     run tasks: they are not offered."""
@@ -366,7 +376,7 @@ class MCPToolProvider(ToolProvider):
             ToolSpec(
                 name=model_tool_name(self.name, tool.name),
                 description=(tool.description or tool.name)[:1000],
-                input_schema=tool.input_schema or {"type": "object", "properties": {}},
+                input_schema=for_models(tool.input_schema),
                 server=self.name,
                 tool=tool.name,
                 cache_policy=self._policy(tool),

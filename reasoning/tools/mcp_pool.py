@@ -56,10 +56,13 @@ async def every_page(
     client: Any, kind: str, meta: dict[str, Any] | None = None, server: str = ""
 ) -> list[Any]:
     """All of a server's tools, resources or prompts, following its cursors: read the first
-    page alone, a server listing 25 tools in pages of 10 offered 10."""
+    page alone, a server listing 25 tools in pages of 10 offered 10. Tools whose input schema a
+    model API would refuse are left out (and logged by name): one of them in a request got the
+    whole request refused, for every run offered that server's tools."""
     from pydantic import ValidationError
 
     items: list[Any] = []
+    refused: list[str] = []
     cursor = None
     for _ in range(MAX_LISTING_PAGES):
         try:
@@ -68,20 +71,71 @@ async def every_page(
         except ValidationError:
             if kind != "tools" or not hasattr(getattr(client, "session", None), "_dispatcher"):
                 raise
-            page, cursor = await _valid_tools(client, cursor, meta, server)
+            page, cursor, unreadable = await _valid_tools(client, cursor, meta)
+            refused += unreadable
+        if kind == "tools":
+            refused += [str(tool.name)[:100] for tool in page if not offerable(tool.input_schema)]
+            page = [tool for tool in page if offerable(tool.input_schema)]
         items += page
         if not cursor:
             break
+    if refused:
+        logger.warning(
+            "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
+        )
     return items
 
 
+# Where a schema holds data, not schemas: a "$ref" there is a value, not a reference.
+_SCHEMA_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def offerable(schema: Any) -> bool:
+    """Whether a tool's input schema may be offered to a model: an object (as MCP and the
+    model APIs require), a valid JSON Schema, and every local `$ref` in it found. Anthropic and
+    OpenAI refuse a whole request for one malformed tool schema in it."""
+    import jsonschema
+    import referencing.exceptions
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+        resource = Resource.from_contents(schema, default_specification=DRAFT202012)
+        base = "urn:nexus:tool-input"
+        resolver = Registry().with_resource(base, resource).resolver(base_uri=base)
+        for ref in _refs(schema):
+            resolver.lookup(ref)  # no retriever: a remote $ref is unresolvable too, never fetched
+    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable, RecursionError, ValueError):
+        return False
+    return True
+
+
+def _refs(schema: Any) -> list[str]:
+    """Every `$ref` in a schema (not in its data: consts, enums, defaults, examples)."""
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                found.append(node["$ref"])
+            stack.extend(value for key, value in node.items() if key not in _SCHEMA_DATA_KEYWORDS)
+    return found
+
+
 async def _valid_tools(
-    client: Any, cursor: str | None, meta: dict[str, Any] | None, server: str
-) -> tuple[list[Any], Any]:
+    client: Any, cursor: str | None, meta: dict[str, Any] | None
+) -> tuple[list[Any], Any, list[str]]:
     """A page of tools read one tool at a time: one tool the protocol does not allow (an input
     schema that is not an object) made the SDK refuse the whole listing, and the server offered
-    nothing. The others are offered; the refused ones are logged by name. The SDK validates
-    every listing whole, so the page is asked for through its raw request (its dispatcher's)."""
+    nothing. The others are returned (`every_page` checks their schemas) with the names of the
+    refused ones. The SDK validates every listing whole, so the page is asked for through its
+    raw request (its dispatcher's)."""
     import mcp_types as types
     from pydantic import ValidationError
 
@@ -97,7 +151,7 @@ async def _valid_tools(
             tool = types.Tool.model_validate(item)
         except ValidationError:
             tool = None
-        if tool is not None and (tool.input_schema or {}).get("type") == "object":  # as models require
+        if tool is not None:
             tools.append(tool)
         else:
             refused.append(str(item.get("name") if isinstance(item, dict) else item)[:100])
@@ -105,11 +159,7 @@ async def _valid_tools(
     # refused listing) before calling one it has none for: it is given the tools kept.
     if absorb := getattr(client.session, "_absorb_tool_listing", None):
         absorb(types.ListToolsResult(tools=tools), complete=False)
-    if refused:
-        logger.warning(
-            "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
-        )
-    return tools, raw.get("nextCursor")
+    return tools, raw.get("nextCursor"), refused
 
 
 def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:

@@ -449,11 +449,31 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
     config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW,))
     registry = ToolRegistry([MCPToolProvider(pool, config)])
     await registry.ensure_loaded()
-    assert sorted(spec.tool for spec in registry.specs()) == ["echo", "shout", "typed"]
+    assert sorted(spec.tool for spec in registry.specs()) == ["defined", "echo", "shout", "typed"]
     assert all(spec.input_schema["type"] == "object" for spec in registry.specs())
     outcome = await registry.execute("raw__shout", {})
     assert outcome.success and "shout ran" in outcome.content
-    assert "tool server 'raw' lists tools the protocol does not allow, left out: broken" in caplog.text
+    assert (
+        "tool server 'raw' lists tools the protocol does not allow, left out: broken, loose, dangling"
+        in caplog.text
+    )
+
+
+@pytest.mark.parametrize("args", [(RAW,), (RAW, "objects")], ids=["listing-refused", "listing-read"])
+async def test_a_tool_schema_a_model_api_would_refuse_is_left_out(pool, caplog, args):
+    """Found by a review: an object schema that is not valid JSON Schema ("properties": "oops")
+    or refers to a definition it lacks was offered to the model as it was, and Anthropic and
+    OpenAI refuse a whole request for one such tool: every run offered that server failed.
+    The others are offered, each with "properties" (OpenAI requires it; MCP does not)."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=args)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    offered = {spec.tool: spec.input_schema for spec in registry.specs()}
+    assert "loose" not in offered and "dangling" not in offered
+    assert offered["defined"]["$defs"] == {"place": {"type": "string"}}, "a $ref it can follow is kept"
+    assert offered["shout"] == {"type": "object", "properties": {}}
+    assert "left out: " in caplog.text and "loose, dangling" in caplog.text
+    assert len([r for r in caplog.records if "left out" in r.getMessage()]) == 1, "one line names them all"
 
 
 async def test_an_answer_the_sdk_cannot_read_is_a_plain_error_without_the_servers_secret(pool):

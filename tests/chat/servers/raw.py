@@ -1,6 +1,9 @@
 """A tool server written without any MCP SDK, line-delimited JSON-RPC over stdio, as third-party
 servers are: one of its tools has an input schema the protocol does not allow (not an object),
-and `typed` answers with structured content its own output schema refuses, quoting RAW_TOKEN."""
+two have object schemas no model API takes (`loose`: not valid JSON Schema; `dangling`: a $ref
+to nowhere), and `typed` answers with structured content its own output schema refuses, quoting
+RAW_TOKEN. With the argument `objects`, every tool's schema is an object (the SDK reads the
+listing whole: the one tool it refuses is left out)."""
 
 import json
 import os
@@ -10,6 +13,21 @@ TOOLS = [
     {"name": "echo", "description": "Echo the text.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "broken", "description": "Takes a list.", "inputSchema": {"type": "array"}},
     {"name": "shout", "description": "Shout the text.", "inputSchema": {"type": "object"}},
+    {"name": "loose", "description": "Malformed.", "inputSchema": {"type": "object", "properties": "oops"}},
+    {
+        "name": "dangling",
+        "description": "Refers to a definition it does not have.",
+        "inputSchema": {"type": "object", "properties": {"where": {"$ref": "#/$defs/place"}}},
+    },
+    {
+        "name": "defined",
+        "description": "Refers to a definition it has.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"where": {"$ref": "#/$defs/place"}, "kind": {"const": {"$ref": "data"}}},
+            "$defs": {"place": {"type": "string"}},
+        },
+    },
     {
         "name": "typed",
         "description": "A number, as its output schema says (but not as it answers).",
@@ -21,6 +39,10 @@ TOOLS = [
         },
     },
 ]
+
+
+if sys.argv[1:] == ["objects"]:
+    TOOLS = [tool for tool in TOOLS if tool["inputSchema"].get("type") == "object"]
 
 
 def answer(request: dict) -> dict | None:
