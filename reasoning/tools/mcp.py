@@ -215,11 +215,12 @@ async def call_on(
             return ToolOutput(timed_out, is_error=True)
         if connection.client is None or connection_lost(exc):
             connection.failed(f"{tool} failed: {text}", broken=True)
-            return ToolOutput(
+            # Users and the model hear that the server is unavailable; staff get what it said.
+            raise MCPUnavailable(
                 f"the {config.name} server failed during {tool} ({text}); "
                 "it will be restarted for the next call",
-                is_error=True,
-            )
+                server=config.name,
+            ) from None
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)

@@ -131,7 +131,8 @@ async def test_a_server_killed_mid_call_fails_that_call_and_the_next_one_reconne
     await asyncio.sleep(0.5)  # the call is on its way
     os.killpg(connection.pids[0], signal.SIGKILL)
     outcome = await asyncio.wait_for(call, 120)
-    assert not outcome.success and "failed during hang" in outcome.error
+    assert not outcome.success and outcome.error == "tool server faulty is unavailable"
+    assert "failed during hang" in outcome.detail
     again = await registry.execute("faulty__echo", {"text": "back"})
     assert again.success and again.content.startswith("back")
 
