@@ -283,6 +283,12 @@ class CircuitBreaker:
         return remaining if remaining > 0 else None
 
     def failure(self, error: str) -> None:
+        """Count a failure. One that ends while the circuit is already open is not counted: it
+        began before the pause (a call in flight when it opened, a call on the session the
+        liveness probe replaced) and is the same outage. Counted, three calls timing out with
+        a fourth (or the probe's doing) doubled the first pause."""
+        if self.paused_for() is not None:
+            return
         self.failures += 1
         self.last_error = error
         if self.failures >= self.threshold:
