@@ -162,6 +162,18 @@ async def _valid_tools(
     return tools, raw.get("nextCursor"), refused
 
 
+def _refuses_handshake(exc: BaseException) -> bool:
+    """Whether connecting failed because the server refused the initialize handshake as not
+    its protocol version (a server that speaks only the 2026-07-28 protocol), however deep
+    in the transport's task groups the SDK's error is."""
+    from mcp import MCPError
+    from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_refuses_handshake(inner) for inner in exc.exceptions)
+    return isinstance(exc, MCPError) and exc.error.code == UNSUPPORTED_PROTOCOL_VERSION
+
+
 def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
     """Mark a future's exception as seen: nobody may be left waiting for it, and an unseen
     one is logged as 'Future exception was never retrieved' at garbage collection."""
@@ -509,6 +521,26 @@ class MCPConnection:
         session = _Session(every_pid=self.pids)
         transport = self._transport()
 
+        async def serve(transport: Any, mode: str) -> None:
+            async with Client(
+                transport,
+                cache=None,
+                # Only a backstop: each request has its own budget above it, and the handshake
+                # has the connect budget (at a call's, a 0.5 s one failed servers slow to start).
+                read_timeout_seconds=max(self.config.call_timeout, self.config.connect_timeout),
+                elicitation_callback=self._elicit,
+                sampling_callback=self._sample,
+                mode=mode,  # type: ignore[arg-type]
+                **self.client_options,
+            ) as client:
+                tools = redacted(
+                    await every_page(client, "tools", server=self.config.name), self.config.redact
+                )
+                self.listings["tools"] = (time.monotonic(), tools)
+                session.client = client
+                ready.set_result(client)
+                await session.stop.wait()
+
         async def own() -> None:
             import anyio
 
@@ -516,21 +548,18 @@ class MCPConnection:
             try:
                 with anyio.CancelScope() as scope:
                     session.scope = scope
-                    async with Client(
-                        transport,
-                        cache=None,
-                        read_timeout_seconds=self.config.call_timeout,
-                        elicitation_callback=self._elicit,
-                        sampling_callback=self._sample,
-                        **self.client_options,
-                    ) as client:
-                        tools = redacted(
-                            await every_page(client, "tools", server=self.config.name), self.config.redact
-                        )
-                        self.listings["tools"] = (time.monotonic(), tools)
-                        session.client = client
-                        ready.set_result(client)
-                        await session.stop.wait()
+                    # The initialize handshake, not "auto": with a server that also speaks
+                    # 2026-07-28 (the Python SDK's do) "auto" chose it, where a server may not
+                    # ask anything mid-call, and a tool calling ctx.elicit() or create_message()
+                    # failed with "this transport context has no back-channel".
+                    try:
+                        await serve(transport, "legacy")
+                    except Exception as exc:
+                        # A server that speaks only 2026-07-28 refuses the handshake: it gets
+                        # the per-request protocol (a new process, or connection, for it).
+                        if ready.done() or not _refuses_handshake(exc):
+                            raise
+                        await serve(self._transport(), "auto")
             except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)

@@ -515,3 +515,43 @@ async def test_a_retired_connection_lets_go_of_its_stderr_file(pool):
     pool.retire_all_but(set())
     await asyncio.sleep(3)
     assert not held.exists() or held.readlink() != before  # noqa: ASYNC240 - /proc, not a disk
+
+
+async def test_a_python_sdk_server_can_ask_the_person_and_the_model_mid_call(pool):
+    """Found by a review: a tool of a Python-SDK server that calls ctx.elicit() or
+    create_message() failed with "Cannot send 'elicitation/create': this transport context has
+    no back-channel for server-initiated requests". The client negotiated the 2026-07-28
+    protocol, which such a server also speaks and where it may not ask anything mid-call."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    await registry.ensure_loaded()
+    asked, sampled = [], []
+
+    async def progress(*_):
+        return None
+
+    async def ask(message, schema, url=""):
+        asked.append((message, sorted(schema.get("properties", {}))))
+        return "accept", {"name": "Ada"}
+
+    async def sample(system, messages, max_tokens):
+        sampled.append(messages[0]["content"])
+        return "steeped in calm", "model-x"
+
+    greeted = await registry.execute("faulty__greet", {}, on_progress=progress, on_elicit=ask)
+    assert greeted.success and greeted.content == "hello Ada", greeted.error
+    assert asked == [("What is your name?", ["name"])]
+    mused = await registry.execute("faulty__muse", {"topic": "tea"}, on_progress=progress, on_sample=sample)
+    assert mused.success and mused.content == "the model said: steeped in calm", mused.error
+    assert sampled == ["A line on tea"]
+
+
+async def test_a_server_that_speaks_only_the_newest_protocol_is_still_reached(pool):
+    """Nexus opens with the initialize handshake (so servers may ask mid-call); a server that
+    refuses it as not its protocol version is reached with the per-request protocol instead."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW, "modern"))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    assert not registry.errors, registry.error_details
+    assert pool.connection(config).client.protocol_version == "2026-07-28"
+    outcome = await registry.execute("raw__echo", {})
+    assert outcome.success and "echo ran" in outcome.content

@@ -3,7 +3,8 @@ servers are: one of its tools has an input schema the protocol does not allow (n
 two have object schemas no model API takes (`loose`: not valid JSON Schema; `dangling`: a $ref
 to nowhere), and `typed` answers with structured content its own output schema refuses, quoting
 RAW_TOKEN. With the argument `objects`, every tool's schema is an object (the SDK reads the
-listing whole: the one tool it refuses is left out)."""
+listing whole: the one tool it refuses is left out). With `modern`, it speaks only the
+2026-07-28 protocol: it refuses the initialize handshake and answers `server/discover`."""
 
 import json
 import os
@@ -41,12 +42,19 @@ TOOLS = [
 ]
 
 
+MODERN = sys.argv[1:] == ["modern"]
 if sys.argv[1:] == ["objects"]:
     TOOLS = [tool for tool in TOOLS if tool["inputSchema"].get("type") == "object"]
 
 
 def answer(request: dict) -> dict | None:
     method, params = request.get("method"), request.get("params") or {}
+    if method == "server/discover" and MODERN:
+        return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    if method == "initialize" and MODERN:
+        return {
+            "error": {"code": -32022, "message": "2026-07-28 only", "data": {"supported": ["2026-07-28"]}}
+        }
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
@@ -74,6 +82,10 @@ for line in sys.stdin:
     result = answer(request)
     if result is None:
         reply = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "not found"}}
+    elif "error" in result:
+        reply = {"jsonrpc": "2.0", "id": request["id"], **result}
+    elif MODERN:  # every 2026-07-28 result says whether it is complete
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {**result, "resultType": "complete"}}
     else:
         reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
     sys.stdout.write(json.dumps(reply) + "\n")
