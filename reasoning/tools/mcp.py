@@ -23,6 +23,7 @@ from reasoning.text import shorten
 from reasoning.tools.approval import POLICIES, SAMPLING, default_approval
 from reasoning.tools.mcp_config import (
     SEPARATOR,
+    MCPCannotAsk,
     MCPRequestError,
     MCPServerConfig,
     MCPUnavailable,
@@ -221,6 +222,12 @@ async def call_on(
                 "it will be restarted for the next call",
                 server=config.name,
             ) from None
+        if (whom := _cannot_ask(text)) is not None:
+            raise MCPCannotAsk(
+                f"{tool} on {config.name}: {text}",
+                public=f"{tool} on {config.name} needed to ask {whom} something while it ran, "
+                "which this server cannot do over its connection",
+            ) from None
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
@@ -239,6 +246,17 @@ async def call_on(
     if not text and result.structured_content is not None:
         text = config.redact(json.dumps(result.structured_content, ensure_ascii=False))
     return ToolOutput(text, is_error=bool(result.is_error), parts=parts)
+
+
+# The SDK's words (its NoBackChannelError) when a server cannot send a request mid-call.
+_NO_BACK_CHANNEL = re.compile(r"Cannot send '([^']+)': this transport context has no back-channel")
+_ASKED = {"elicitation/create": "the user", "sampling/createMessage": "the model"}
+
+
+def _cannot_ask(text: str) -> str | None:
+    """Whom a tool failed to ask mid-call (the user, the model), if that is why it failed."""
+    found = _NO_BACK_CHANNEL.search(text)
+    return None if found is None else _ASKED.get(found.group(1), "Nexus")
 
 
 def _forget(connection: MCPConnection, on_elicit: Any, on_sample: Any) -> None:

@@ -310,7 +310,7 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
-async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
+async def http_faulty(pool_config: dict, *options: str) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
     """The faulty server over streamable HTTP on a free port, once it accepts connections."""
     import socket
 
@@ -322,6 +322,7 @@ async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MC
         FAULTY,
         "--http",
         str(port),
+        *options,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -555,3 +556,30 @@ async def test_a_server_that_speaks_only_the_newest_protocol_is_still_reached(po
     assert pool.connection(config).client.protocol_version == "2026-07-28"
     outcome = await registry.execute("raw__echo", {})
     assert outcome.success and "echo ran" in outcome.content
+
+
+async def test_a_server_that_cannot_ask_mid_call_says_so_in_plain_words(pool):
+    """A stateless HTTP server (each request answered alone) cannot ask anything mid-call: its
+    tool that tries answered "Cannot send 'elicitation/create': this transport context has no
+    back-channel for server-initiated requests", the SDK's words, to the person and the model."""
+    process, config = await http_faulty({}, "--stateless")
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        await registry.ensure_loaded()
+
+        async def ask(message, schema, url=""):
+            return "accept", {"name": "Ada"}
+
+        async def progress(*_):
+            return None
+
+        outcome = await registry.execute("remote__greet", {}, on_progress=progress, on_elicit=ask)
+        assert not outcome.success
+        assert outcome.error == (
+            "greet on remote needed to ask the user something while it ran, "
+            "which this server cannot do over its connection"
+        )
+        assert "back-channel" in outcome.detail, "staff get the SDK's words"
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 10)

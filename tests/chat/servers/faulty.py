@@ -249,6 +249,8 @@ async def muse(ctx: Context, topic: str = "tea") -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        # `--stateless`: each request answered alone, with no way to ask anything mid-call.
+        stateless = sys.argv[3:] == ["--stateless"]
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=stateless)
     else:
         server.run("stdio")
