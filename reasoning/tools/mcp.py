@@ -23,6 +23,7 @@ from reasoning.text import shorten
 from reasoning.tools.approval import POLICIES, SAMPLING, default_approval
 from reasoning.tools.mcp_config import (
     SEPARATOR,
+    MCPCannotAsk,
     MCPRequestError,
     MCPServerConfig,
     MCPUnavailable,
@@ -215,11 +216,18 @@ async def call_on(
             return ToolOutput(timed_out, is_error=True)
         if connection.client is None or connection_lost(exc):
             connection.failed(f"{tool} failed: {text}", broken=True)
-            return ToolOutput(
+            # Users and the model hear that the server is unavailable; staff get what it said.
+            raise MCPUnavailable(
                 f"the {config.name} server failed during {tool} ({text}); "
                 "it will be restarted for the next call",
-                is_error=True,
-            )
+                server=config.name,
+            ) from None
+        if (whom := _cannot_ask(text)) is not None:
+            raise MCPCannotAsk(
+                f"{tool} on {config.name}: {text}",
+                public=f"{tool} on {config.name} needed to ask {whom} something while it ran, "
+                "which this server cannot do over its connection",
+            ) from None
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
@@ -238,6 +246,17 @@ async def call_on(
     if not text and result.structured_content is not None:
         text = config.redact(json.dumps(result.structured_content, ensure_ascii=False))
     return ToolOutput(text, is_error=bool(result.is_error), parts=parts)
+
+
+# The SDK's words (its NoBackChannelError) when a server cannot send a request mid-call.
+_NO_BACK_CHANNEL = re.compile(r"Cannot send '([^']+)': this transport context has no back-channel")
+_ASKED = {"elicitation/create": "the user", "sampling/createMessage": "the model"}
+
+
+def _cannot_ask(text: str) -> str | None:
+    """Whom a tool failed to ask mid-call (the user, the model), if that is why it failed."""
+    found = _NO_BACK_CHANNEL.search(text)
+    return None if found is None else _ASKED.get(found.group(1), "Nexus")
 
 
 def _forget(connection: MCPConnection, on_elicit: Any, on_sample: Any) -> None:
@@ -282,6 +301,16 @@ def default_cache_policy(annotations: Any) -> CachePolicy:
     closed = getattr(annotations, "open_world_hint", None) is False
     idempotent = getattr(annotations, "idempotent_hint", None) is True
     return "cache" if read_only and closed and idempotent else "no-cache"
+
+
+def for_models(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """A tool's (valid, object) input schema as model APIs take it: with "properties", which
+    MCP lets a tool without arguments leave out and OpenAI requires ("object schema missing
+    properties" refused the whole request)."""
+    schema = dict(schema or {"type": "object"})
+    if not isinstance(schema.get("properties"), dict):
+        schema["properties"] = {}
+    return schema
 
 
 def callable_by_us(tool: Any) -> bool:
@@ -366,7 +395,7 @@ class MCPToolProvider(ToolProvider):
             ToolSpec(
                 name=model_tool_name(self.name, tool.name),
                 description=(tool.description or tool.name)[:1000],
-                input_schema=tool.input_schema or {"type": "object", "properties": {}},
+                input_schema=for_models(tool.input_schema),
                 server=self.name,
                 tool=tool.name,
                 cache_policy=self._policy(tool),

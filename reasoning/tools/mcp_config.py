@@ -40,6 +40,16 @@ class MCPUnreadable(Exception):
         self.public = public
 
 
+class MCPCannotAsk(Exception):
+    """A tool needed to ask the user or the model something mid-call, and its server cannot over
+    its connection (a stateless HTTP server; the 2026-07-28 protocol). The SDK's words are for
+    staff, `public` for everyone: "no back-channel for server-initiated requests" helps nobody."""
+
+    def __init__(self, detail: str, *, public: str) -> None:
+        super().__init__(detail)
+        self.public = public
+
+
 class MCPRequestError(Exception):
     """A resource or prompt request the server refused; the message is the server's, redacted."""
 

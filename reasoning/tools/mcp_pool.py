@@ -56,10 +56,13 @@ async def every_page(
     client: Any, kind: str, meta: dict[str, Any] | None = None, server: str = ""
 ) -> list[Any]:
     """All of a server's tools, resources or prompts, following its cursors: read the first
-    page alone, a server listing 25 tools in pages of 10 offered 10."""
+    page alone, a server listing 25 tools in pages of 10 offered 10. Tools whose input schema a
+    model API would refuse are left out (and logged by name): one of them in a request got the
+    whole request refused, for every run offered that server's tools."""
     from pydantic import ValidationError
 
     items: list[Any] = []
+    refused: list[str] = []
     cursor = None
     for _ in range(MAX_LISTING_PAGES):
         try:
@@ -68,20 +71,71 @@ async def every_page(
         except ValidationError:
             if kind != "tools" or not hasattr(getattr(client, "session", None), "_dispatcher"):
                 raise
-            page, cursor = await _valid_tools(client, cursor, meta, server)
+            page, cursor, unreadable = await _valid_tools(client, cursor, meta)
+            refused += unreadable
+        if kind == "tools":
+            refused += [str(tool.name)[:100] for tool in page if not offerable(tool.input_schema)]
+            page = [tool for tool in page if offerable(tool.input_schema)]
         items += page
         if not cursor:
             break
+    if refused:
+        logger.warning(
+            "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
+        )
     return items
 
 
+# Where a schema holds data, not schemas: a "$ref" there is a value, not a reference.
+_SCHEMA_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def offerable(schema: Any) -> bool:
+    """Whether a tool's input schema may be offered to a model: an object (as MCP and the
+    model APIs require), a valid JSON Schema, and every local `$ref` in it found. Anthropic and
+    OpenAI refuse a whole request for one malformed tool schema in it."""
+    import jsonschema
+    import referencing.exceptions
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+        resource = Resource.from_contents(schema, default_specification=DRAFT202012)
+        base = "urn:nexus:tool-input"
+        resolver = Registry().with_resource(base, resource).resolver(base_uri=base)
+        for ref in _refs(schema):
+            resolver.lookup(ref)  # no retriever: a remote $ref is unresolvable too, never fetched
+    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable, RecursionError, ValueError):
+        return False
+    return True
+
+
+def _refs(schema: Any) -> list[str]:
+    """Every `$ref` in a schema (not in its data: consts, enums, defaults, examples)."""
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                found.append(node["$ref"])
+            stack.extend(value for key, value in node.items() if key not in _SCHEMA_DATA_KEYWORDS)
+    return found
+
+
 async def _valid_tools(
-    client: Any, cursor: str | None, meta: dict[str, Any] | None, server: str
-) -> tuple[list[Any], Any]:
+    client: Any, cursor: str | None, meta: dict[str, Any] | None
+) -> tuple[list[Any], Any, list[str]]:
     """A page of tools read one tool at a time: one tool the protocol does not allow (an input
     schema that is not an object) made the SDK refuse the whole listing, and the server offered
-    nothing. The others are offered; the refused ones are logged by name. The SDK validates
-    every listing whole, so the page is asked for through its raw request (its dispatcher's)."""
+    nothing. The others are returned (`every_page` checks their schemas) with the names of the
+    refused ones. The SDK validates every listing whole, so the page is asked for through its
+    raw request (its dispatcher's)."""
     import mcp_types as types
     from pydantic import ValidationError
 
@@ -97,7 +151,7 @@ async def _valid_tools(
             tool = types.Tool.model_validate(item)
         except ValidationError:
             tool = None
-        if tool is not None and (tool.input_schema or {}).get("type") == "object":  # as models require
+        if tool is not None:
             tools.append(tool)
         else:
             refused.append(str(item.get("name") if isinstance(item, dict) else item)[:100])
@@ -105,11 +159,19 @@ async def _valid_tools(
     # refused listing) before calling one it has none for: it is given the tools kept.
     if absorb := getattr(client.session, "_absorb_tool_listing", None):
         absorb(types.ListToolsResult(tools=tools), complete=False)
-    if refused:
-        logger.warning(
-            "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
-        )
-    return tools, raw.get("nextCursor")
+    return tools, raw.get("nextCursor"), refused
+
+
+def _refuses_handshake(exc: BaseException) -> bool:
+    """Whether connecting failed because the server refused the initialize handshake as not
+    its protocol version (a server that speaks only the 2026-07-28 protocol), however deep
+    in the transport's task groups the SDK's error is."""
+    from mcp import MCPError
+    from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_refuses_handshake(inner) for inner in exc.exceptions)
+    return isinstance(exc, MCPError) and exc.error.code == UNSUPPORTED_PROTOCOL_VERSION
 
 
 def _retrieve(future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
@@ -233,6 +295,12 @@ class CircuitBreaker:
         return remaining if remaining > 0 else None
 
     def failure(self, error: str) -> None:
+        """Count a failure. One that ends while the circuit is already open is not counted: it
+        began before the pause (a call in flight when it opened, a call on the session the
+        liveness probe replaced) and is the same outage. Counted, three calls timing out with
+        a fourth (or the probe's doing) doubled the first pause."""
+        if self.paused_for() is not None:
+            return
         self.failures += 1
         self.last_error = error
         if self.failures >= self.threshold:
@@ -453,6 +521,26 @@ class MCPConnection:
         session = _Session(every_pid=self.pids)
         transport = self._transport()
 
+        async def serve(transport: Any, mode: str) -> None:
+            async with Client(
+                transport,
+                cache=None,
+                # Only a backstop: each request has its own budget above it, and the handshake
+                # has the connect budget (at a call's, a 0.5 s one failed servers slow to start).
+                read_timeout_seconds=max(self.config.call_timeout, self.config.connect_timeout),
+                elicitation_callback=self._elicit,
+                sampling_callback=self._sample,
+                mode=mode,  # type: ignore[arg-type]
+                **self.client_options,
+            ) as client:
+                tools = redacted(
+                    await every_page(client, "tools", server=self.config.name), self.config.redact
+                )
+                self.listings["tools"] = (time.monotonic(), tools)
+                session.client = client
+                ready.set_result(client)
+                await session.stop.wait()
+
         async def own() -> None:
             import anyio
 
@@ -460,21 +548,18 @@ class MCPConnection:
             try:
                 with anyio.CancelScope() as scope:
                     session.scope = scope
-                    async with Client(
-                        transport,
-                        cache=None,
-                        read_timeout_seconds=self.config.call_timeout,
-                        elicitation_callback=self._elicit,
-                        sampling_callback=self._sample,
-                        **self.client_options,
-                    ) as client:
-                        tools = redacted(
-                            await every_page(client, "tools", server=self.config.name), self.config.redact
-                        )
-                        self.listings["tools"] = (time.monotonic(), tools)
-                        session.client = client
-                        ready.set_result(client)
-                        await session.stop.wait()
+                    # The initialize handshake, not "auto": with a server that also speaks
+                    # 2026-07-28 (the Python SDK's do) "auto" chose it, where a server may not
+                    # ask anything mid-call, and a tool calling ctx.elicit() or create_message()
+                    # failed with "this transport context has no back-channel".
+                    try:
+                        await serve(transport, "legacy")
+                    except Exception as exc:
+                        # A server that speaks only 2026-07-28 refuses the handshake: it gets
+                        # the per-request protocol (a new process, or connection, for it).
+                        if ready.done() or not _refuses_handshake(exc):
+                            raise
+                        await serve(self._transport(), "auto")
             except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)

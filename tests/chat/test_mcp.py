@@ -103,7 +103,9 @@ async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(poo
     registry = ToolRegistry([MCPToolProvider(pool, faulty())])
     first = await call(registry, "faulty__echo", text="hi")
     crashed = await registry.execute("faulty__crash", {})
-    assert not crashed.success and "failed during crash" in crashed.error and "restarted" in crashed.error
+    # All a user (and the model) sees, as the README promises; staff get what happened.
+    assert not crashed.success and crashed.error == "tool server faulty is unavailable"
+    assert "failed during crash" in crashed.detail and "restarted" in crashed.detail, crashed.detail
     again = await registry.execute("faulty__echo", {"text": "back"})
     assert again.success and again.content.startswith("back")
     assert again.content != first.content.replace("hi", "back"), "a new server process answered"
@@ -134,7 +136,7 @@ async def test_a_server_that_dies_on_every_call_is_paused_after_three(pool):
     await registry.ensure_loaded()
     for _ in range(3):
         crashed = await registry.execute("faulty__crash", {})
-        assert not crashed.success and "failed during crash" in crashed.error
+        assert not crashed.success and "failed during crash" in crashed.detail
     spawned = len(pool.connection(faulty()).pids)
     refused = await registry.execute("faulty__echo", {"text": "hi"})
     assert not refused.success and refused.error == "tool server faulty is unavailable"
@@ -308,7 +310,7 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
-async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
+async def http_faulty(pool_config: dict, *options: str) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
     """The faulty server over streamable HTTP on a free port, once it accepts connections."""
     import socket
 
@@ -320,6 +322,7 @@ async def http_faulty(pool_config: dict) -> tuple[asyncio.subprocess.Process, MC
         FAULTY,
         "--http",
         str(port),
+        *options,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -449,11 +452,31 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
     config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW,))
     registry = ToolRegistry([MCPToolProvider(pool, config)])
     await registry.ensure_loaded()
-    assert sorted(spec.tool for spec in registry.specs()) == ["echo", "shout", "typed"]
+    assert sorted(spec.tool for spec in registry.specs()) == ["defined", "echo", "shout", "typed"]
     assert all(spec.input_schema["type"] == "object" for spec in registry.specs())
     outcome = await registry.execute("raw__shout", {})
     assert outcome.success and "shout ran" in outcome.content
-    assert "tool server 'raw' lists tools the protocol does not allow, left out: broken" in caplog.text
+    assert (
+        "tool server 'raw' lists tools the protocol does not allow, left out: broken, loose, dangling"
+        in caplog.text
+    )
+
+
+@pytest.mark.parametrize("args", [(RAW,), (RAW, "objects")], ids=["listing-refused", "listing-read"])
+async def test_a_tool_schema_a_model_api_would_refuse_is_left_out(pool, caplog, args):
+    """Found by a review: an object schema that is not valid JSON Schema ("properties": "oops")
+    or refers to a definition it lacks was offered to the model as it was, and Anthropic and
+    OpenAI refuse a whole request for one such tool: every run offered that server failed.
+    The others are offered, each with "properties" (OpenAI requires it; MCP does not)."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=args)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    offered = {spec.tool: spec.input_schema for spec in registry.specs()}
+    assert "loose" not in offered and "dangling" not in offered
+    assert offered["defined"]["$defs"] == {"place": {"type": "string"}}, "a $ref it can follow is kept"
+    assert offered["shout"] == {"type": "object", "properties": {}}
+    assert "left out: " in caplog.text and "loose, dangling" in caplog.text
+    assert len([r for r in caplog.records if "left out" in r.getMessage()]) == 1, "one line names them all"
 
 
 async def test_an_answer_the_sdk_cannot_read_is_a_plain_error_without_the_servers_secret(pool):
@@ -493,3 +516,70 @@ async def test_a_retired_connection_lets_go_of_its_stderr_file(pool):
     pool.retire_all_but(set())
     await asyncio.sleep(3)
     assert not held.exists() or held.readlink() != before  # noqa: ASYNC240 - /proc, not a disk
+
+
+async def test_a_python_sdk_server_can_ask_the_person_and_the_model_mid_call(pool):
+    """Found by a review: a tool of a Python-SDK server that calls ctx.elicit() or
+    create_message() failed with "Cannot send 'elicitation/create': this transport context has
+    no back-channel for server-initiated requests". The client negotiated the 2026-07-28
+    protocol, which such a server also speaks and where it may not ask anything mid-call."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    await registry.ensure_loaded()
+    asked, sampled = [], []
+
+    async def progress(*_):
+        return None
+
+    async def ask(message, schema, url=""):
+        asked.append((message, sorted(schema.get("properties", {}))))
+        return "accept", {"name": "Ada"}
+
+    async def sample(system, messages, max_tokens):
+        sampled.append(messages[0]["content"])
+        return "steeped in calm", "model-x"
+
+    greeted = await registry.execute("faulty__greet", {}, on_progress=progress, on_elicit=ask)
+    assert greeted.success and greeted.content == "hello Ada", greeted.error
+    assert asked == [("What is your name?", ["name"])]
+    mused = await registry.execute("faulty__muse", {"topic": "tea"}, on_progress=progress, on_sample=sample)
+    assert mused.success and mused.content == "the model said: steeped in calm", mused.error
+    assert sampled == ["A line on tea"]
+
+
+async def test_a_server_that_speaks_only_the_newest_protocol_is_still_reached(pool):
+    """Nexus opens with the initialize handshake (so servers may ask mid-call); a server that
+    refuses it as not its protocol version is reached with the per-request protocol instead."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW, "modern"))
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    assert not registry.errors, registry.error_details
+    assert pool.connection(config).client.protocol_version == "2026-07-28"
+    outcome = await registry.execute("raw__echo", {})
+    assert outcome.success and "echo ran" in outcome.content
+
+
+async def test_a_server_that_cannot_ask_mid_call_says_so_in_plain_words(pool):
+    """A stateless HTTP server (each request answered alone) cannot ask anything mid-call: its
+    tool that tries answered "Cannot send 'elicitation/create': this transport context has no
+    back-channel for server-initiated requests", the SDK's words, to the person and the model."""
+    process, config = await http_faulty({}, "--stateless")
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        await registry.ensure_loaded()
+
+        async def ask(message, schema, url=""):
+            return "accept", {"name": "Ada"}
+
+        async def progress(*_):
+            return None
+
+        outcome = await registry.execute("remote__greet", {}, on_progress=progress, on_elicit=ask)
+        assert not outcome.success
+        assert outcome.error == (
+            "greet on remote needed to ask the user something while it ran, "
+            "which this server cannot do over its connection"
+        )
+        assert "back-channel" in outcome.detail, "staff get the SDK's words"
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 10)

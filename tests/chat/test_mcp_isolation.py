@@ -24,7 +24,7 @@ from django.urls import reverse
 from chat import tools
 from chat.models import MCPServer
 from reasoning.tools.mcp import MCPConnectionPool, MCPServerConfig, MCPToolProvider, MCPUnavailable
-from reasoning.tools.mcp_pool import _alive
+from reasoning.tools.mcp_pool import LIVENESS_TIMEOUT, CircuitBreaker, _alive
 from reasoning.tools.registry import ToolRegistry
 from tests.conftest import django_process_env, wait_until
 
@@ -131,7 +131,8 @@ async def test_a_server_killed_mid_call_fails_that_call_and_the_next_one_reconne
     await asyncio.sleep(0.5)  # the call is on its way
     os.killpg(connection.pids[0], signal.SIGKILL)
     outcome = await asyncio.wait_for(call, 120)
-    assert not outcome.success and "failed during hang" in outcome.error
+    assert not outcome.success and outcome.error == "tool server faulty is unavailable"
+    assert "failed during hang" in outcome.detail
     again = await registry.execute("faulty__echo", {"text": "back"})
     assert again.success and again.content.startswith("back")
 
@@ -402,6 +403,33 @@ async def test_a_paused_server_is_refused_at_once_even_while_connected(pool):
     assert "timed out" in first.error and "timed out" in second.error
     third = await registry.execute("faulty__echo", {"text": "hi"})
     assert not third.success and "unavailable" in third.error and "is paused" in third.detail, third
+
+
+async def test_calls_in_flight_when_a_server_is_paused_do_not_double_its_pause(pool):
+    """Found by a review: hung calls at once paused a server "after 4 failures", for twice its
+    first cooldown: a failure that ended while the circuit was already open (a call begun before
+    it opened, or one on the session the liveness probe replaced) was counted on top."""
+    config = faulty(call_timeout=0.5, breaker_threshold=3, breaker_cooldown=600.0)
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    await registry.ensure_loaded()
+    hung = await asyncio.gather(*(registry.execute("faulty__freeze", {}) for _ in range(4)))
+    assert all("timed out" in outcome.error for outcome in hung)
+    await asyncio.sleep(LIVENESS_TIMEOUT + 0.5)  # the probe the first timeout started has failed
+    refused = await registry.execute("faulty__echo", {"text": "hi"})
+    assert "3 failures in a row" in refused.detail, refused.detail
+    breaker = pool.connection(config).breaker
+    assert breaker.failures == 3 and breaker.paused_for() <= 600, "the first cooldown, not doubled"
+
+
+def test_a_failure_after_the_pause_ends_doubles_it():
+    """What the pause doubles for: the server failing again once it is tried after the pause."""
+    breaker = CircuitBreaker(threshold=2, cooldown=10.0)
+    for _ in range(3):
+        breaker.failure("timed out")
+    assert breaker.failures == 2 and 9 < breaker.paused_for() <= 10
+    breaker.open_until = 0.0  # the cooldown is over: the next call is a trial
+    breaker.failure("timed out again")
+    assert breaker.failures == 3 and 19 < breaker.paused_for() <= 20
 
 
 async def test_a_listing_while_paused_reports_the_server_paused_not_connected(pool):

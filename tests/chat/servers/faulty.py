@@ -13,9 +13,11 @@ from mcp_types import (
     EmbeddedResource,
     ImageContent,
     ResourceLink,
+    SamplingMessage,
     TextContent,
     ToolAnnotations,
 )
+from pydantic import BaseModel
 
 server = MCPServer("faulty")
 
@@ -224,8 +226,31 @@ def notes() -> str:
     return "The faulty server's notes: deploys happen on Tuesdays."
 
 
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def greet(ctx: Context) -> str:
+    """Asks the person for their name mid-call (an elicitation, as most Python servers ask)."""
+    answer = await ctx.elicit("What is your name?", Name)
+    return f"hello {answer.data.name}" if answer.action == "accept" else f"no name ({answer.action})"
+
+
+@server.tool()
+async def muse(ctx: Context, topic: str = "tea") -> str:
+    """Asks the client's model for a line mid-call (sampling, through the session)."""
+    result = await ctx.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=f"A line on {topic}"))],
+        max_tokens=50,
+    )
+    return f"the model said: {result.content.text}"
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        # `--stateless`: each request answered alone, with no way to ask anything mid-call.
+        stateless = sys.argv[3:] == ["--stateless"]
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=stateless)
     else:
         server.run("stdio")

@@ -1,6 +1,10 @@
 """A tool server written without any MCP SDK, line-delimited JSON-RPC over stdio, as third-party
 servers are: one of its tools has an input schema the protocol does not allow (not an object),
-and `typed` answers with structured content its own output schema refuses, quoting RAW_TOKEN."""
+two have object schemas no model API takes (`loose`: not valid JSON Schema; `dangling`: a $ref
+to nowhere), and `typed` answers with structured content its own output schema refuses, quoting
+RAW_TOKEN. With the argument `objects`, every tool's schema is an object (the SDK reads the
+listing whole: the one tool it refuses is left out). With `modern`, it speaks only the
+2026-07-28 protocol: it refuses the initialize handshake and answers `server/discover`."""
 
 import json
 import os
@@ -10,6 +14,21 @@ TOOLS = [
     {"name": "echo", "description": "Echo the text.", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "broken", "description": "Takes a list.", "inputSchema": {"type": "array"}},
     {"name": "shout", "description": "Shout the text.", "inputSchema": {"type": "object"}},
+    {"name": "loose", "description": "Malformed.", "inputSchema": {"type": "object", "properties": "oops"}},
+    {
+        "name": "dangling",
+        "description": "Refers to a definition it does not have.",
+        "inputSchema": {"type": "object", "properties": {"where": {"$ref": "#/$defs/place"}}},
+    },
+    {
+        "name": "defined",
+        "description": "Refers to a definition it has.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"where": {"$ref": "#/$defs/place"}, "kind": {"const": {"$ref": "data"}}},
+            "$defs": {"place": {"type": "string"}},
+        },
+    },
     {
         "name": "typed",
         "description": "A number, as its output schema says (but not as it answers).",
@@ -23,8 +42,19 @@ TOOLS = [
 ]
 
 
+MODERN = sys.argv[1:] == ["modern"]
+if sys.argv[1:] == ["objects"]:
+    TOOLS = [tool for tool in TOOLS if tool["inputSchema"].get("type") == "object"]
+
+
 def answer(request: dict) -> dict | None:
     method, params = request.get("method"), request.get("params") or {}
+    if method == "server/discover" and MODERN:
+        return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    if method == "initialize" and MODERN:
+        return {
+            "error": {"code": -32022, "message": "2026-07-28 only", "data": {"supported": ["2026-07-28"]}}
+        }
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
@@ -52,6 +82,10 @@ for line in sys.stdin:
     result = answer(request)
     if result is None:
         reply = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "not found"}}
+    elif "error" in result:
+        reply = {"jsonrpc": "2.0", "id": request["id"], **result}
+    elif MODERN:  # every 2026-07-28 result says whether it is complete
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": {**result, "resultType": "complete"}}
     else:
         reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
     sys.stdout.write(json.dumps(reply) + "\n")
