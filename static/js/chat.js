@@ -76,9 +76,29 @@
     return el.scrollHeight - el.scrollTop - el.clientHeight < 160;
   }
 
+  // Whether the thread follows the latest message. Remembered from the person's scrolling, not
+  // measured after a swap: a tall answer, once in, left the bottom out of reach of nearBottom,
+  // and the page stopped following with the answer below the fold.
+  let pinned = true;
+  let lastTop = 0;
+  function followScroll() {
+    const thread = document.getElementById("thread");
+    if (!thread) return;
+    // Moving up (the person, or content above shrinking) decides; content growing below moves
+    // nothing, and neither does following it down, so neither unpins.
+    if (thread.scrollTop < lastTop - 1) pinned = nearBottom(thread);
+    else if (nearBottom(thread)) pinned = true;
+    lastTop = thread.scrollTop;
+    updateJump();
+  }
+
   function scrollThread(force) {
     const thread = document.getElementById("thread");
-    if (thread && (force || nearBottom(thread))) thread.scrollTop = thread.scrollHeight;
+    if (thread && (force || pinned)) {
+      thread.scrollTop = thread.scrollHeight;
+      pinned = true;
+      lastTop = thread.scrollTop;
+    }
     updateJump();
   }
 
@@ -780,7 +800,7 @@
     // the address is the page's own again, so a reload shows it instead of sending again.
     const address = document.getElementById("start-composer")?.dataset.address;
     if (address) history.replaceState(null, "", address);
-    document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
+    document.getElementById("thread")?.addEventListener("scroll", followScroll, { passive: true });
     afterThreadChange(null);
     revealPending();
     addCopyButtons(document);

@@ -892,6 +892,69 @@ def test_search_and_export_your_chats(tab: Tab, site: Site):
     expect(page.locator("#session-title h1")).to_have_text("What is 17*23?")
 
 
+# --- following the thread, the composer's count and Enter ------------------------------------
+
+AT_BOTTOM = "t => t.scrollHeight - t.scrollTop - t.clientHeight"
+
+
+def make_thread_tall(page: Page, site: Site) -> None:
+    """One answered question whose answer is long, the page reloaded at the bottom of it."""
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=20000)
+    run_id = page.locator("article.turn").last.get_attribute("data-run-id")
+    (site.tmp / "tall.md").write_text("A long answer, to scroll.\n\n" * 60)
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        f"from chat.models import Message; Message.objects.filter(run_id={run_id}, role='assistant')"
+        f".update(content=open({str(site.tmp / 'tall.md')!r}).read())",
+    )
+    page.reload()
+    expect(page.locator("#jump-latest")).to_be_hidden()
+    assert page.locator("#thread").evaluate(AT_BOTTOM) <= 2
+
+
+def test_a_thread_at_the_bottom_follows_new_answers_and_a_reader_stays_put(tab: Tab, site: Site):
+    """At the bottom, a new answer (and a regenerated one) ended ~250 px below the fold with
+    the ↓ button up: the page measured "near the bottom" after the tall answer went in. Scrolled
+    up to read, the page must not pull the reader down."""
+    page = tab.page
+    thread = page.locator("#thread")
+    jump = page.locator("#jump-latest")
+    turns = page.locator("article.turn")
+    make_thread_tall(page, site)
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(turns).to_have_count(2)
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(300)  # the last swaps settle
+    assert thread.evaluate(AT_BOTTOM) <= 2, "the new answer is below the fold"
+    expect(jump).to_be_hidden()
+    # Scrolled all the way down, nothing of the last turn is where ↓ would sit.
+    turn = page.locator("article.turn:not([hidden])").last.bounding_box()
+    composer = page.locator("#composer").bounding_box()
+    assert turn["y"] + turn["height"] <= composer["y"] - 44 - 12, (turn, composer)
+    last_answer(page).locator(".regenerate").click()
+    expect(turns).to_have_count(3)
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(300)
+    assert thread.evaluate(AT_BOTTOM) <= 2, "the regenerated answer is below the fold"
+    expect(jump).to_be_hidden()
+    # A reader scrolls up while the next answer is on its way: it arrives, they stay put.
+    with page.expect_response(lambda r: r.url.endswith("/messages/")):
+        ask(page, "What is 6*7?")
+    expect(turns).to_have_count(4)
+    thread.evaluate("t => { t.scrollTop = 0; }")
+    expect(jump).to_be_visible()
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=30000)
+    expect(last_answer(page).locator(".markdown")).to_contain_text("42")
+    page.wait_for_timeout(300)
+    assert thread.evaluate("t => t.scrollTop") < 5, "the reader was pulled down"
+    expect(jump).to_be_visible()
+    jump.click()
+    expect(jump).to_be_hidden()
+
+
 # --- accessibility and screenshots ----------------------------------------------------------------
 
 
