@@ -955,6 +955,17 @@ def test_a_thread_at_the_bottom_follows_new_answers_and_a_reader_stays_put(tab: 
     expect(jump).to_be_hidden()
 
 
+def test_the_composer_counts_a_long_message_as_the_server_does(tab: Tab):
+    """"word " * 4100: the box said 20,500 characters, the server (which drops the trailing
+    space) 20,499."""
+    page = tab.page
+    page.fill("#composer-input", "word " * 4100)
+    error = page.locator("#composer-error [role=alert]")
+    expect(error).to_contain_text("This message is 20,499 characters; the limit is 20,000.")
+    page.locator("#composer button.send").click()
+    expect(error).to_contain_text("That message is 20,499 characters; the limit is 20,000.")
+
+
 # --- accessibility and screenshots ----------------------------------------------------------------
 
 
