@@ -443,7 +443,8 @@
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
       if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
       if (input.form.dataset.sending === "true") return; // the last one is on its way; keep this
-      if (input.value.trim()) input.form.requestSubmit();
+      // Like Send, even when blank: the server says "Type a message first." (it was silent).
+      input.form.requestSubmit();
       return;
     }
     // The Edit box under a question sends like the message box: Enter sends, Shift+Enter is a

@@ -966,6 +966,18 @@ def test_the_composer_counts_a_long_message_as_the_server_does(tab: Tab):
     expect(error).to_contain_text("That message is 20,499 characters; the limit is 20,000.")
 
 
+def test_enter_on_a_blank_message_says_so_like_send(tab: Tab):
+    """Send said "Type a message first."; Enter did nothing at all."""
+    page = tab.page
+    error = page.locator("#composer-error [role=alert]")
+    for blank in ("", "   \n  "):
+        page.fill("#composer-input", blank)
+        page.locator("#composer-input").press("Enter")
+        expect(error).to_have_text("Type a message first.")
+        page.evaluate("document.getElementById('composer-error').replaceChildren()")
+    expect(page.locator("#thread article.turn")).to_have_count(0)
+
+
 # --- accessibility and screenshots ----------------------------------------------------------------
 
 
