@@ -810,11 +810,17 @@ def test_enter_on_a_completion_picks_it_without_a_new_line(tab: Tab):
         page.wait_for_timeout(200)
     box.press_sequentially("/summ")
     expect(page.locator("#completions [role=option]").first).to_contain_text("/summarize", timeout=20000)
-    expect(box).to_have_attribute("aria-expanded", "true")
+    # A textarea may not be a combobox (ARIA in HTML): it names its list and the option chosen.
+    expect(box).not_to_have_attribute("role", "combobox")
+    expect(box).to_have_attribute("aria-controls", "completions")
+    expect(box).to_have_attribute("aria-activedescendant", "completion-0")
+    box.press("ArrowDown")
+    box.press("ArrowUp")
     expect(box).to_have_attribute("aria-activedescendant", "completion-0")
     box.press("Enter")
     expect(box).to_have_value(re.compile(r"^/summarize \S*$"))
-    expect(box).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#completions")).to_be_hidden()
+    expect(box).not_to_have_attribute("aria-activedescendant", re.compile(".*"))
     expect(page.locator("article.turn")).to_have_count(0)
 
 
@@ -956,7 +962,7 @@ def test_a_thread_at_the_bottom_follows_new_answers_and_a_reader_stays_put(tab: 
 
 
 def test_the_composer_counts_a_long_message_as_the_server_does(tab: Tab):
-    """"word " * 4100: the box said 20,500 characters, the server (which drops the trailing
+    """ "word " * 4100: the box said 20,500 characters, the server (which drops the trailing
     space) 20,499."""
     page = tab.page
     page.fill("#composer-input", "word " * 4100)
@@ -1000,13 +1006,18 @@ def axe_source() -> str:
     return script.read_text()
 
 
+# Rules a review found broken that axe rates below "serious" (an empty action column's header,
+# two tables' regions named alike, a combobox role a textarea may not take): held to as well.
+AXE_ALSO = {"empty-table-header", "landmark-unique", "aria-allowed-role", "scrollable-region-focusable"}
+
+
 def axe_violations(page: Page) -> list[str]:
     page.evaluate(axe_source())
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     return [
         f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
         for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
+        if v["impact"] in ("serious", "critical") or v["id"] in AXE_ALSO
     ]
 
 
@@ -1016,6 +1027,14 @@ def test_no_serious_accessibility_violations(tab: Tab, site: Site, width: str, c
     ask(page, "What is 17*23?")
     expect(last_answer(page).locator(".markdown")).to_contain_text("391", timeout=20000)
     page.locator(".trace-head").last.click()
+    # A long trace scrolls inside its panel (32rem): shorter here, so this one scrolls too.
+    trace = page.locator("ol.trace").last
+    trace.evaluate("t => { t.style.maxHeight = '4rem'; }")
+    assert trace.evaluate("t => t.scrollHeight > t.clientHeight")
+    # axe passes a scrolling list with a focusable line in it (a tool's arguments); one without
+    # (a direct answer's) needs the list itself reachable by keyboard, and named.
+    expect(trace).to_have_attribute("tabindex", "0")
+    expect(trace).to_have_attribute("aria-label", "Reasoning trace steps")
     found = {"chat": axe_violations(page)}
     scheme = "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
     if os.environ.get("NEXUS_SCREENSHOTS") == "1":
