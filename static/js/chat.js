@@ -240,7 +240,8 @@
       tail.className = "draft-tail";
       body.append(tail);
     }
-    tail.append(document.createTextNode(text));
+    // Shown without direction overrides, as the server renders it (offsets count the raw text).
+    tail.append(document.createTextNode(text.replace(OVERRIDES, "")));
   }
 
   // A draft frame: text appended to the run's draft if it continues what the page has, and

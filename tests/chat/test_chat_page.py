@@ -580,3 +580,38 @@ def test_an_image_in_an_answer_is_a_link_named_by_its_description():
         "[image: revenue &lt;by&gt; month]</a>" in html
     )
     assert "[image: x]" in html and "ftp:" not in html
+
+
+# --- direction controls -------------------------------------------------------------------------
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "report\u202egnp.exe" reads as "reportexe.png"
+
+
+def test_direction_overrides_in_model_and_tool_text_do_not_reorder_the_page(alice, alice_session, client_for):
+    """An override in an answer, a tool's result or its name reversed what followed it on the
+    chat page (the admin already wrote them out). The embeddings and overrides go; the
+    isolates a right-to-left writer uses stay."""
+    run = ask(alice_session, "What is 17*23?")
+    Message.objects.filter(run=run, role="assistant").update(
+        content=f"Saved as report{RLO}gnp.exe; \u2067שלום\u2069 ok"
+    )
+    last = run.events.order_by("-sequence").first()
+    for n, (kind, payload) in enumerate(
+        [
+            ("tool.called", {"tool": f"evil{RLO}gnp.exe", "server": "nexus", "arguments": {"a": f"x{RLO}y"}}),
+            ("tool.result", {"tool": "calculator", "success": True, "summary": f"file{RLO}gnp.exe"}),
+            ("step.completed", {"step_id": "s9", "status": "completed", "findings": f"f{RLO}txt.exe"}),
+        ],
+        start=1,
+    ):
+        TraceEvent.objects.create(
+            run=run, sequence=last.sequence + n, kind=kind, phase="Phase 1", payload=payload
+        )
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    shown = page.split('<template class="answer-source">')[0] + page.split("</template>", 1)[1]
+    assert RLO not in shown
+    assert "reportgnp.exe" in page and "filegnp.exe" in page and "ftxt.exe" in page
+    assert "\u2067שלום\u2069" in page
+    assert RLO not in render_markdown(
+        f"a{RLO}b \u202a\u202b\u202c\u202d"
+    ) and "\u2066x\u2069" in render_markdown("\u2066x\u2069")
