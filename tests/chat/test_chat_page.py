@@ -615,3 +615,11 @@ def test_direction_overrides_in_model_and_tool_text_do_not_reorder_the_page(alic
     assert RLO not in render_markdown(
         f"a{RLO}b \u202a\u202b\u202c\u202d"
     ) and "\u2066x\u2069" in render_markdown("\u2066x\u2069")
+
+
+def test_quoted_words_of_the_person_are_isolated_in_our_sentences(alice, alice_session, client_for):
+    """ "No chat mentions “שלום, מה השעה בירושלים?”." wrapped out of order: the quote's direction
+    leaked into the sentence around it."""
+    query = "שלום, מה השעה בירושלים?"
+    page = client_for(alice).get(reverse("chat:search"), {"q": query}).content.decode()
+    assert f"“<bdi>{query}</bdi>”" in page
