@@ -201,7 +201,7 @@ def test_a_comment_written_for_one_verdict_does_not_follow_a_changed_one(alice, 
     html = response.content.decode()
     assert "Thanks, noted: “bad answer”" not in html and "bad answer</textarea>" not in html
     # ...and says so, instead of deleting it unannounced (a second review).
-    assert "Your comment “bad answer” was about your earlier verdict, so it was removed." in html
+    assert "Your comment “<bdi>bad answer</bdi>” was about your earlier verdict, so it was removed." in html
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
     client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missed the units"}, **HTMX)
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missed the units")
@@ -225,7 +225,9 @@ def test_a_thumb_never_carries_the_comment_box(alice, alice_session, client_for)
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missing detail")
     html = client.post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX).content.decode()
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
-    assert "Your comment “Missing detail” was about your earlier verdict, so it was removed." in html
+    assert (
+        "Your comment “<bdi>Missing detail</bdi>” was about your earlier verdict, so it was removed." in html
+    )
 
 
 def test_a_run_without_an_answer_cannot_be_rated(alice, alice_session, client_for, dispatched):
@@ -281,17 +283,17 @@ def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, cli
         "Release planning" in page and "Misc" in page and "When do we ship the <mark>release</mark>?" in page
     )
     assert "Bob" not in page and "secrets" not in page
-    assert "2 chats mention “RELEASE”" in page
+    assert "2 chats mention “<bdi>RELEASE</bdi>”" in page
     # One result reads as a sentence, the answer's Markdown does not show as stars, and the
     # page keeps the ways to a new chat and the other pages (found by a review).
     one = client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
-    assert "1 chat mentions “391”" in one and "<mark>391</mark>" in one and "**391**" not in one
+    assert "1 chat mentions “<bdi>391</bdi>”" in one and "<mark>391</mark>" in one and "**391**" not in one
     # Nor its rule and italic footer (a second review saw "… --- *Answered by N…").
     snippet = re.search(r'<p class="snippet">(.*?)</p>', one, re.S).group(1)
     assert "---" not in snippet and "*" not in snippet.replace("17*23", ""), snippet
     assert "+ New chat" in one and "Team documents" in one and "Memory" in one
     none = client_for(alice).get(reverse("chat:search"), {"q": "zebra"}).content.decode()
-    assert "No chat mentions “zebra”." in none
+    assert "No chat mentions “<bdi>zebra</bdi>”." in none
 
 
 def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):
