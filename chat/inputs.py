@@ -67,6 +67,20 @@ TITLE_DROPPED = BIDI_CONTROLS | dict.fromkeys(
 BIDI_OVERRIDES = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e"))
 
 
+def upright(value: Any) -> Any:
+    """Model or tool text (a string, or JSON holding strings) without the embeddings and
+    overrides: shown in a chat, "report\u202egnp.exe" read as "reportexe.png". The isolates
+    (U+2066-2069) and marks stay, as in messages: they cannot reach past their own text and
+    mixed-direction writing needs them."""
+    if isinstance(value, str):
+        return value.translate(BIDI_OVERRIDES)
+    if isinstance(value, dict):
+        return {upright(k): upright(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [upright(v) for v in value]
+    return value
+
+
 def shown_with_controls(text: str) -> str:
     """`text` with its direction controls written out ("\\u202e"): a name that must be shown
     exactly, as it is matched, without reading differently from what it is."""

@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
+from chat.inputs import upright
 from chat.models import AnswerFeedback, Preference, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
 from reasoning.tools.labels import humanize_tool_names, tool_label
@@ -170,7 +171,7 @@ def quality_class(score: float | None, approved: bool | None = None) -> str:
 
 
 def event_context(event: TraceEvent, previous_phase: str | None) -> dict[str, Any]:
-    payload = event.payload or {}
+    payload = upright(event.payload or {})  # model and tool text: no reversed file names
     # The line's ids and times as text: a trace has dozens of lines, and the template's own
     # number localisation and date filters were most of the time it took to render one.
     at = timezone.localtime(event.created_at)

@@ -13,6 +13,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from chat.inputs import upright
+
 ALLOWED_TAGS = {
     "p",
     "br",
@@ -84,7 +86,7 @@ def _parser() -> MarkdownIt:
 
 
 def render_markdown(text: str) -> str:
-    html = _parser().render(text or "")
+    html = _parser().render(upright(text or ""))
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,

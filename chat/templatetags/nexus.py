@@ -5,6 +5,7 @@ from typing import Any
 
 from django import template
 
+from chat.inputs import upright
 from chat.models import ReasoningRun
 from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode, without_document_addresses
 from reasoning.tools.labels import humanize_tool_names, tool_label
@@ -47,19 +48,25 @@ def phase_label(phase: str) -> str:
 @register.filter
 def plain(text: Any) -> str:
     """Free text for people (a model's reasoning, a reason, a lesson): tool names as labels."""
-    return plain_text(str(text if text is not None else ""))
+    return plain_text(upright(str(text if text is not None else "")))
 
 
 @register.filter
 def as_sent(text: Any) -> str:
     """A tool server's own text (a result, a progress message): shown as it sent it."""
-    return without_document_addresses(str(text if text is not None else ""))
+    return without_document_addresses(upright(str(text if text is not None else "")))
 
 
 @register.filter
 def tool_name(tool: Any, server: Any = "") -> str:
     """A tool and its server as people read them: ("calculator", "nexus") → "Calculator (Nexus)"."""
-    return tool_label(str(tool or ""), str(server or ""))
+    return tool_label(upright(str(tool or "")), upright(str(server or "")))
+
+
+@register.filter(name="upright")
+def upright_filter(text: Any) -> str:
+    """A tool server's words (a question it asks) without direction overrides (see upright)."""
+    return upright(str(text if text is not None else ""))
 
 
 @register.filter

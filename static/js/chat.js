@@ -76,9 +76,29 @@
     return el.scrollHeight - el.scrollTop - el.clientHeight < 160;
   }
 
+  // Whether the thread follows the latest message. Remembered from the person's scrolling, not
+  // measured after a swap: a tall answer, once in, left the bottom out of reach of nearBottom,
+  // and the page stopped following with the answer below the fold.
+  let pinned = true;
+  let lastTop = 0;
+  function followScroll() {
+    const thread = document.getElementById("thread");
+    if (!thread) return;
+    // Moving up (the person, or content above shrinking) decides; content growing below moves
+    // nothing, and neither does following it down, so neither unpins.
+    if (thread.scrollTop < lastTop - 1) pinned = nearBottom(thread);
+    else if (nearBottom(thread)) pinned = true;
+    lastTop = thread.scrollTop;
+    updateJump();
+  }
+
   function scrollThread(force) {
     const thread = document.getElementById("thread");
-    if (thread && (force || nearBottom(thread))) thread.scrollTop = thread.scrollHeight;
+    if (thread && (force || pinned)) {
+      thread.scrollTop = thread.scrollHeight;
+      pinned = true;
+      lastTop = thread.scrollTop;
+    }
     updateJump();
   }
 
@@ -220,7 +240,8 @@
       tail.className = "draft-tail";
       body.append(tail);
     }
-    tail.append(document.createTextNode(text));
+    // Shown without direction overrides, as the server renders it (offsets count the raw text).
+    tail.append(document.createTextNode(text.replace(OVERRIDES, "")));
   }
 
   // A draft frame: text appended to the run's draft if it continues what the page has, and
@@ -423,7 +444,8 @@
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
       if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
       if (input.form.dataset.sending === "true") return; // the last one is on its way; keep this
-      if (input.value.trim()) input.form.requestSubmit();
+      // Like Send, even when blank: the server says "Type a message first." (it was silent).
+      input.form.requestSubmit();
       return;
     }
     // The Edit box under a question sends like the message box: Enter sends, Shift+Enter is a
@@ -568,9 +590,21 @@
   });
   // Over the limit, the box says so while the text is typed or pasted (a maxlength cut a
   // long paste off silently, its end lost); the server refuses it with the same words.
+  // The length the server counts (services.message_validate): code points, not UTF-16 units,
+  // without direction overrides, leading blank lines or trailing white space ("word " * 4100
+  // was 20,500 here and 20,499 in the server's refusal).
+  const OVERRIDES = /[\u202a-\u202e]/g;
+  const LEADING_BLANK_LINES = /^(?:[ \t]*\r?\n)+/;
+  const SPACE = /[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/; // Python's isspace
+  function countedLength(value) {
+    const text = value.replace(OVERRIDES, "").replace(LEADING_BLANK_LINES, "");
+    let end = text.length;
+    while (end > 0 && SPACE.test(text[end - 1])) end -= 1; // a loop: a regex at the end backtracks
+    return codePoints(text.slice(0, end));
+  }
   function tooLong(input) {
     const limit = Number(input.dataset.limit || 0);
-    return limit > 0 && input.value.length > limit;
+    return limit > 0 && countedLength(input.value) > limit;
   }
   function sayIfTooLong(input) {
     const limit = Number(input.dataset.limit || 0);
@@ -581,7 +615,7 @@
     const p = document.createElement("p");
     p.className = "error too-long";
     p.setAttribute("role", "alert");
-    p.textContent = `This message is ${input.value.length.toLocaleString("en")} characters; the limit is ` +
+    p.textContent = `This message is ${countedLength(input.value).toLocaleString("en")} characters; the limit is ` +
       `${limit.toLocaleString("en")}. Shorten it, or upload it as a document and mention it with @.`;
     box.replaceChildren(p);
   }
@@ -780,7 +814,7 @@
     // the address is the page's own again, so a reload shows it instead of sending again.
     const address = document.getElementById("start-composer")?.dataset.address;
     if (address) history.replaceState(null, "", address);
-    document.getElementById("thread")?.addEventListener("scroll", updateJump, { passive: true });
+    document.getElementById("thread")?.addEventListener("scroll", followScroll, { passive: true });
     afterThreadChange(null);
     revealPending();
     addCopyButtons(document);

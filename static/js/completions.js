@@ -21,13 +21,13 @@
     return null;
   }
 
-  // The box is a combobox: assistive technology hears whether the list is open and which
-  // completion Enter or Tab would pick.
+  // Assistive technology hears which completion Enter or Tab would pick. The box is a textarea,
+  // which ARIA in HTML lets take no combobox role (nor so aria-expanded): it says it completes
+  // (aria-autocomplete), into which list (aria-controls), and the option chosen.
   function announce() {
     const el = input();
     if (!el) return;
     const open = items.length > 0 && !box().hidden;
-    el.setAttribute("aria-expanded", open ? "true" : "false");
     if (open && selected >= 0) el.setAttribute("aria-activedescendant", "completion-" + selected);
     else el.removeAttribute("aria-activedescendant");
   }

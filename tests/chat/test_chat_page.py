@@ -201,7 +201,7 @@ def test_a_comment_written_for_one_verdict_does_not_follow_a_changed_one(alice, 
     html = response.content.decode()
     assert "Thanks, noted: “bad answer”" not in html and "bad answer</textarea>" not in html
     # ...and says so, instead of deleting it unannounced (a second review).
-    assert "Your comment “bad answer” was about your earlier verdict, so it was removed." in html
+    assert "Your comment “<bdi>bad answer</bdi>” was about your earlier verdict, so it was removed." in html
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
     client.post(url("chat:run-feedback", run), {"rating": "-1", "comment": "Missed the units"}, **HTMX)
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missed the units")
@@ -225,7 +225,9 @@ def test_a_thumb_never_carries_the_comment_box(alice, alice_session, client_for)
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (-1, "Missing detail")
     html = client.post(url("chat:run-feedback", run), {"rating": "1"}, **HTMX).content.decode()
     assert AnswerFeedback.objects.values_list("rating", "comment").get() == (1, "")
-    assert "Your comment “Missing detail” was about your earlier verdict, so it was removed." in html
+    assert (
+        "Your comment “<bdi>Missing detail</bdi>” was about your earlier verdict, so it was removed." in html
+    )
 
 
 def test_a_run_without_an_answer_cannot_be_rated(alice, alice_session, client_for, dispatched):
@@ -287,17 +289,17 @@ def test_search_finds_titles_and_messages_of_your_own_chats_only(alice, bob, cli
         "Release planning" in page and "Misc" in page and "When do we ship the <mark>release</mark>?" in page
     )
     assert "Bob" not in page and "secrets" not in page
-    assert "2 chats mention “RELEASE”" in page
+    assert "2 chats mention “<bdi>RELEASE</bdi>”" in page
     # One result reads as a sentence, the answer's Markdown does not show as stars, and the
     # page keeps the ways to a new chat and the other pages (found by a review).
     one = client_for(alice).get(reverse("chat:search"), {"q": "391"}).content.decode()
-    assert "1 chat mentions “391”" in one and "<mark>391</mark>" in one and "**391**" not in one
+    assert "1 chat mentions “<bdi>391</bdi>”" in one and "<mark>391</mark>" in one and "**391**" not in one
     # Nor its rule and italic footer (a second review saw "… --- *Answered by N…").
     snippet = re.search(r'<p class="snippet">(.*?)</p>', one, re.S).group(1)
     assert "---" not in snippet and "*" not in snippet.replace("17*23", ""), snippet
     assert "+ New chat" in one and "Team documents" in one and "Memory" in one
     none = client_for(alice).get(reverse("chat:search"), {"q": "zebra"}).content.decode()
-    assert "No chat mentions “zebra”." in none
+    assert "No chat mentions “<bdi>zebra</bdi>”." in none
 
 
 def test_export_is_the_chat_as_markdown(alice, alice_session, client_for):
@@ -594,3 +596,46 @@ def test_a_quoted_document_passage_keeps_its_heading_on_a_line_of_its_own():
 
     html = render_markdown(_quote([("Holiday policy", "# Vacation policy\nEmployees get 25 days a year.")]))
     assert "<p><strong>Vacation policy</strong></p>" in html and "<p>Employees get 25 days" in html, html
+
+
+# --- direction controls -------------------------------------------------------------------------
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "report\u202egnp.exe" reads as "reportexe.png"
+
+
+def test_direction_overrides_in_model_and_tool_text_do_not_reorder_the_page(alice, alice_session, client_for):
+    """An override in an answer, a tool's result or its name reversed what followed it on the
+    chat page (the admin already wrote them out). The embeddings and overrides go; the
+    isolates a right-to-left writer uses stay."""
+    run = ask(alice_session, "What is 17*23?")
+    Message.objects.filter(run=run, role="assistant").update(
+        content=f"Saved as report{RLO}gnp.exe; \u2067שלום\u2069 ok"
+    )
+    last = run.events.order_by("-sequence").first()
+    for n, (kind, payload) in enumerate(
+        [
+            ("tool.called", {"tool": f"evil{RLO}gnp.exe", "server": "nexus", "arguments": {"a": f"x{RLO}y"}}),
+            ("tool.result", {"tool": "calculator", "success": True, "summary": f"file{RLO}gnp.exe"}),
+            ("step.completed", {"step_id": "s9", "status": "completed", "findings": f"f{RLO}txt.exe"}),
+        ],
+        start=1,
+    ):
+        TraceEvent.objects.create(
+            run=run, sequence=last.sequence + n, kind=kind, phase="Phase 1", payload=payload
+        )
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    shown = page.split('<template class="answer-source">')[0] + page.split("</template>", 1)[1]
+    assert RLO not in shown
+    assert "reportgnp.exe" in page and "filegnp.exe" in page and "ftxt.exe" in page
+    assert "\u2067שלום\u2069" in page
+    assert RLO not in render_markdown(
+        f"a{RLO}b \u202a\u202b\u202c\u202d"
+    ) and "\u2066x\u2069" in render_markdown("\u2066x\u2069")
+
+
+def test_quoted_words_of_the_person_are_isolated_in_our_sentences(alice, alice_session, client_for):
+    """ "No chat mentions “שלום, מה השעה בירושלים?”." wrapped out of order: the quote's direction
+    leaked into the sentence around it."""
+    query = "שלום, מה השעה בירושלים?"
+    page = client_for(alice).get(reverse("chat:search"), {"q": query}).content.decode()
+    assert f"“<bdi>{query}</bdi>”" in page

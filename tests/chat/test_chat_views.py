@@ -352,7 +352,10 @@ def test_panel_state_is_remembered_per_user(alice, bob, alice_session, client_fo
     assert client.post(reverse("chat:preferences"), {"trace_open": "true"}).status_code == 204
     assert Preference.objects.get(user=alice).trace_open
     page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
-    assert f'id="trace-{run.pk}">' in page and 'aria-expanded="true"' in page
+    assert (
+        f'id="trace-{run.pk}" tabindex="0" aria-label="Reasoning trace steps">' in page
+        and 'aria-expanded="true"' in page
+    )
     assert client.post(reverse("chat:preferences"), {"trace_open": "maybe"}).status_code == 400
     assert not Preference.objects.filter(user=bob).exists()
 
