@@ -410,6 +410,8 @@ if NEXUS_HTTPS:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # A load balancer's probe asks over plain HTTP, inside: a redirect is no answer.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 if NEXUS_BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Sign-in throttling counts the client's address: behind the proxy, the one it forwarded.
