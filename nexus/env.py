@@ -60,13 +60,22 @@ def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
     return value
 
 
-def env_secret_key(var_dir: Path) -> str:
-    """SECRET_KEY from the environment, else a key generated once and kept in var/."""
+def env_secret_key(var_dir: Path, *, required: bool = False) -> str:
+    """SECRET_KEY from the environment, else a key generated once and kept in var/. Where it
+    is required (a team deployment: web servers on several hosts must sign sessions alike) a
+    missing key stops start-up. At least 50 characters, as Django's deployment check wants."""
     key = env_str("SECRET_KEY")
     if key:
-        if len(key) < 32:
-            raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+        if len(key) < 50 or len(set(key)) < 5:
+            raise ImproperlyConfigured(
+                "SECRET_KEY must be at least 50 characters long, of at least 5 different ones"
+            )
         return key
+    if required:
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set in a team deployment (DATABASE_URL set, DEBUG off), the same in "
+            'every process; create one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
     from django.core.management.utils import get_random_secret_key
 
     return generated_once(var_dir / "secret_key", get_random_secret_key)

@@ -7,6 +7,7 @@ the server process and the offline model. Set DATABASE_URL and REDIS_URL for a t
 from __future__ import annotations
 
 import re
+import zoneinfo
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +33,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("NEXUS_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_secret_key(VAR_DIR)
+SECRET_KEY = env_secret_key(VAR_DIR, required=bool(env_str("DATABASE_URL")) and not DEBUG)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -281,7 +282,7 @@ if NEXUS_LLM_PROVIDER == "openai" and not OPENAI_BASE_URL:
 try:
     NEXUS_REASONING = ReasoningConfig.from_env(provider=NEXUS_LLM_PROVIDER)
 except ConfigError as exc:
-    raise ImproperlyConfigured(f"{exc.variable}: {exc}") from None
+    raise ImproperlyConfigured(str(exc)) from None  # it names the variable
 
 # Simulated seconds per offline-model call (demos and load tests); 0 answers at once.
 OFFLINE_LATENCY_MS = env_int("OFFLINE_LATENCY_MS", 0, minimum=0)
@@ -386,6 +387,12 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"TIME_ZONE must be a time zone such as UTC or Europe/Paris, got {TIME_ZONE!r}"
+    ) from None
 USE_I18N = True
 USE_TZ = True
 

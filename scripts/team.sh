@@ -16,6 +16,12 @@ if [ -z "${NEXUS_SECRETS_KEY:-}" ]; then
   exit 1
 fi
 export NEXUS_SECRETS_KEY
+if [ -z "${SECRET_KEY:-}" ]; then
+  echo "Set SECRET_KEY (it signs sessions; every process, on every host, needs the same one). Create one with:"
+  echo "  $BIN/python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+  exit 1
+fi
+export SECRET_KEY
 $BIN/python scripts/ensure-database
 $BIN/python manage.py migrate --noinput -v 0
 $BIN/python manage.py ensure_local_account

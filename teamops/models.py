@@ -47,17 +47,24 @@ class Budget(models.Model):
                 condition=Q(user__isnull=False, group__isnull=True)
                 | Q(user__isnull=True, group__isnull=False),
                 name="budget_user_xor_group",
+                violation_error_message="A budget is for one person or for one group: choose one of the two.",
             ),
-            models.CheckConstraint(condition=Q(limit__gte=0), name="budget_limit_not_negative"),
+            models.CheckConstraint(
+                condition=Q(limit__gte=0),
+                name="budget_limit_not_negative",
+                violation_error_message="The limit cannot be negative.",
+            ),
             models.UniqueConstraint(
                 fields=["user", "period", "metric"],
                 condition=Q(user__isnull=False),
                 name="one_budget_per_user",
+                violation_error_message="This person already has a budget for that period and measure.",
             ),
             models.UniqueConstraint(
                 fields=["group", "period", "metric"],
                 condition=Q(group__isnull=False),
                 name="one_budget_per_group",
+                violation_error_message="This group already has a budget for that period and measure.",
             ),
         ]
 

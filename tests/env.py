@@ -26,6 +26,7 @@ os.environ["NEXUS_LLM_PROVIDER"] = "offline"
 os.environ["NEXUS_HTTPS"] = "false"
 # A fixed key, so the PostgreSQL pass (a team deployment as far as settings go) starts.
 os.environ["NEXUS_SECRETS_KEY"] = "ZXJ0e1CP3fbcN3p8Zs4c0VgCk6cd0WbQIgk9y3dcnJw="
+os.environ["SECRET_KEY"] = "tests-only-" + "k3y-" * 12  # likewise required in a team deployment
 os.environ.setdefault("NEXUS_VAR_DIR", str(ROOT / "var" / "test"))
 os.environ["NEXUS_RATE_LIMIT_PER_MINUTE"] = "1000"
 os.environ["NEXUS_WRITE_RATE_LIMIT_PER_MINUTE"] = "1000"

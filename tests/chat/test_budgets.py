@@ -274,6 +274,14 @@ def test_staff_set_budgets_in_the_admin_and_each_change_is_audited(auditor, alic
         },
     )
     assert both.status_code == 200 and Budget.objects.count() == 1, "a budget is a person's or a group's"
+    # Said in words, not as the database constraint's name (an operator's review).
+    page = both.content.decode()
+    assert "A budget is for one person or for one group" in page and "budget_user_xor_group" not in page
+    again = client.post(
+        "/admin/teamops/budget/add/",
+        {"user": alice.pk, "period": "day", "metric": "tokens", "limit": "5", "enabled": "on", "note": ""},
+    ).content.decode()
+    assert "This person already has a budget for that period and measure." in again
 
 
 def test_runs_executing_at_once_are_all_counted(alice, settings):

@@ -68,6 +68,31 @@ def test_the_team_path_defaults_to_https_and_says_how_to_run_plain_http():
     )
     compose = (ROOT / "docker-compose.yml").read_text()
     assert "NEXUS_HTTPS: ${NEXUS_HTTPS:-true}" in compose and '"127.0.0.1:8000:8000"' in compose
+    assert 'if [ -z "${SECRET_KEY:-}" ]' in team, "every process on every host signs sessions alike"
+
+
+def test_the_procfile_web_server_believes_the_platform_proxy():
+    """Found by an operator's review: behind a platform's TLS router the Procfile's daphne
+    did not trust X-Forwarded-Proto and redirected https requests to themselves, forever."""
+    web = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    command = web.removeprefix("web:").strip()
+    result = subprocess.run(
+        ["sh", "-c", f"{command.split(' daphne ')[0]} env"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={k: v for k, v in os.environ.items() if k != "NEXUS_BEHIND_PROXY"},
+    )
+    assert "NEXUS_BEHIND_PROXY=true" in result.stdout.splitlines()
+    login = run(
+        "-c",
+        "import django; django.setup(); from django.test import Client; "
+        "r = Client(HTTP_HOST='nexus.example.com', HTTP_X_FORWARDED_PROTO='https').get('/accounts/login/'); "
+        "print(r.status_code)",
+        **TEAM,
+        NEXUS_BEHIND_PROXY="true",
+    )
+    assert login.stdout.split()[-1] == "200", login.stderr[-2000:]
 
 
 def test_make_run_serves_without_debug_pages():

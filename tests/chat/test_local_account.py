@@ -38,7 +38,7 @@ def test_a_password_changed_since_survives_the_next_start(monkeypatch):
 
 
 def test_a_weak_password_is_refused_with_the_reason(monkeypatch):
-    with pytest.raises(CommandError, match="NEXUS_ADMIN_PASSWORD is too weak: .*too short"):
+    with pytest.raises(CommandError, match=r"NEXUS_ADMIN_PASSWORD is too weak: .*too short"):
         ensure(monkeypatch, "abc")
     assert not get_user_model().objects.exists()
     said = ensure(monkeypatch, None)

@@ -85,6 +85,19 @@ def test_processes_starting_together_on_a_fresh_var_dir_share_one_secret_key(tmp
             "NEXUS_SECRETS_KEY must be set in a team deployment",
         ),
         ({"NEXUS_SECRETS_KEY": "not-a-fernet-key"}, "NEXUS_SECRETS_KEY: key 1 is not a Fernet key"),
+        # An operator's review: a team's web servers each made their own key (sessions signed on
+        # one host were refused on the next), a 48-character key failed `check --deploy`, a
+        # bad time zone was a bare ValueError, and a reasoning setting was named twice.
+        (
+            {"DATABASE_URL": "postgres://nexus@127.0.0.1:5432/nexus", "SECRET_KEY": ""},
+            "SECRET_KEY must be set in a team deployment",
+        ),
+        ({"SECRET_KEY": "k" * 30 + "abcdefghij" + "x" * 8}, "SECRET_KEY must be at least 50 characters"),
+        (
+            {"TIME_ZONE": "Mars/Base"},
+            "TIME_ZONE must be a time zone such as UTC or Europe/Paris, got 'Mars/Base'",
+        ),
+        ({"MIN_QUALITY_LIGHT": "7"}, "ImproperlyConfigured: MIN_QUALITY_LIGHT: must be between 0 and 1"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "bin/server"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "no-such-program-here"}, "NEXUS_MCP_ALLOWED_COMMANDS"),
         ({"NEXUS_MCP_ALLOWED_COMMANDS": "sh 'unclosed"}, 'NEXUS_MCP_ALLOWED_COMMANDS: "sh \'unclosed"'),

@@ -213,7 +213,7 @@ def base_env(tmp: Path, **extra: str) -> dict[str, str]:
             "NEXUS_HTTPS": "false",
             "NEXUS_LLM_PROVIDER": "offline",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "SECRET_KEY": "e2e-" + "s" * 60,
+            "SECRET_KEY": "e2e-" + "s3cret-k3y-" * 6,
             "NEXUS_ADMIN_PASSWORD": PASSWORD,
             "LOG_LEVEL": "INFO",
             "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
