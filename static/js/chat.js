@@ -94,6 +94,9 @@
 
   function scrollThread(force) {
     const thread = document.getElementById("thread");
+    // A move up whose scroll event has not come yet (it comes with the next frame, and a swap
+    // can land first): it decides before the swap may pull the reader back down.
+    if (thread && !force && thread.scrollTop < lastTop - 1) followScroll();
     if (thread && (force || pinned)) {
       thread.scrollTop = thread.scrollHeight;
       pinned = true;

@@ -639,3 +639,12 @@ def test_quoted_words_of_the_person_are_isolated_in_our_sentences(alice, alice_s
     query = "שלום, מה השעה בירושלים?"
     page = client_for(alice).get(reverse("chat:search"), {"q": query}).content.decode()
     assert f"“<bdi>{query}</bdi>”" in page
+
+
+def test_a_search_snippet_drops_direction_overrides(alice, client_for):
+    """Found by a re-check: a found answer quoting "report\u202egnp.exe" reordered the snippet."""
+    chat = services.session_create(owner=alice, title="Files")
+    run = ask(chat, "What is 2+2?")
+    run.answers.update(content="See the release report\u202egnp.exe now")
+    page = client_for(alice).get(reverse("chat:search"), {"q": "release"}).content.decode()
+    assert "<mark>release</mark> reportgnp.exe" in page and "\u202e" not in page

@@ -1,7 +1,6 @@
 """/healthz and /readyz: what a load balancer or an orchestrator asks, without signing in."""
 
 import pytest
-from django.db import connection
 from django.test import Client, override_settings
 
 pytestmark = pytest.mark.django_db
@@ -13,6 +12,7 @@ def test_a_probe_needs_no_sign_in_and_says_only_ok():
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json() == {"status": "ok", "checks": {"database": "ok"}}
     assert client.post("/readyz").status_code == 405
+    assert client.head("/healthz").status_code == 200, "a probe may ask with HEAD"
 
 
 @override_settings(REDIS_URL="redis://127.0.0.1:1/0")
@@ -27,13 +27,38 @@ def test_a_dependency_away_makes_it_unready_not_dead(monkeypatch):
 
 def test_the_database_away_makes_it_unready(monkeypatch):
     from django.db import DatabaseError
+    from django.db.backends.base.base import BaseDatabaseWrapper
 
     def away(*args, **kwargs):
         raise DatabaseError("connection refused")
 
-    monkeypatch.setattr(connection, "cursor", away)
+    monkeypatch.setattr(BaseDatabaseWrapper, "cursor", away)
     ready = Client().get("/readyz")
     assert ready.status_code == 503 and ready.json()["checks"]["database"] == "unavailable"
+
+
+def test_a_database_that_does_not_answer_is_unready_within_the_probe_time(monkeypatch):
+    """Found by a review: with PostgreSQL down the probe waited for the pool's 10 s, past any
+    load balancer's patience, instead of answering 503."""
+    import threading
+
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    from nexus import health
+
+    release = threading.Event()
+
+    def hangs(*args, **kwargs):
+        release.wait(10)
+        raise health.DatabaseError("late")
+
+    monkeypatch.setattr(BaseDatabaseWrapper, "cursor", hangs)
+    monkeypatch.setattr(health, "PROBE_TIMEOUT", 0.2)
+    try:
+        ready = Client().head("/readyz")
+        assert ready.status_code == 503
+    finally:
+        release.set()
 
 
 def test_a_probe_over_plain_http_is_not_redirected_when_https_is_on():
