@@ -264,7 +264,9 @@ def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_kill
     deadline = time.monotonic() + 120
     while runs_by_status(fault_site).get("succeeded", 0) < count and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert runs_by_status(fault_site) == {"succeeded": count}
+    with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+        errors = db.execute("select id, error from chat_reasoningrun where status <> 'succeeded'").fetchall()
+    assert runs_by_status(fault_site) == {"succeeded": count}, errors
     for number, run_id in enumerate(run_ids):
         answers = answers_for(fault_site, run_id)
         assert len(answers) == 1 and str(number * 3) in answers[0], (run_id, answers)
