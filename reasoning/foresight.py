@@ -654,11 +654,11 @@ _LIST = (
     rf"{_ITEM}(?:\s+(?:and|&)\s+{_ITEM}){{2,}}|"  # "3 and 4 and 5"
     rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
 )
+# A split with more to it ("… among 4 friends with a 20% tip") is not read as the split alone.
+_NOTHING_ADDED = r"(?!\s+(?:with|plus|including|and|after|before)\b)"
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
-    # "-5 squared" is 25: the sign belongs to the number (not after a number: "10 - 5 squared").
-    (r"(?<![\d.)]\s)(?<![\w.)])-\s*(\d+(?:\.\d+)?)\s+(?:(squared)|cubed)\b", None),
     # "the sum of 2, 3 and 4", "add 3 and 4 and 5", "the product of 2, 3 and 4": a list, read
     # whole (before the phrases of two numbers, which would take its first two).
     (
@@ -697,7 +697,7 @@ _PHRASES = [
     (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
     (
         rf"\b(?:split|divide|share)\s+{_N}\s+(?:between|among|across)\s+{_N}"
-        r"(?:\s+(?:people|persons|friends|of us))?+(?!\s+(?:with|plus|including|and|after|before)\b)",
+        rf"(?:\s+(?:people|persons|friends|of us))?+{_NOTHING_ADDED}",
         r"(\1 / \2)",
     ),
     (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
@@ -706,7 +706,7 @@ _PHRASES = [
     (
         rf"\bsplit\s+(?:a|the)\s+(?:(?:bill|check|cheque|total)\s+of\s+)?{_N}(?:\s+(?:bill|check|cheque))?"
         rf"\s+(?:between|among|across|by)\s+{_N}(?:\s+(?:people|persons|friends|ways|of us))?+"
-        r"(?!\s+(?:with|plus|including|and|after|before)\b)",
+        rf"{_NOTHING_ADDED}",
         r"(\1 / \2)",
     ),
     (
@@ -753,8 +753,6 @@ def _phrase(match: re.Match[str]) -> str:
     """The phrases whose expression is not a template: a list's sum or mean, a number of
     quarters of something, a factorial."""
     named = match.groupdict()
-    if match.group().lstrip().startswith("-") and match.group().rstrip().endswith(("squared", "cubed")):
-        return f"((-{match.group(1)}) ** {2 if match.group(2) else 3})"
     if named.get("items"):
         items = re.findall(_ITEM, named["items"])
         kind = (named["kind"] or named["verb"]).lower()
@@ -781,9 +779,11 @@ _COMMA_THEN = re.compile(
     r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d|"
     r"(?:squared|cubed|doubled|tripled|halved)\b)"
 )
-# A negative number raised to a power by words: in brackets, so the power is the number's.
+# A negative number raised to a power by words: in brackets, so the power is the number's
+# ("-5 squared" is 25; not after a number: "10 - 5 squared" is -15).
 _NEGATIVE_BASE = re.compile(
-    r"(?:(?<=\()|(?<![\d.)]\s)(?<![\w.)]))(-\d+(?:\.\d+)?)(?=\s*(?:\*\*|to the power of\b|raised to\b))"
+    r"(?:(?<=\()|(?<![\d.)]\s)(?<![\w.)]))(-\d+(?:\.\d+)?)"
+    r"(?=\s*(?:\*\*|to the power of\b|raised to\b|squared\b|cubed\b))"
 )
 
 
@@ -849,14 +849,15 @@ _SPACED_UNIT = re.compile(
     r"days?|weeks?|months?|years?|dollars?|euros?|cents?|yen|rupees?|bucks|(?:kilo|mega|giga)?bytes?))\b"
 )
 # An amount of money: the answer must say the currency too ("€10 * 3" is €30, not 30).
-_CURRENCY = re.compile(r"([$\u20ac\u00a3\u00a5\u20b9])\s*\d|\d\s*([\u20ac\u00a3\u00a5\u20b9])")
+_SYMBOLS = "$\u20ac\u00a3\u00a5\u20b9"
+_CURRENCY = re.compile(rf"([{_SYMBOLS}])\s*\d|\d\s*([{_SYMBOLS[1:]}])")
 _CURRENCY_WORDS = {
     "dollar": "$", "dollars": "$", "bucks": "$", "usd": "$", "euro": "\u20ac", "euros": "\u20ac",
     "eur": "\u20ac", "gbp": "\u00a3", "yen": "\u00a5", "rupee": "\u20b9", "rupees": "\u20b9",
 }  # fmt: skip
 _CURRENCY_WORD = rf"(?:{'|'.join(_CURRENCY_WORDS)})\b"
 _MONEY = re.compile(
-    rf"([$\u20ac\u00a3\u00a5\u20b9])\s*(?=\d)|(?<=\d)\s*([\u20ac\u00a3\u00a5\u20b9])|(?<=\d)\s+({_CURRENCY_WORD})",
+    rf"([{_SYMBOLS}])\s*(?=\d)|(?<=\d)\s*([{_SYMBOLS[1:]}])|(?<=\d)\s+({_CURRENCY_WORD})",
     re.IGNORECASE,
 )
 # A share of one amount in another, a ratio: a number, whatever the amounts were in.
@@ -1272,11 +1273,11 @@ def _unknown_place_in(text: str) -> str | None:
             pieces.pop()  # cut off by the word limit: maybe half a name
         # "Kansas City, Missouri": a state that keeps one zone tells its time.
         state = _STATE_AFTER_COMMA.match(fold(text[named.end() :]))
-        settled = bool(state) and state_zone(zone_in(pieces[-1]), state.group(1)) is not None
-        # "Birmingham, England": a name of several places, known with its qualifier.
         qualifier = _QUALIFIER.match(text, named.end())
-        if qualifier and _known_name(f"{pieces[-1]}, {qualifier[1]}"):
-            settled = True
+        settled = (bool(state) and state_zone(zone_in(pieces[-1]), state.group(1)) is not None) or bool(
+            # "Birmingham, England": a name of several places, known with its qualifier.
+            qualifier and _known_name(f"{pieces[-1]}, {qualifier[1]}")
+        )
         for piece in pieces[:-1] if settled else pieces:
             if (place := _place_name(piece)) and not zones_in(place):
                 return place
@@ -1287,7 +1288,6 @@ def _unknown_place_in(text: str) -> str | None:
             continue
         # "Sydney, Nova Scotia", "London, Ontario": a qualifier it does not know says another
         # place of that name is meant, whose time it would get wrong.
-        qualifier = _QUALIFIER.match(text, named.end())
         if qualifier and re.sub(r"[.\s]", "", fold(qualifier[1])) == "dc":
             continue  # "Washington, D.C."
         if qualifier and fold(qualifier[1]) not in _NOT_A_PLACE and not zones_in(qualifier[1]):
