@@ -31,23 +31,23 @@ class MCPUnavailable(Exception):
         self.paused_for = paused_for
 
 
-class MCPUnreadable(Exception):
-    """The server answered, but with something the SDK could not read; the message (redacted)
-    is for staff, `public` for everyone."""
+class MCPCallFailed(Exception):
+    """A tool call failed in a way whose words (the SDK's, quoting the server) are for staff,
+    redacted; `public` is what the user and the model are told."""
 
     def __init__(self, detail: str, *, public: str) -> None:
         super().__init__(detail)
         self.public = public
 
 
-class MCPCannotAsk(Exception):
+class MCPUnreadable(MCPCallFailed):
+    """The server answered, but with something the SDK could not read."""
+
+
+class MCPCannotAsk(MCPCallFailed):
     """A tool needed to ask the user or the model something mid-call, and its server cannot over
-    its connection (a stateless HTTP server; the 2026-07-28 protocol). The SDK's words are for
-    staff, `public` for everyone: "no back-channel for server-initiated requests" helps nobody."""
-
-    def __init__(self, detail: str, *, public: str) -> None:
-        super().__init__(detail)
-        self.public = public
+    its connection (a stateless HTTP server; the 2026-07-28 protocol): "no back-channel for
+    server-initiated requests" helps nobody."""
 
 
 class MCPRequestError(Exception):

@@ -74,8 +74,9 @@ async def every_page(
             page, cursor, unreadable = await _valid_tools(client, cursor, meta)
             refused += unreadable
         if kind == "tools":
-            refused += [str(tool.name)[:100] for tool in page if not offerable(tool.input_schema)]
-            page = [tool for tool in page if offerable(tool.input_schema)]
+            kept = [tool for tool in page if offerable(tool.input_schema)]  # checked once each
+            refused += [str(tool.name)[:100] for tool in page if tool not in kept]
+            page = kept
         items += page
         if not cursor:
             break
