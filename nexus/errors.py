@@ -2,7 +2,10 @@
 unreachable, or every pooled connection taken) is said with a 503, since nothing was saved and
 the same request shortly after will work; anything else is the usual 500 page. The 400
 handler: a form too large to read (text pasted past DATA_UPLOAD_MAX_MEMORY_SIZE) says so,
-where Django showed a bare "Bad Request (400)"."""
+where Django showed a bare "Bad Request (400)". The CSRF failure view: a form from a page loaded
+before its browser signed in again elsewhere (which renews the token) is refused in words that
+say so, and a sign-in form whose browser is signed in by now goes where it was going, where
+Django showed "CSRF verification failed. Request aborted." """
 
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ import sys
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import resolve_url
 from django.template import loader
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import server_error as django_server_error
 
@@ -23,6 +29,17 @@ DATABASE_AWAY = (
     "if it keeps happening, tell your admin."
 )
 RETRY_AFTER_SECONDS = 10
+STALE_FORM = (
+    "This page was out of date, so nothing was sent: you signed in or out in another tab or "
+    "window since it was loaded. Reload the page and try again."
+)
+FOREIGN_FORM = (
+    "That was refused: it did not come from a Nexus page at this address. Open Nexus at its own "
+    "address and try again; if you did, tell your admin (the server's log says why)."
+)
+# Django's reasons for a request from another page than the site's own (the rest: a token or
+# cookie that is missing or no longer matches, which a page from before a sign-in sends).
+FOREIGN_REASONS = ("Origin checking failed", "Referer checking failed", "Referer is insecure")
 # What the database driver raises when the server restarts or drops the connection.
 DATABASE_LOST = (OperationalError, InterfaceError)
 
@@ -79,3 +96,19 @@ def _plain_page(request: HttpRequest, message: str, status: int, **headers: str)
     # Drawn without the request: its context processors would ask the database again.
     page = loader.get_template("error.html").render({"message": message})
     return HttpResponse(page, status=status, headers=headers)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW. A sign-in form whose browser is signed in by now (another tab signed
+    in first) goes where it was going, as a signed-in visit to the sign-in page does: it is a
+    redirect within this site and signs nobody in."""
+    landing = {reverse("login"): settings.LOGIN_REDIRECT_URL, reverse("admin:login"): "admin:index"}
+    if request.method == "POST" and request.path in landing and request.user.is_authenticated:
+        target = request.POST.get("next") or request.GET.get("next") or ""
+        if not url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            target = resolve_url(landing[request.path])
+        return HttpResponseRedirect(target)
+    foreign = reason.startswith(FOREIGN_REASONS) or reason == "Referer checking failed - no Referer."
+    return _plain_page(request, FOREIGN_FORM if foreign else STALE_FORM, 403)

@@ -406,6 +406,7 @@ NEXUS_BEHIND_PROXY = env_bool("NEXUS_BEHIND_PROXY", False)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
+CSRF_FAILURE_VIEW = "nexus.errors.csrf_failure"
 # Scripts take the CSRF token from the page (hx-headers, the forms), never from the cookie.
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"

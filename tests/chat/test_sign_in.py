@@ -2,6 +2,8 @@
 addresses, and per address; staff can unlock;
 the `next` parameter never sends anyone to another site."""
 
+import re
+
 import pytest
 from axes.models import AccessAttempt
 from django.test import Client
@@ -186,3 +188,60 @@ def test_a_password_is_hashed_without_holding_a_database_connection(alice, setti
     response = sign_in(Client(), who, "alice-password-1")
     assert held and all(c is None for c in held), "no connection held while hashing"
     assert response.status_code == (302 if who == "alice" else 200)
+
+
+def _form_token(page: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+@pytest.mark.parametrize(
+    ("target", "lands_on"),
+    [("/documents/", "/documents/"), ("//evil.example/", "/"), ("https://evil.example/", "/")],
+)
+def test_signing_in_from_a_second_tab_after_the_first_lands_signed_in(alice, target, lands_on):
+    """Found in review: two tabs at the sign-in page (the session had expired), sign in in one,
+    then in the other: signing in renews the CSRF token, so the second tab's form was refused
+    with Django's bare "CSRF verification failed. Request aborted." page. Signed in already,
+    that tab now goes where it was going (never to another site)."""
+    client = Client(enforce_csrf_checks=True)
+    first = _form_token(client.get(f"{LOGIN}?next=/").content.decode())
+    second = _form_token(client.get(f"{LOGIN}?next={target}").content.decode())
+    fields = {"username": "alice", "password": "alice-password-1"}
+    assert client.post(LOGIN, {**fields, "next": "/", "csrfmiddlewaretoken": first}).status_code == 302
+    response = client.post(LOGIN, {**fields, "next": target, "csrfmiddlewaretoken": second})
+    assert response.status_code == 302 and response["Location"] == lands_on
+
+
+def test_a_form_from_before_signing_in_elsewhere_is_refused_in_plain_words(alice, alice_session):
+    """A page loaded before its browser signed in again elsewhere posts a token that is no
+    longer valid: the refusal is a Nexus page saying what happened and what to do (a
+    sentence for the chat page's own requests), never Django's "CSRF verification failed"."""
+    client = Client(enforce_csrf_checks=True)
+    stale = _form_token(client.get(LOGIN).content.decode())
+    client.post(LOGIN, {"username": "alice", "password": "alice-password-1", "csrfmiddlewaretoken": stale})
+    url = reverse("chat:session-rename", args=[alice_session.pk])
+    page = client.post(url, {"title": "New", "csrfmiddlewaretoken": stale})
+    text = page.content.decode()
+    assert page.status_code == 403 and "CSRF" not in text and "DEBUG" not in text
+    assert "another tab" in text and "Reload the page" in text and 'name="viewport"' in text
+    hx = client.post(url, {"title": "New"}, HTTP_HX_REQUEST="true", HTTP_X_CSRFTOKEN=stale)
+    assert hx.status_code == 403 and hx["Content-Type"].startswith("text/plain")
+    assert "Reload the page" in hx.content.decode()
+    alice_session.refresh_from_db()
+    assert alice_session.title != "New"
+
+
+def test_a_post_from_another_site_is_refused_without_blaming_another_tab(alice, alice_session):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    token = _form_token(client.get(reverse("chat:documents")).content.decode())
+    response = client.post(
+        reverse("chat:session-rename", args=[alice_session.pk]),
+        {"title": "New", "csrfmiddlewaretoken": token},
+        HTTP_ORIGIN="https://evil.example",
+        secure=True,
+        HTTP_REFERER="https://evil.example/",
+    )
+    text = response.content.decode()
+    assert response.status_code == 403 and "another tab" not in text and "CSRF" not in text
+    assert "did not come from a Nexus page" in text
