@@ -245,3 +245,22 @@ def test_a_post_from_another_site_is_refused_without_blaming_another_tab(alice, 
     text = response.content.decode()
     assert response.status_code == 403 and "another tab" not in text and "CSRF" not in text
     assert "did not come from a Nexus page" in text
+
+
+def test_a_wrong_password_keeps_the_user_name_typed(alice):
+    """Found in review: after a wrong password the sign-in form came back empty, so a newcomer
+    typed their user name again for each typo. It stays (the password does not), and the
+    cursor waits in the password box."""
+    page = sign_in(Client(), "alice", "typo").content.decode()
+    assert "didn&#x27;t match" in page or "didn't match" in page
+    username = re.search(r"<input[^>]*id=\"id_username\"[^>]*>", page).group(0)
+    password = re.search(r"<input[^>]*id=\"id_password\"[^>]*>", page).group(0)
+    assert 'value="alice"' in username and "autofocus" not in username
+    assert "value=" not in password and "autofocus" in password
+    fresh = Client().get(LOGIN).content.decode()
+    assert "autofocus" in re.search(r"<input[^>]*id=\"id_username\"[^>]*>", fresh).group(0)
+
+
+def test_the_user_name_kept_is_escaped(db):
+    page = sign_in(Client(), '"><script>alert(1)</script>', "typo").content.decode()
+    assert "<script>alert(1)" not in page and "&quot;&gt;&lt;script&gt;" in page
