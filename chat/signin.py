@@ -152,7 +152,11 @@ def recheck_open_pages(sender: Any, instance: Any, created: bool, **kwargs: Any)
         account_changed(user_id=instance.pk)
 
 
-SIGNED_OUT = "You are signed out: sign in again (in another tab), then send again. What you typed is kept."
+SIGNED_OUT = "You are signed out: sign in again (in another tab), then try again."
+# A message sent (a question, an edit): its text is still in the box.
+SIGNED_OUT_TYPED = (
+    "You are signed out: sign in again (in another tab), then send again. What you typed is kept."
+)
 
 
 class SignedOutAware(LoginRequiredMiddleware):
@@ -162,7 +166,9 @@ class SignedOutAware(LoginRequiredMiddleware):
 
     def handle_no_permission(self, request: HttpRequest, view_func: Any) -> HttpResponse:
         if request.headers.get("HX-Request") == "true":
-            return HttpResponse(SIGNED_OUT, status=401, content_type="text/plain; charset=utf-8")
+            typed = request.method == "POST" and request.POST.get("content", "").strip()
+            text = SIGNED_OUT_TYPED if typed else SIGNED_OUT
+            return HttpResponse(text, status=401, content_type="text/plain; charset=utf-8")
         return super().handle_no_permission(request, view_func)
 
 

@@ -9,6 +9,8 @@ from axes.models import AccessAttempt
 from django.test import Client
 from django.urls import reverse
 
+from chat import services
+
 pytestmark = pytest.mark.django_db
 
 LOGIN = "/accounts/login/"
@@ -264,3 +266,20 @@ def test_a_wrong_password_keeps_the_user_name_typed(alice):
 def test_the_user_name_kept_is_escaped(db):
     page = sign_in(Client(), '"><script>alert(1)</script>', "typo").content.decode()
     assert "<script>alert(1)" not in page and "&quot;&gt;&lt;script&gt;" in page
+
+
+def test_a_click_after_signing_out_elsewhere_is_not_told_to_send_again(alice, alice_session, client_for):
+    """Found in review: a 👍, Stop or Rename from a tab signed out in another tab was told
+    "…then send again. What you typed is kept.", though nothing was typed or sent."""
+    run = services.message_post(session=alice_session, content="Hi")
+    client = client_for(alice)
+    client.post(reverse("logout"))
+    feedback = reverse("chat:run-feedback", args=[alice_session.pk, run.pk])
+    response = client.post(feedback, {"rating": "1"}, HTTP_HX_REQUEST="true")
+    text = response.content.decode()
+    assert response.status_code == 401 and "signed out" in text
+    assert "send again" not in text and "typed" not in text
+    sent = client.post(
+        reverse("chat:message-create", args=[alice_session.pk]), {"content": "more"}, HTTP_HX_REQUEST="true"
+    )
+    assert sent.status_code == 401 and "What you typed is kept" in sent.content.decode()
