@@ -319,10 +319,13 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
     """Regenerate the last answer (no `content`), or edit the last question and ask it again."""
     run = _run_for_user(request, session_id, run_id)
     content = request.POST.get("content")
+    # An edit's refusal is said under its Edit box, where the person typed; a regenerate's
+    # under the message box.
+    target = "#composer-error" if content is None else f"#edit-error-{run.pk}"
     refused = _message_refused(request, content)  # an empty edit is not counted
     if refused is not None:
         text, status = refused
-        return _error(request, text, run.session_id, status=429 if status == 429 else 200)
+        return _error(request, text, run.session_id, status=429 if status == 429 else 200, target=target)
     try:
         if content is None:
             new_run = services.message_resend(run=run)
@@ -332,10 +335,12 @@ def run_resend(request: HttpRequest, session_id: int, run_id: int) -> HttpRespon
                 run=run, content=content, question=prepared.question, attachments=prepared.attachments
             )
     except ValidationError as exc:
-        return _error(request, exc.messages[0], run.session_id)
+        return _error(request, exc.messages[0], run.session_id, target=target)
     except services.RunActive as exc:
         limits.refund(request.user.pk, "messages")  # nothing was sent
-        return _error(request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409)
+        return _error(
+            request, f"{exc} Stop it first, or wait for the answer.", run.session_id, 409, target=target
+        )
     # If the queue is down the run stays queued and the sweeper hands it on later (the page says so).
     dispatch_stored_run(new_run)
     if not request.htmx:

@@ -456,7 +456,8 @@
     const edit = event.target.closest && event.target.closest(".edit-question textarea");
     if (edit && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      if (edit.value.trim()) edit.form.requestSubmit();
+      // Even when blank, like the message box: the server says why under the Edit box.
+      edit.form.requestSubmit();
       return;
     }
     if (event.key === "Escape" && document.querySelector(".session-actions[open], .share-dialog[open]")) {
@@ -773,6 +774,12 @@
   function removeSending() {
     document.getElementById("sending-turn")?.remove();
   }
+  // An edit sent again: the reason the last one was refused goes (the next refusal replaces it).
+  document.addEventListener("htmx:beforeSend", (event) => {
+    const form = event.detail.elt;
+    const box = form && form.closest && form.closest(".edit-question") && form.querySelector(".edit-error");
+    if (box) box.replaceChildren();
+  });
   document.addEventListener("htmx:beforeSend", (event) => {
     const form = event.detail.elt;
     if (!form || form.id !== "composer") return;

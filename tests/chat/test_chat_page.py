@@ -158,6 +158,22 @@ def test_edit_sends_the_changed_question_and_only_the_last_can_change(
     assert "What is 4+4?" in markdown and "What is 3+3?" not in markdown, "the export follows the page"
 
 
+def test_a_refused_edit_is_said_under_the_edit_box(alice, alice_session, client_for, dispatched):
+    """Found in review: an Edit refused (left blank, too long, while answering) was said under
+    the message box at the foot of the page ("Type a message first."), away from the Edit box
+    the person had typed in, and it read as if the empty message box were at fault."""
+    run = ask(alice_session, "What is 2+2?")
+    ReasoningRun.objects.update(status="succeeded")
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert f'id="edit-error-{run.pk}"' in page and f'aria-describedby="edit-error-{run.pk}"' in page
+    blank = client.post(url("chat:run-resend", run), {"content": "   "}, **HTMX)
+    assert blank["HX-Retarget"] == f"#edit-error-{run.pk}" and "Type a message" in blank.content.decode()
+    client.post(url("chat:run-resend", run), **HTMX)  # a regenerate: now answering
+    busy = client.post(url("chat:run-resend", run), {"content": "What is 5+5?"}, **HTMX)
+    assert busy.status_code == 409 and busy["HX-Retarget"] == f"#edit-error-{run.pk}"
+
+
 def test_resend_while_answering_is_refused(alice, alice_session, client_for, dispatched):
     first = ask(alice_session, "What is 2+2?")
     client = client_for(alice)

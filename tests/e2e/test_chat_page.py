@@ -258,6 +258,24 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     expect(last_answer(page).locator(".variant-label")).to_have_text("3/3")
 
 
+def test_a_blank_edit_is_refused_under_the_edit_box(tab: Tab):
+    """Found in review: Enter in a blank Edit box did nothing at all, and its Send button's
+    "Type a message first." appeared under the message box at the foot of the page."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    edit = page.locator("article.turn:not([hidden]) .edit-question")
+    edit.locator("summary").click()
+    edit.locator("textarea").fill("   ")
+    edit.locator("textarea").press("Enter")
+    expect(edit.locator(".edit-error [role=alert]")).to_have_text("Type a message first.")
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+    edit.locator("textarea").fill("What is 3+3?")
+    edit.locator("textarea").press("Enter")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("6", timeout=20000)
+    expect(page.locator(".edit-error [role=alert]")).to_have_count(0)
+
+
 def test_could_not_reach_goes_once_the_network_is_back(tab: Tab):
     """With the socket still open (no reconnect to clear it), the note stayed after the
     network came back, until the next send."""
