@@ -39,7 +39,7 @@ FOREIGN_FORM = (
 )
 # Django's reasons for a request from another page than the site's own (the rest: a token or
 # cookie that is missing or no longer matches, which a page from before a sign-in sends).
-FOREIGN_REASONS = ("Origin checking failed", "Referer checking failed", "Referer is insecure")
+FOREIGN_REASONS = ("Origin checking failed", "Referer checking failed")
 # What the database driver raises when the server restarts or drops the connection.
 DATABASE_LOST = (OperationalError, InterfaceError)
 
@@ -103,12 +103,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     in first) goes where it was going, as a signed-in visit to the sign-in page does: it is a
     redirect within this site and signs nobody in."""
     landing = {reverse("login"): settings.LOGIN_REDIRECT_URL, reverse("admin:login"): "admin:index"}
-    if request.method == "POST" and request.path in landing and request.user.is_authenticated:
+    user = getattr(request, "user", None)  # None if a CSRF check ever runs before sign-in's
+    if request.method == "POST" and request.path in landing and user is not None and user.is_authenticated:
         target = request.POST.get("next") or request.GET.get("next") or ""
         if not url_has_allowed_host_and_scheme(
             target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
         ):
             target = resolve_url(landing[request.path])
         return HttpResponseRedirect(target)
-    foreign = reason.startswith(FOREIGN_REASONS) or reason == "Referer checking failed - no Referer."
-    return _plain_page(request, FOREIGN_FORM if foreign else STALE_FORM, 403)
+    return _plain_page(request, FOREIGN_FORM if reason.startswith(FOREIGN_REASONS) else STALE_FORM, 403)
