@@ -37,6 +37,10 @@ FOREIGN_FORM = (
     "That was refused: it did not come from a Nexus page at this address. Open Nexus at its own "
     "address and try again; if you did, tell your admin (the server's log says why)."
 )
+NO_COOKIE = (
+    "That was refused because this browser sent no Nexus cookie: allow cookies for this site "
+    "(Nexus needs them to keep you signed in), then reload the page and try again."
+)
 # Django's reasons for a request from another page than the site's own (the rest: a token or
 # cookie that is missing or no longer matches, which a page from before a sign-in sends).
 FOREIGN_REASONS = ("Origin checking failed", "Referer checking failed")
@@ -111,4 +115,6 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         ):
             target = resolve_url(landing[request.path])
         return HttpResponseRedirect(target)
-    return _plain_page(request, FOREIGN_FORM if reason.startswith(FOREIGN_REASONS) else STALE_FORM, 403)
+    if reason.startswith(FOREIGN_REASONS):
+        return _plain_page(request, FOREIGN_FORM, 403)
+    return _plain_page(request, STALE_FORM if request.COOKIES else NO_COOKIE, 403)

@@ -283,3 +283,10 @@ def test_a_click_after_signing_out_elsewhere_is_not_told_to_send_again(alice, al
         reverse("chat:message-create", args=[alice_session.pk]), {"content": "more"}, HTTP_HX_REQUEST="true"
     )
     assert sent.status_code == 401 and "What you typed is kept" in sent.content.decode()
+
+
+def test_a_browser_that_sends_no_cookie_is_told_to_allow_them(db):
+    """Not "you signed in in another tab": a browser that keeps no cookies has no token at all."""
+    response = Client(enforce_csrf_checks=True).post(LOGIN, {"username": "alice", "password": "x"})
+    text = response.content.decode()
+    assert response.status_code == 403 and "allow cookies" in text and "another tab" not in text
