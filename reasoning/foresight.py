@@ -1271,6 +1271,14 @@ def _unknown_place_in(text: str) -> str | None:
         pieces = re.split(r"\s+(?:and|or|in|at|on)\b", named.group("place"), flags=re.I)
         if len(pieces) > 1 and re.match(r"\s+[^\W\d_]", text[named.end() :]):
             pieces.pop()  # cut off by the word limit: maybe half a name
+        elif (
+            len(pieces) > 1
+            and re.match(r"\s*[-−(]?[$€£¥]?\d", text[named.end() :])
+            and expression_in(text[named.end() - len(pieces[-1]) :]) is not None
+        ):
+            # "the time in Chicago and split 120 between 4 people": the words before a number
+            # start a calculation ("split", "add", "double"), a second ask, not a place.
+            pieces.pop()
         # "Kansas City, Missouri": a state that keeps one zone tells its time.
         state = _STATE_AFTER_COMMA.match(fold(text[named.end() :]))
         qualifier = _QUALIFIER.match(text, named.end())

@@ -1071,3 +1071,20 @@ async def test_what_the_offline_model_cannot_read_is_not_answered_as_if_it_could
     assert "(from the clock)" not in answer and "$" not in answer.split("---")[0].replace(question, ""), (
         answer
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "zone", "value"),
+    [
+        ("Can you tell me the time in Chicago and split 120 between 4 people?", "America/Chicago", "**30**"),
+        ("What time is it in Oslo and double 21?", "Europe/Oslo", "**42**"),
+        ("what time is it in Paris and multiply 3 by 4", "Europe/Paris", "**12**"),
+    ],
+)
+async def test_a_calculation_after_a_place_is_not_read_as_a_second_place(question, zone, value):
+    """A QA review: "split" (or "double", "multiply") after "Chicago and" was read as a place;
+    the answer said "I don't know where “split” is", left Chicago's time out, and was approved
+    at 0.95."""
+    result, answer = await answer_to(question)
+    assert "I don't know where" not in answer, answer
+    assert zone in answer and value in answer and result.quality >= 0.9, answer
