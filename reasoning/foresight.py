@@ -273,6 +273,9 @@ SEVERAL_ZONES = {
     "north dakota": "Chicago for Central time, Denver for Mountain",
     "south dakota": "Chicago for Central time, Denver for Mountain",
     "alaska": "Anchorage or Adak",
+    "texas": "Houston for Central time, El Paso for Mountain",
+    "florida": "Miami for Eastern time, Chicago for Central",
+    "oregon": "Portland for Pacific time, Boise for Mountain",
 }
 # Names of more than one well-known place: which one is meant is asked, not guessed.
 AMBIGUOUS_PLACES = {
@@ -280,6 +283,8 @@ AMBIGUOUS_PLACES = {
     "san jose": "San Jose, California or San José, Costa Rica",
     "richmond": "Richmond, Virginia or Richmond, British Columbia",
     "victoria": "Victoria, British Columbia or Victoria, Australia",
+    "washington": "Washington, D.C. or Washington state",
+    "georgia": "Georgia the country or Georgia, USA",
 }
 # Countries and states: after a comma they say which place of that name is meant ("Paris,
 # Texas"), and are not a second place to tell the time of.
@@ -343,6 +348,11 @@ def _places() -> tuple[dict[str, str], PlaceFinder]:
         if city not in _NOT_PLACES:
             places.setdefault(city, zone)
     places.update(CITY_ZONES)  # the list above decides where a name is ambiguous
+    # A US state that keeps one zone ("Ohio", "Utah") is a place of its own; a name also
+    # another place's ("Georgia", "Washington") is asked about instead (AMBIGUOUS_PLACES).
+    for state, zone in US_STATES.items():
+        if zone and state not in AMBIGUOUS_PLACES:
+            places.setdefault(state, zone)
     return places, PlaceFinder(places)
 
 
@@ -1286,8 +1296,13 @@ def _unknown_place_in(text: str) -> str | None:
             # "Birmingham, England": a name of several places, known with its qualifier.
             qualifier and _known_name(f"{pieces[-1]}, {qualifier[1]}")
         )
-        for piece in pieces[:-1] if settled else pieces:
-            if (place := _place_name(piece)) and not zones_in(place):
+        for index, piece in enumerate(pieces[:-1] if settled else pieces):
+            if (place := _place_name(piece)) and (
+                not zones_in(place)
+                # "Texas", "Washington": a place of several zones, or a name several places
+                # share, has no one time to give, unless a qualifier after it says which.
+                or (_no_one_zone(place) and (index < len(pieces) - 1 or not (state or qualifier or settled)))
+            ):
                 return place
         if settled:
             continue
@@ -1308,6 +1323,12 @@ def _unknown_place_in(text: str) -> str | None:
         # "for Sarah", "for the client", "there": a place the clock cannot know, not UTC's time.
         return other.group("place") or other.group(0)
     return None
+
+
+def _no_one_zone(place: str) -> bool:
+    """Whether a place the places know by one zone keeps several, or names several places."""
+    name = fold(place).replace(".", "").strip()
+    return name in SEVERAL_ZONES or name in AMBIGUOUS_PLACES
 
 
 def _place_name(piece: str) -> str | None:

@@ -1088,3 +1088,28 @@ async def test_a_calculation_after_a_place_is_not_read_as_a_second_place(questio
     result, answer = await answer_to(question)
     assert "I don't know where" not in answer, answer
     assert zone in answer and value in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # A state of several zones: each was told one of its zones' time, approved at 0.90
+        # (El Paso keeps Mountain time, the Florida panhandle Central, eastern Oregon Mountain).
+        ("What time is it in Texas?", "“Texas” keeps several time zones"),
+        ("what time is it in Florida", "“Florida” keeps several time zones"),
+        ("Time in Oregon?", "“Oregon” keeps several time zones"),
+        # A name of two places: "Washington" was told as D.C.'s time.
+        ("What time is it in Washington?", "do you mean Washington, D.C. or Washington state?"),
+        ("what time is it in Georgia", "do you mean Georgia the country or Georgia, USA?"),
+        # A state that keeps one zone: each was "I don't know where “Ohio” is".
+        ("what time is it in Ohio", " America/New_York "),
+        ("What time is it in Utah?", " America/Denver "),
+        ("time in Minnesota please", " America/Chicago "),
+    ],
+)
+async def test_a_us_state_alone_is_told_only_when_it_keeps_one_zone(question, expected):
+    """A QA review's labelled questions; the README promises that a US state of several
+    zones is asked about, and a state names its time."""
+    _result, answer = await answer_to(question)
+    assert expected in answer, answer
+    assert ("(from the clock)" in answer) == expected.startswith(" America/"), answer
