@@ -965,6 +965,13 @@ def accounts_for(question: str, expression: str) -> bool:
             return False
     if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked) or _UNREAD_OPERAND.search(asked):
         return False
+    # "half of 50%" read as (50 / 2), "10 percent more than 50 percent" as 55: a phrase took the
+    # number and left its percent sign unread (the answer would be a bare 25, not 25%).
+    if re.search(r"\)\s*(?:%|percent\b)", asked):
+        return False
+    # "root of 25 + 11" read as 25 + 11: a root asked that the expression does not take.
+    if re.search(r"\broots?\b", asked) and not re.search(r"sqrt\(|(?:\*\*|\^)\s*\(1\s*/", expression):
+        return False
     if re.search(r"%(?!\s*[\d(])|\bpercent", asked) and not (
         re.search(r"/100\b|\*100\b", expression) or numbers & shares
     ):

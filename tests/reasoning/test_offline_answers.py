@@ -494,6 +494,12 @@ MISREAD = [
     # the first used ("10% … then by 10% again") was read as its first step and approved.
     "Increase 100 by 10% then by 10% again",
     "Raise 50 by 20% then cut it by 20%",
+    # A QA review: "root of" dropped (read as 25 + 11 = 36), and the percent sign of a number a
+    # phrase took left unread (10 percent more than 50 percent as a bare 55), each approved at
+    # 0.90.
+    "Root of 25 + 11",
+    "What is 10 percent more than 50 percent?",
+    "what is 20 percent less than 50%",
 ]
 
 
