@@ -556,8 +556,6 @@ _NUMBER_WORDS = [
     (r"\bplus\b", "+"),
     (r"\bminus\b", "-"),
     (r"\bto the power of\b|\braised to\b", "**"),
-    (r"\s*\bsquared\b", "**2"),
-    (r"\s*\bcubed\b", "**3"),
     (r"\bmod(?:ulo)?\b", "%"),
 ]
 # "log10(1000)", "sin 30°": an angle in degrees is converted (the calculator works in radians).
@@ -843,6 +841,8 @@ _UNREAD_QUANTITY = re.compile(
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
     r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus|"
+    # "the total with a 20% tip on 50" read as the tip alone (10, not 60).
+    r"total|altogether|"
     # The answer in another form, or by another's count ("2 + 2 according to Orwell").
     r"in\s+words|spelled|according)\b",
     re.I,
@@ -980,6 +980,21 @@ def accounts_for(question: str, expression: str) -> bool:
     return not (rounding and not re.search(r"\b(?:round|floor|ceil)\(", expression))
 
 
+_POWER_WORD = re.compile(r"\s*\b(squared|cubed)\b", re.IGNORECASE)
+_POWER_BEFORE = re.compile(r"(?:\d+(?:\.\d+)?|\([^()]*\))\s*(?:\*\*|\^)\s*(?:\d+(?:\.\d+)?|\([^()]*\))$")
+
+
+def _powers_in_words(text: str) -> str:
+    """ "5 squared" as 5**2; a power of a power as written left to right: "2 cubed squared" and
+    "2^3 squared" are (2³)² = 64 (read as 2**3**2, the exponent was squared: 512)."""
+    while match := _POWER_WORD.search(text):
+        before = text[: match.start()]
+        if power := _POWER_BEFORE.search(before):
+            before = f"{before[: power.start()]}({power.group()})"
+        text = f"{before}**{2 if match[1].lower() == 'squared' else 3}{text[match.end() :]}"
+    return text
+
+
 def expression_in(text: str) -> str | None:
     """An arithmetic expression in a question, with number words turned into operators."""
     candidate = _grouped_digits_joined(text)
@@ -992,6 +1007,7 @@ def expression_in(text: str) -> str | None:
     candidate = _FUNCTION_WORDS.sub(_function, candidate)
     for pattern, operator in _NUMBER_WORDS:
         candidate = re.sub(pattern, operator, candidate)
+    candidate = _powers_in_words(candidate)
     for _ in range(5):
         candidate, changed = _PERCENT_CHANGE.subn(r"\1*(1\2\3/100)", candidate, count=1)
         if not changed:
@@ -1051,6 +1067,9 @@ _STATED = re.compile(
 # (2009-2017), a score (2-1), a rule's name (80/20, 3-2-1), a phone number. Arithmetic only
 # when asked as a calculation and nothing else ("What is 10-4?").
 _JOINED = re.compile(r"\d+(?:\.\d+)?(?:[-/]\d+(?:\.\d+)?)+")
+# A day, a month and a year (or a year first): "1/2/2024", "15-03-2024", "2024/3/15".
+_YEAR = r"(?:1[6-9]|20)\d\d"
+_DATE_JOINED = re.compile(rf"\d{{1,2}}([-/])\d{{1,2}}\1{_YEAR}|{_YEAR}([-/])\d{{1,2}}\2\d{{1,2}}")
 _CALCULATION_BEFORE = re.compile(
     r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|nexus)[\s,:]+)*"
     r"(?:(?:what(?:'s|’s| is)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
@@ -1068,6 +1087,8 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
         return False  # also a unit after the last number: "100m / 9.58s"
     if not _JOINED.fullmatch(match.group().strip(" ()")):
         return True
+    if _DATE_JOINED.fullmatch(match.group().strip(" ()")):
+        return False  # "what is 1/2/2024": a date, even asked as a calculation
     _, rest = _applied(match.group().strip(), after)
     return bool(_CALCULATION_BEFORE.search(before) and _CALCULATION_AFTER.match(rest))
 

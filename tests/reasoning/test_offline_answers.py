@@ -500,6 +500,9 @@ MISREAD = [
     "Root of 25 + 11",
     "What is 10 percent more than 50 percent?",
     "what is 20 percent less than 50%",
+    # The same review: "total" left unread, the tip alone (10) approved as the total.
+    "What's the total with a 20% tip on 50?",
+    "How much is a 15% tip on 80 altogether?",
 ]
 
 
@@ -736,6 +739,9 @@ NOT_ARITHMETIC = [
     "What is 1-800-FLOWERS?",
     "What is the ISO 27001-2022 standard?",
     "What holiday is on 12/25?",
+    # A QA review: a date asked "what is" was computed and approved (1/2/2024 as 0.000247).
+    "what is 1/2/2024",
+    "What's 2024/03/15?",
     # What a language makes of it, code asked for, or a statement to check.
     "In C, what is 7/2 with int operands?",
     "In Python, what does 2 ^ 3 evaluate to?",
@@ -1119,3 +1125,18 @@ async def test_a_us_state_alone_is_told_only_when_it_keeps_one_zone(question, ex
     _result, answer = await answer_to(question)
     assert expected in answer, answer
     assert ("(from the clock)" in answer) == expected.startswith(" America/"), answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is 2 cubed squared?", "**64**"),
+        ("what is 2^3 squared", "**64**"),
+        ("3 squared squared", "**81**"),
+    ],
+)
+async def test_a_power_of_a_power_in_words_is_read_left_to_right(question, expected):
+    """A QA review: "2 cubed squared" was read as 2**3**2, the exponent squared (512),
+    and approved at 0.95; (2³)² is 64."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
