@@ -662,16 +662,25 @@ _LIST = (
     rf"{_ITEM}(?:\s+(?:and|&)\s+{_ITEM}){{2,}}|"  # "3 and 4 and 5"
     rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
 )
+# An operation on the last operand ("add 5 to 3 times 4", "divide 20 by 4 times 5"): which
+# operand it takes is not said (17 or 32, 1 or 25), so the phrase is not read.
+_NO_OPERATION_AFTER = r"(?![\d.]|\s*(?:times|plus|minus|divided|multiplied|over|[-+*/^×x÷])\s*[-(]?\d)"
 # A split with more to it ("… among 4 friends with a 20% tip") is not read as the split alone.
 _NOTHING_ADDED = r"(?!\s+(?:with|plus|including|and|after|before)\b)"
+# A number that is no exponent already: "2^3 squared" is (2^3) squared, read by _powers_in_words.
+_NOT_AN_EXPONENT = r"(?<![\w.)^*-])(?<!\^ )(?<!\*\* )(?<!power of )(?<!raised to )"
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
+    # "half of 9 squared" is half of 81: a power binds to its number before a phrase takes it
+    # (it was (9 / 2) ** 2). Not a signed number: "-3 squared" is read below as (-3) ** 2.
+    (rf"{_NOT_AN_EXPONENT}(\d+(?:\.\d+)?)\s+squared\b", r"(\1 ** 2)"),
+    (rf"{_NOT_AN_EXPONENT}(\d+(?:\.\d+)?)\s+cubed\b", r"(\1 ** 3)"),
     # "the sum of 2, 3 and 4", "add 3 and 4 and 5", "the product of 2, 3 and 4": a list, read
     # whole (before the phrases of two numbers, which would take its first two).
     (
         rf"\b(?:(?:the\s+)?(?P<kind>sum|total|average|avg|mean|product)\s+of|(?P<verb>add|multiply)(?:\s+up)?)\s+"
-        rf"(?P<items>{_LIST})",
+        rf"(?P<items>{_LIST}){_NO_OPERATION_AFTER}",
         None,
     ),
     (  # "the sum of 1 to 100": every whole number between
@@ -680,11 +689,14 @@ _PHRASES = [
         r"((\2 - \1 + 1) * (\1 + \2) / 2)",
     ),
     # Each phrase's result in brackets: "3 times the sum of 4 and 5" is 3 * (4 + 5).
-    (rf"\bdivide\s+{_N}\s+by\s+{_N}", r"(\1 / \2)"),
-    (rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}", r"(\1 + \2)"),
-    (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}", r"(\1 * \2)"),
+    (rf"\bdivide\s+{_N}\s+by\s+{_N}{_NO_OPERATION_AFTER}", r"(\1 / \2)"),
+    (
+        rf"\b(?:add|sum(?:\s+up)?|(?:the\s+)?sum\s+of)\s+{_N}\s+(?:and|to|plus)\s+{_N}{_NO_OPERATION_AFTER}",
+        r"(\1 + \2)",
+    ),
+    (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}{_NO_OPERATION_AFTER}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
-    (rf"\bsubtract\s+{_N}\s+from\s+{_N}", r"(\2 - \1)"),
+    (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
     (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+change\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),

@@ -1140,3 +1140,29 @@ async def test_a_power_of_a_power_in_words_is_read_left_to_right(question, expec
     and approved at 0.95; (2³)² is 64."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is half of 9 squared?", "**40.5**"),
+        ("twice 3 squared", "**18**"),
+        ("a third of 3 cubed", "**9**"),
+    ],
+)
+async def test_a_power_binds_to_its_number_before_a_phrase_takes_it(question, expected):
+    """A QA review: "half of 9 squared" was read as (9 / 2) ** 2 = 20.25 and approved at 0.95,
+    while "10 percent of 10 squared" squared the 10 alone."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["Add 5 to 3 times 4", "Divide 20 by 4 times 5", "What is the sum of 4 and 5 times 3?"]
+)
+async def test_an_operation_after_a_phrase_of_two_operands_is_not_guessed(question):
+    """A QA review: each was read as the phrase's result times the next number ((5 + 3) * 4 =
+    32, (20 / 4) * 5 = 25, (4 + 5) * 3 = 27) and approved at 0.90; which operand the
+    operation takes is not said."""
+    result, _answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
