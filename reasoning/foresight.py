@@ -641,7 +641,32 @@ def _decimals_in_words(text: str) -> str:
     return _BARE_DECIMAL.sub(r"0.\1", _SPELLED_DECIMAL.sub(r"\1.\2", text))
 
 
+def _one_number(words: list[str]) -> bool:
+    """Whether number words make one number: "twenty-one", "one hundred and five", not
+    "nineteen eighty four" (a year said in pairs) or "five six" (two numbers)."""
+    before = None  # the last word's kind: unit (0-9), teen (10-19), tens, or a scale word
+    for word in words:
+        if word == "and":
+            continue
+        kind = (
+            "tens"
+            if word in _TENS
+            else (("unit" if _UNITS[word] < 10 else "teen") if word in _UNITS else word)
+        )
+        numbers = ("unit", "teen", "tens")
+        if (
+            before in numbers
+            and kind in numbers
+            and not (before == "tens" and kind == "unit" and word != "zero")
+        ):
+            return False
+        before = kind
+    return True
+
+
 def _spelled(match: re.Match[str]) -> str:
+    if not _one_number(re.findall(r"[a-z]+", match.group())):
+        return match.group()  # left in words: a reading of it would be a guess
     total = current = 0
     for word in re.findall(r"[a-z]+", match.group()):
         if word in _UNITS or word in _TENS:
@@ -807,6 +832,12 @@ _NEGATIVE_BASE = re.compile(
 )
 
 
+_HYPHENATED_FRACTION = re.compile(
+    rf"\b({'|'.join(list(_UNITS)[1:11])}|an?|\d+)-"
+    r"(?=(?:halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?)\b)"
+)
+
+
 @functools.lru_cache(maxsize=256)
 def _grouped_digits_joined(text: str) -> str:
     """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
@@ -823,6 +854,8 @@ def _grouped_digits_joined(text: str) -> str:
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
+    # "one-third of 120", "three-quarters of 60": a fraction as "one third" is (it was 1 - 40).
+    text = _HYPHENATED_FRACTION.sub(r"\1 ", text)
     text = _SCALED.sub(_scaled, _decimals_in_words(text))
     # "a dozen times 3", "2 dozen", "a baker's dozen" (not "dozens of").
     text = re.sub(r"\b(?:a\s+)?baker'?s\s+dozen\b", "13", text)
@@ -879,7 +912,9 @@ _CURRENCY_WORDS = {
 }  # fmt: skip
 _CURRENCY_WORD = rf"(?:{'|'.join(_CURRENCY_WORDS)})\b"
 _MONEY = re.compile(
-    rf"([{_SYMBOLS}])\s*(?=\d)|(?<=\d)\s*([{_SYMBOLS[1:]}])|(?<=\d)\s+({_CURRENCY_WORD})",
+    rf"([{_SYMBOLS}])\s*(?=\d)|(?<=\d)\s*([{_SYMBOLS[1:]}])|(?<=\d)\s+({_CURRENCY_WORD})|"
+    # "USD 50": a currency's code before the amount.
+    r"\b(usd|eur|gbp)\s*(?=\d)",
     re.IGNORECASE,
 )
 # A share of one amount in another, a ratio: a number, whatever the amounts were in.
@@ -906,7 +941,7 @@ def money_in(question: str) -> Money | None:
     when they are all in one; its result is in it too, unless the question asks a ratio
     ("what percentage is $45 of $180", "$120 / $40")."""
     found = list(_MONEY.finditer(question or ""))
-    symbols = {m[1] or m[2] or _CURRENCY_WORDS[m[3].lower()] for m in found}
+    symbols = {m[1] or m[2] or _CURRENCY_WORDS[(m[3] or m[4]).lower()] for m in found}
     if len(symbols) != 1:
         return None
     # $120 / $40 is 3; $3 times $4 and the square root of $16 are no amount of dollars.

@@ -1166,3 +1166,30 @@ async def test_an_operation_after_a_phrase_of_two_operands_is_not_guessed(questi
     operation takes is not said."""
     result, _answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # A fraction with a hyphen: "one-third of 120" was 1 - 40 = -39, approved at 0.95.
+        ("What's one-third of 120?", "**40**"),
+        ("three-quarters of 60", "**45**"),
+        # A currency's code before the amount: a bare 100 was approved.
+        ("What is USD 50 * 2?", "**$100**"),
+        ("GBP 30 + GBP 20", "**£50**"),
+    ],
+)
+async def test_hyphenated_fractions_and_currency_codes_are_read(question, expected):
+    """A QA review's labelled questions."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["What is nineteen eighty four plus one?", "five six plus one", "What is one two three?"]
+)
+async def test_number_words_that_make_no_one_number_are_not_added_up(question):
+    """A QA review: "nineteen eighty four" was read as 19 + 80 + 4 (103 + 1 = 104, approved at
+    0.95)."""
+    result, answer = await answer_to(question)
+    assert "computed with the calculator" not in answer and result.quality < 0.7, answer
