@@ -979,7 +979,11 @@ def leaves_out_currency(question: str, answer: str) -> bool:
 # in a week" read as 5*5.
 _UNREAD_OPERAND = re.compile(
     r"(?:\b(?:plus|minus|times|multiplied\s+by|divided\s+by|over)|[-+*/])\s+"
-    r"(?:the|a|an|my|our|your|their|his|her|its)\s+[a-z]",
+    r"(?:the|a|an|my|our|your|their|his|her|its)\s+[a-z]|"
+    # Another ask after a calculation: "6+6 and the capital of Spain" answered with 12 alone (the
+    # time somewhere is the clock's, read beside it).
+    r"[\d)]\s+and\s+(?:the|a|an|my|our|your|their|his|her|its)\s+"
+    r"(?!(?:current\s+|local\s+)?(?:time|date|day)\b)[a-z]",
 )
 
 

@@ -1193,3 +1193,12 @@ async def test_number_words_that_make_no_one_number_are_not_added_up(question):
     0.95)."""
     result, answer = await answer_to(question)
     assert "computed with the calculator" not in answer and result.quality < 0.7, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["What's 5+5 and the capital of Spain?", "What's 5+5 and 6+6 and the capital of Spain"]
+)
+async def test_an_ask_joined_after_a_calculation_is_not_dropped_from_an_approved_answer(question):
+    """A QA review: the capital was left out without a word and the sum approved at 0.95."""
+    result, _answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
