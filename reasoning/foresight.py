@@ -1134,6 +1134,8 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
     """Whether the expression `match` found is arithmetic asked, not numbers inside a name
     ("CVE-2021-44228", "ISO-8859-1", "1-800-FLOWERS") or joined as in a date or a score."""
     before, after = text[: match.start()], text[match.end() :]
+    if re.search(r"%\s*(?:[-+*/^)]|$)", match.group()):
+        return False  # "50% + 10%": a percent sign, which the calculator would take for modulo (0)
     if re.search(r"[a-z][-/]$", before) or re.match(r"[-/]?[a-z]", after):
         return False  # also a unit after the last number: "100m / 9.58s"
     if not _JOINED.fullmatch(match.group().strip(" ()")):

@@ -1202,3 +1202,11 @@ async def test_an_ask_joined_after_a_calculation_is_not_dropped_from_an_approved
     """A QA review: the capital was left out without a word and the sum approved at 0.95."""
     result, _answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
+
+
+@pytest.mark.parametrize("question", ["What is 50% plus 10%?", "50% - 20%"])
+async def test_a_percent_sign_is_not_computed_as_modulo(question):
+    """A QA review: "50% + 10%" was shown as `50% + 10` = **0** (50 modulo 10), the last
+    percent sign dropped and the first read as the remainder operator."""
+    _result, answer = await answer_to(question)
+    assert "computed with the calculator" not in answer and "can't answer that offline" in answer, answer
