@@ -309,6 +309,7 @@ PLACE_ABBREVIATIONS = {
     "LA": "America/Los_Angeles",
     "SF": "America/Los_Angeles",
     "NYC": "America/New_York",
+    "NY": "America/New_York",
     "UK": "Europe/London",
     "UAE": "Asia/Dubai",
     # "10am ET", "what time is it in PT": the US coasts' time whatever the season (not CT or MT,
@@ -555,7 +556,7 @@ _NUMBER_WORDS = [
     (r"\bdivided by\b|\bover\b(?=\s*\d)", "/"),
     (r"\bplus\b", "+"),
     (r"\bminus\b", "-"),
-    (r"\bto the power of\b|\braised to\b", "**"),
+    (r"\bto the power(?: of)?(?=\s*-?\d)|\braised to\b", "**"),
     (r"\bmod(?:ulo)?\b", "%"),
 ]
 # "log10(1000)", "sin 30°": an angle in degrees is converted (the calculator works in radians).
@@ -738,10 +739,13 @@ _PHRASES = [
         r"what is (\1 / \2 * 100)",
     ),
     # Everyday shares: "a 15% tip on 84", "add 8% tax to 45", "split 240 between 6 people".
-    (rf"{_N}\s*(?:%|percent)\s+tip\s+(?:on|for)\s+{_N}", r"(\1/100*\2)"),
+    (
+        rf"{_N}\s*(?:%|percent)\s+tip\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}(?:\s+(?:bill|check|cheque|meal))?",
+        r"(\1/100*\2)",
+    ),
     (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
     (
-        rf"\b(?:split|divide|share)\s+{_N}\s+(?:between|among|across)\s+{_N}"
+        rf"\b(?:split|divide|share)\s+{_N}\s+(?:(?:evenly|equally)\s+)?(?:between|among|across)\s+{_N}"
         rf"(?:\s+(?:people|persons|friends|of us))?+{_NOTHING_ADDED}",
         r"(\1 / \2)",
     ),
@@ -763,7 +767,7 @@ _PHRASES = [
     (rf"{_N}\s+(?:decreased|reduced|lowered)\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
     (rf"{_N}\s+less\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
     (rf"{_N}\s+after\s+(?:a\s+)?{_N}\s*(?:%|percent)\s+(?:discount|reduction|cut)", r"(\1 * (1 - \2/100))"),
-    (rf"\bwhat\s+percent(?:age)?\s+of\s+{_N}\s+is\s+{_N}", r"what is (\2 / \1 * 100)"),
+    (rf"\bwhat\s+(?:percent(?:age)?|%)\s+of\s+{_N}\s+is\s+{_N}", r"what is (\2 / \1 * 100)"),
     (rf"\bround\s+{_N}\s+to\s+(\d+)\s+decimal(?:\s+places?|s)?", r"round(\1, \2)"),
     (rf"\bround\s+{_N}(?![\d.])(?!\s*(?:to|up|down)\b)", r"round(\1)"),
     (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
@@ -851,6 +855,7 @@ def _grouped_digits_joined(text: str) -> str:
     # "15% of 80, plus 12", "7 plus 3, times 2", "5 plus 3, squared": done to the result so far.
     text = _COMMA_THEN.sub(", then ", text)
     text = text.replace("\u00b2", "**2").replace("\u00b3", "**3")  # "5²"
+    text = re.sub(r"(?<=[\d)])\s*[\u00b7\u22c5]\s*(?=[\d(])", " * ", text)  # "6·7", a product's dot
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
@@ -1122,7 +1127,7 @@ _JOINED = re.compile(r"\d+(?:\.\d+)?(?:[-/]\d+(?:\.\d+)?)+")
 _YEAR = r"(?:1[6-9]|20)\d\d"
 _DATE_JOINED = re.compile(rf"\d{{1,2}}([-/])\d{{1,2}}\1{_YEAR}|{_YEAR}([-/])\d{{1,2}}\2\d{{1,2}}")
 _CALCULATION_BEFORE = re.compile(
-    r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|nexus)[\s,:]+)*"
+    r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|pls|plz|nexus)[\s,:]+)*"
     r"(?:(?:what(?:'s|’s| is)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
 )
 _CALCULATION_AFTER = re.compile(

@@ -1210,3 +1210,22 @@ async def test_a_percent_sign_is_not_computed_as_modulo(question):
     percent sign dropped and the first read as the remainder operator."""
     _result, answer = await answer_to(question)
     assert "computed with the calculator" not in answer and "can't answer that offline" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # Variants of phrasings the README promises, each declined ("needs a real language model").
+        ("What is 2 to the power 20?", "**1048576**"),
+        ("what % of 80 is 20", "**25**"),
+        ("pls calculate 64/8", "**8**"),
+        ("How much is a 15% tip on a $64 bill?", "**$9.60**"),
+        ("Split $90 evenly among 3 people", "**$30**"),
+        ("what's 6·7", "**42**"),
+        ("What time is it in NY?", " America/New_York "),
+    ],
+)
+async def test_everyday_variants_of_promised_phrasings_are_answered(question, expected):
+    """A QA review's labelled questions: each was declined."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
