@@ -1386,8 +1386,17 @@ def _unknown_place_in(text: str) -> str | None:
             if (place := _place_name(piece)) and (
                 not zones_in(place)
                 # "Texas", "Washington": a place of several zones, or a name several places
-                # share, has no one time to give, unless a qualifier after it says which.
-                or (_no_one_zone(place) and (index < len(pieces) - 1 or not (state or qualifier or settled)))
+                # share, has no one time to give, unless a qualifier after it says which (its
+                # country does not: "Texas, USA").
+                or (
+                    _no_one_zone(place)
+                    and (
+                        index < len(pieces) - 1
+                        or not (
+                            state or settled or (qualifier and not _country_of_place(qualifier[1], place))
+                        )
+                    )
+                )
             ):
                 return place
         if settled:
@@ -1409,6 +1418,12 @@ def _unknown_place_in(text: str) -> str | None:
         # "for Sarah", "for the client", "there": a place the clock cannot know, not UTC's time.
         return other.group("place") or other.group(0)
     return None
+
+
+def _country_of_place(name: str, place: str) -> bool:
+    """Whether `name` is only the country `place` lies in ("Texas, USA"), which says nothing new."""
+    country = country_named(name)
+    return bool(country) and country in map(country_of, zones_in(place))
 
 
 def _no_one_zone(place: str) -> bool:

@@ -1110,6 +1110,9 @@ async def test_a_calculation_after_a_place_is_not_read_as_a_second_place(questio
         ("What time is it in Texas?", "“Texas” keeps several time zones"),
         ("what time is it in Florida", "“Florida” keeps several time zones"),
         ("Time in Oregon?", "“Oregon” keeps several time zones"),
+        # Its country after it says nothing new: each was told as before, approved at 0.90.
+        ("What time is it in Texas, USA?", "“Texas” keeps several time zones"),
+        ("What time is it in Washington, USA?", "do you mean Washington, D.C. or Washington state?"),
         # A name of two places: "Washington" was told as D.C.'s time.
         ("What time is it in Washington?", "do you mean Washington, D.C. or Washington state?"),
         ("what time is it in Georgia", "do you mean Georgia the country or Georgia, USA?"),
