@@ -893,8 +893,10 @@ _UNREAD_QUANTITY = re.compile(
     r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus|"
     # "the total with a 20% tip on 50" read as the tip alone (10, not 60).
     r"total|altogether|"
-    # The answer in another form, or by another's count ("2 + 2 according to Orwell").
-    r"in\s+words|spelled|according)\b",
+    # The answer in another form, or by another's count ("2 + 2 according to Orwell"), or in
+    # another currency ("100 euros times 2 in dollars" was €200).
+    r"in\s+words|spelled|according|fractions?|scientific\s+notation|standard\s+form|significant\s+figures?|"
+    r"sig\s+figs|in\s+(?:us\s+)?(?:dollars?|euros?|pounds?|sterling|yen|rupees?|usd|eur|gbp|jpy|inr))\b",
     re.I,
 )
 

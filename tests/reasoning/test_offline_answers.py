@@ -503,6 +503,12 @@ MISREAD = [
     # The same review: "total" left unread, the tip alone (10) approved as the total.
     "What's the total with a 20% tip on 50?",
     "How much is a 15% tip on 80 altogether?",
+    # The same review: a form or a currency the answer was asked in, left unread (€200 for
+    # "100 euros times 2 in dollars", 2.5 for "10 / 4 as a fraction").
+    "What is 100 euros times 2 in dollars?",
+    "What's 10 percent of 200 dollars in euros?",
+    "What is 10 / 4 as a fraction?",
+    "What's 12 * 12 in scientific notation?",
 ]
 
 
