@@ -836,6 +836,10 @@ _NEGATIVE_BASE = re.compile(
 )
 
 
+_ONE_AS_PRONOUN = re.compile(
+    r"\b(quick|this|that|which|another|last|next|each|every)\s+one\b"
+    r"(?!\s*(?:hundred|thousand|million|billion|point|and|plus|minus|times|divided|multiplied|over|[-+*/^x]))"
+)
 _HYPHENATED_FRACTION = re.compile(
     rf"\b({'|'.join(list(_UNITS)[1:11])}|an?|\d+)-"
     r"(?=(?:halves|half|thirds?|quarters?|fourths?|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?)\b)"
@@ -859,6 +863,8 @@ def _grouped_digits_joined(text: str) -> str:
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
+    # "Quick one: 250 * 4", "this one": a pronoun, no number to compute with.
+    text = _ONE_AS_PRONOUN.sub(r"\1", text)
     # "one-third of 120", "three-quarters of 60": a fraction as "one third" is (it was 1 - 40).
     text = _HYPHENATED_FRACTION.sub(r"\1 ", text)
     text = _SCALED.sub(_scaled, _decimals_in_words(text))
@@ -890,7 +896,7 @@ _UNREAD_QUANTITY = re.compile(
     # expression's value does not answer.
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
-    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals|vs|versus|"
+    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals(?!\s*[?=]*\s*$)|vs|versus|"
     # "the total with a 20% tip on 50" read as the tip alone (10, not 60).
     r"total|altogether|"
     # The answer in another form, or by another's count ("2 + 2 according to Orwell"), or in

@@ -1238,3 +1238,14 @@ async def test_everyday_variants_of_promised_phrasings_are_answered(question, ex
     """A QA review's labelled questions: each was declined."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("Quick one: 250 * 4?", "**1000**"), ("3 plus 4 equals?", "**7**"), ("This one: 12 * 12", "**144**")],
+)
+async def test_a_right_answer_is_not_flagged_for_a_word_that_changes_nothing(question, expected):
+    """A QA review: each was answered right but shown with a low-confidence note (quality 0.0):
+    "one" in "Quick one" read as a number left unused, "equals?" as a comparison."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
