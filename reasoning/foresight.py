@@ -1000,6 +1000,12 @@ _UNREAD_OPERAND = re.compile(
 )
 
 
+_FUNCTION_OF_MORE = re.compile(
+    r"\b(?:square\s+root|(?:natural\s+)?log(?:arithm)?|ln)\s+of\s+(?:the\s+)?(?:\d+(?:\.\d+)?|\([^()]*\))\s*"
+    r"(?:plus|minus|times|divided\s+by|multiplied\s+by|over|[-+*/x×÷])\s*[-(]?\d"
+)
+
+
 def accounts_for(question: str, expression: str) -> bool:
     """Whether `expression` is all `question` asks to compute: every number the question
     gives is in it, and no word that changes the result went unread ("1/3 of 90" read as 1/3,
@@ -1032,6 +1038,9 @@ def accounts_for(question: str, expression: str) -> bool:
     # "half of 50%" read as (50 / 2), "10 percent more than 50 percent" as 55: a phrase took the
     # number and left its percent sign unread (the answer would be a bare 25, not 25%).
     if re.search(r"\)\s*(?:%|percent\b)", asked):
+        return False
+    # "the square root of 9 plus 16": of 9 alone (19) or of their sum (5) is not said.
+    if _FUNCTION_OF_MORE.search(asked):
         return False
     # "root of 25 + 11" read as 25 + 11: a root asked that the expression does not take.
     if re.search(r"\broots?\b", asked) and not re.search(r"sqrt\(|(?:\*\*|\^)\s*\(1\s*/", expression):

@@ -509,6 +509,10 @@ MISREAD = [
     "What's 10 percent of 200 dollars in euros?",
     "What is 10 / 4 as a fraction?",
     "What's 12 * 12 in scientific notation?",
+    # The same review: "the square root of 3 squared plus 4 squared" was sqrt(3)^2 + 4^2 = 19,
+    # approved at 0.90; whether the root is of 3 squared alone or of the sum (5) is not said.
+    "What is the square root of 3 squared plus 4 squared?",
+    "Square root of 9 plus 16",
 ]
 
 
