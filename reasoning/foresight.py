@@ -19,6 +19,7 @@ import zoneinfo
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from reasoning.llm.base import ToolCall
@@ -354,6 +355,14 @@ def _places() -> tuple[dict[str, str], PlaceFinder]:
     for state, zone in US_STATES.items():
         if zone and state not in AMBIGUOUS_PLACES:
             places.setdefault(state, zone)
+    # A country the time-zone database gives one time ("Finland", "Malaysia", "Taiwan").
+    for country, zones in _country_zones().items():
+        if (
+            country not in AMBIGUOUS_PLACES
+            and re.fullmatch(r"[a-z]+(?:[ '-][a-z]+)*", country)
+            and _one_time(zones)
+        ):
+            places.setdefault(country, zones[0])
     return places, PlaceFinder(places)
 
 
@@ -449,6 +458,37 @@ def _countries() -> tuple[dict[str, str], dict[str, str]]:
             continue
         break
     return zones, names
+
+
+@functools.cache
+def _country_zones() -> dict[str, tuple[str, ...]]:
+    """Each country's zones, by its folded name, from the time-zone database's tables."""
+    zones, names = _countries()
+    by_code: dict[str, list[str]] = {}
+    for zone, code in zones.items():
+        by_code.setdefault(code, []).append(zone)
+    return {name: tuple(by_code[code]) for name, code in names.items() if code in by_code}
+
+
+def _one_time(zones: Iterable[str]) -> bool:
+    """Whether zones keep one time all year (their offsets in January and July alike)."""
+    year = datetime.now(UTC).year
+    moments = (datetime(year, 1, 15, tzinfo=UTC), datetime(year, 7, 15, tzinfo=UTC))
+    return (
+        len(
+            {
+                tuple(moment.astimezone(zoneinfo.ZoneInfo(zone)).utcoffset() for moment in moments)
+                for zone in zones
+            }
+        )
+        == 1
+    )
+
+
+def several_zones_of(place: str) -> tuple[str, ...] | None:
+    """The zones of a country that keeps several times ("Mongolia", "Chile"); None otherwise."""
+    zones = _country_zones().get(fold(place).strip(" ."))
+    return zones if zones and not _one_time(zones) else None
 
 
 def country_of(zone: str) -> str | None:

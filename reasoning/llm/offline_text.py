@@ -22,6 +22,7 @@ from reasoning.foresight import (
     leaves_out_currency,
     money_amount,
     money_in,
+    several_zones_of,
     split_calculations,
     tool_named,
     unknown_place,
@@ -530,6 +531,13 @@ def _no_time_for(place: str) -> str:
         return (
             f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
             f"Name a city ({several}) or a time zone."
+        )
+    if zones := several_zones_of(place):
+        # A country the time-zone database gives several times: some of its places.
+        cities = [zone.rsplit("/", 1)[1].replace("_", " ") for zone in zones[:4]]
+        return (
+            f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
+            f"Name a city ({', '.join(cities[:-1])} or {cities[-1]}) or a time zone."
         )
     return (
         f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "

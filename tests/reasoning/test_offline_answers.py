@@ -1253,3 +1253,22 @@ async def test_a_right_answer_is_not_flagged_for_a_word_that_changes_nothing(que
     "one" in "Quick one" read as a number left unused, "equals?" as a comparison."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # A country of one time: each was "I don't know where “Finland” is".
+        ("What time is it in Finland?", " Europe/Helsinki "),
+        ("time in Malaysia", "+08:00)"),
+        ("What's the time in Taiwan?", " Asia/Taipei "),
+        # A country of several: asked about, as the README promises, not "I don't know where".
+        ("What time is it in Mongolia?", "“Mongolia” keeps several time zones"),
+        ("What time is it in Chile?", "“Chile” keeps several time zones"),
+    ],
+)
+async def test_a_country_is_told_its_time_or_asked_about_from_the_time_zone_database(question, expected):
+    """A QA review: some fifty countries the time-zone database names were unknown places."""
+    _result, answer = await answer_to(question)
+    assert expected in answer, answer
+    assert ("(from the clock)" in answer) != ("keeps several" in expected), answer
