@@ -359,6 +359,7 @@ def _places() -> tuple[dict[str, str], PlaceFinder]:
     for country, zones in _country_zones().items():
         if (
             country not in AMBIGUOUS_PLACES
+            and country not in _NOT_PLACES  # "jersey": New Jersey as often as the island
             and re.fullmatch(r"[a-z]+(?:[ '-][a-z]+)*", country)
             and _one_time(zones)
         ):
