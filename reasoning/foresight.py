@@ -765,10 +765,12 @@ _PHRASES = [
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
     (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
-    (rf"\bpercent(?:age)?\s+change\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
+    (rf"\bpercent(?:age)?\s+(?:change|increase)\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
     (rf"\bremainder\s+(?:of|when)\s+{_N}\s+(?:is\s+)?divided\s+by\s+{_N}", r"(\1 % \2)"),
     (rf"{_N}\s+as\s+a\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
+    # "3 out of 4 as a percent", "45 out of 60 in percent".
+    (rf"{_N}\s+out\s+of\s+{_N}\s*,?\s+(?:as|in)\s+(?:a\s+)?percent(?:age)?\b", r"(\1 / \2 * 100)"),
     (
         rf"{_N}\s+raised\s+to\s+(?:the\s+)?(?:power\s+of\s+)?{_N}(?:st|nd|rd|th)?(?:\s+power)?\b",
         r"(\1 ** \2)",
@@ -781,7 +783,8 @@ _PHRASES = [
     ),
     # Everyday shares: "a 15% tip on 84", "add 8% tax to 45", "split 240 between 6 people".
     (
-        rf"{_N}\s*(?:%|percent)\s+tip\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}(?:\s+(?:bill|check|cheque|meal))?",
+        rf"{_N}\s*(?:%|percent)\s+(?:tip|(?:sales\s+)?tax|vat)\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}"
+        rf"(?:\s+(?:bill|check|cheque|meal))?{_NO_OPERATION_AFTER}",
         r"(\1/100*\2)",
     ),
     (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
@@ -800,8 +803,8 @@ _PHRASES = [
         r"(\1 / \2)",
     ),
     (
-        rf"\btip\s+(?:of\s+)?{_N}\s*(?:%|percent)\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}"
-        r"(?:\s+(?:bill|check|cheque|meal))?",
+        rf"\btip\s+(?:of\s+|at\s+)?{_N}\s*(?:%|percent)\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}"
+        rf"(?:\s+(?:bill|check|cheque|meal))?{_NO_OPERATION_AFTER}",
         r"(\1/100*\2)",
     ),
     (rf"{_N}\s+(?:increased|raised)\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 + \2/100))"),

@@ -1272,3 +1272,27 @@ async def test_a_country_is_told_its_time_or_asked_about_from_the_time_zone_data
     _result, answer = await answer_to(question)
     assert expected in answer, answer
     assert ("(from the clock)" in answer) != ("keeps several" in expected), answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # Each was declined: a tax asked as a tip is, a tip "at" a rate, a percent increase, a
+        # share "out of" a whole as a percent.
+        ("What is 7% sales tax on $250?", "**$17.50**"),
+        ("what's the tip at 20% on 75", "**15**"),
+        ("What is the percent increase from 80 to 100?", "**25**"),
+        ("What's 3 out of 4 as a percent?", "**75**"),
+    ],
+)
+async def test_taxes_increases_and_shares_are_read_as_tips_and_changes_are(question, expected):
+    """A QA review's labelled questions."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, answer
+
+
+async def test_an_operation_after_a_tip_is_not_guessed():
+    """A QA review: "a 15% tip on 84 plus 10" was (15% of 84) + 10 = 22.6, approved at 0.90;
+    whether the tip is on 84 or on 94 is not said."""
+    result, _answer = await answer_to("a 15% tip on 84 plus 10")
+    assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
