@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from reasoning.llm.base import ToolCall
 from reasoning.text import LIST_ITEM, sentences
@@ -1009,7 +1009,8 @@ def money_in(question: str) -> Money | None:
 
 
 def money_amount(money: Money, value: str) -> str:
-    """A result as an amount: "$12.60" (cents shown whole), "€30"."""
+    """A result as an amount: "$12.60" (cents shown whole), "€30", "about $33.33" (a third of
+    $100: no one pays $33.3333333333333), "$0.006" (under a cent, as it is)."""
     try:
         amount = Decimal(value)
     except ArithmeticError:
@@ -1017,9 +1018,12 @@ def money_amount(money: Money, value: str) -> str:
     sign, amount = ("-" if amount < 0 else ""), abs(amount)
     if amount == amount.to_integral_value():
         return f"{sign}{money.symbol}{amount:,.0f}"
-    # Cents shown whole ($12.60); an amount finer than a cent as it is ($0.006), not rounded.
-    shown = f"{amount:,.2f}" if amount == amount.quantize(Decimal("0.01")) else f"{amount.normalize():,f}"
-    return f"{sign}{money.symbol}{shown}"
+    cents = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    if amount == cents:
+        return f"{sign}{money.symbol}{amount:,.2f}"
+    if amount < Decimal("0.01"):
+        return f"{sign}{money.symbol}{amount.normalize():,f}"
+    return f"about {sign}{money.symbol}{cents:,.2f}"
 
 
 def leaves_out_currency(question: str, answer: str) -> bool:
@@ -1377,6 +1381,8 @@ _PLACE_ASKED = re.compile(
     r"\b(?:in|at|on)\s+(?P<place>[^\W\d_][\w'’.-]*(?:\s+[^\W\d_][\w'’.-]*){0,7})",
     re.IGNORECASE,
 )
+# A "place" of punctuation, a path or a share ("in ..", "in ~/x", "in \\host"), not a number (".5").
+_ODD_PLACE = re.compile(r"\b(?:in|at)\s+(?P<place>[./\\~](?![\d])[^\s?!,;]*)")
 _TIME_ASKED = re.compile(r"\b(?:time|date|day|clock|hour)\b", re.IGNORECASE)
 # fmt: off
 _NOT_A_PLACE = frozenset({
@@ -1422,6 +1428,8 @@ def _unknown_place_in(text: str) -> str | None:
         offset = _UTC_OFFSET.match(text, attempt.start())
         if offset is None or offset.end() < attempt.end() or _offset_zone(offset) is None:
             return attempt.group().strip()
+    if odd := _ODD_PLACE.search(text, asked.end()):
+        return odd.group("place")  # "in ../../etc/passwd": no place, and no reason for UTC's time
     for named in _PLACE_ASKED.finditer(text, asked.end()):
         # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
         # was left out.

@@ -140,6 +140,10 @@ ARITHMETIC = [
     ("Tip of 15% on a $40 bill", ["**$6**"]),
     ("What is 5% of $1,000?", ["**$50**"]),
     ("What percentage is $45 of $180?", ["**25**"]),
+    # Finer than a cent: in cents, said to be rounded (was "$33.3333333333333"); under a cent as it is.
+    ("Split $100 among 3", ["**about $33.33**"]),
+    ("Split 100 euros between 3 people", ["**about €33.33**"]),
+    ("What is 0.6% of $1?", ["**$0.006**"]),
     # Phrasings the README's claims cover, each declined.
     ("80 increased by 15%", ["**92**"]),
     ("200 less 15%", ["**170**"]),
@@ -393,12 +397,25 @@ async def test_a_question_whose_it_is_in_the_same_message_is_not_called_a_follow
 
 
 @pytest.mark.parametrize(
-    "question", ["What time is it in Londn?", "What's the time in Nowhereville right now?"]
+    "question",
+    [
+        "What time is it in Londn?",
+        "What's the time in Nowhereville right now?",
+        "What time is it in ../../etc/passwd?",  # was given UTC's time
+    ],
 )
 async def test_a_place_no_zone_is_known_for_is_said_plainly_never_given_utc(question):
     result, answer = await answer_to(question)
     assert "I don't know where" in answer and "UTC" not in answer and "from the clock" not in answer
     assert result.escalations == 0 and result.quality == 0.65, "an honest decline, not a wrong time"
+
+
+@pytest.mark.parametrize("question", ["What time is it in ..?", "What's the time in ~/notes", "Time at ./x?"])
+async def test_punctuation_or_a_path_after_in_is_no_place_and_gets_no_utc_time(question):
+    """Each was answered with UTC's time, approved, as if no place had been asked about."""
+    result, answer = await answer_to(question)
+    assert "UTC" not in answer and "from the clock" not in answer, answer
+    assert result.escalations == 0 and result.quality < 0.7, "an honest decline"
 
 
 @pytest.mark.parametrize("question", ["What is 9**9**9?", "What is 2**10000/0?"])
