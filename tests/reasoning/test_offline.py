@@ -4,7 +4,7 @@ import pytest
 
 from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
 from reasoning.llm.offline import LABEL, OfflineClient, covers, expression_in, question_parts, zone_in
-from reasoning.tools.local import builtin_provider
+from reasoning.tools.local import LocalToolProvider, builtin_provider
 from reasoning.tools.registry import ToolRegistry
 
 
@@ -232,3 +232,39 @@ def test_places_are_found_as_the_one_pattern_of_every_name_found_them():
     for text in texts:
         expected = [(m.start(), m.end(), m.group(1)) for m in pattern.finditer(text)]
         assert [(m.start(), m.end(), m.group(1)) for m in finder.finditer(text)] == expected, text
+
+
+async def test_another_servers_calculator_and_clock_that_ask_approval_do_not_displace_the_built_in_ones():
+    """An added tool server offering its own "calculator" and "clock" (no annotations, so each
+    call asks a person) was offered to the answer call ahead of the built-in tools foresight had
+    just run: the offline model matched the results against the other server's tools, found
+    none, and answered "What time is it in Tokyo?" with "I can't answer that offline" (the
+    quality check then failed it at 0.45) though the clock had told the time."""
+    from dataclasses import replace
+
+    class Named(LocalToolProvider):
+        """Tools named as the host names a server's tools: "server__tool"."""
+
+        def __init__(self, name: str, tools: LocalToolProvider, approval: str = "auto") -> None:
+            super().__init__(name)
+            self._tools = {
+                tool: (
+                    replace(spec, name=f"{name}__{tool}", server=name, tool=tool, approval=approval),
+                    function,
+                )
+                for tool, (spec, function) in tools._tools.items()
+            }
+
+    other = LocalToolProvider()
+    other.add("calculator", lambda expression: "42")
+    other.add("clock", lambda timezone="UTC": "25:99")
+    registry = ToolRegistry([Named("nexus", builtin_provider()), Named("acme", other, approval="ask")])
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(), registry, ReasoningConfig.from_env({}, provider="offline")
+    )
+    sink = ListSink()
+    result = await engine.run("What is 17*23 and what time is it in Tokyo?", sink=sink)
+    assert [c.payload["tool"] for c in sink.of("tool.called")] == ["nexus__calculator", "nexus__clock"]
+    assert "391" in result.answer and "Asia/Tokyo" in result.answer, result.answer
+    assert "can't answer" not in result.answer
+    assert sink.of("quality.completed")[0].payload["approved"]

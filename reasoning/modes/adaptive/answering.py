@@ -107,8 +107,15 @@ class Answerer:
         unforeseen: list[ToolDef] = [
             s.definition() for s in ctx.tools.specs() if not (is_foreseen(s.name) and s.name in specs)
         ]
-        used = [specs[call.name].definition() for call in calls]
-        offered = [*unforeseen, *{d.name: d for d in used}.values()]
+        # Offered in the registry's order, the host's own server first: another server's
+        # "calculator" that asks approval listed ahead of the one just run was taken for it
+        # (by the offline model, which picks the first of a name) and the results went unread.
+        used = {call.name for call in calls}
+        offered = [
+            s.definition()
+            for s in ctx.tools.specs()
+            if s.name in used or not (is_foreseen(s.name) and s.name in specs)
+        ]
         choice = None if unforeseen else {"type": "none"}
         if not calls:
             return {"offered": unforeseen, "tool_choice": None}
