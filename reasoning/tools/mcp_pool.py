@@ -393,6 +393,9 @@ class MCPConnection:
         self.elicitors: list[Any] = []
         self.samplers: list[Any] = []
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        # An HTTP server's last refusal ("HTTP 403 Forbidden, text/html"): mcp's transport turns
+        # every status but 404 into "Server returned an error response" and drops the status.
+        self._http_refused = ""
         self._probe: asyncio.Task[None] | None = None
         self._trimmer: asyncio.Task[None] | None = None
 
@@ -598,7 +601,9 @@ class MCPConnection:
             config = self.config
             ceiling = config.call_timeout + config.elicitation_timeout + config.connect_timeout
             timeout = httpx2.Timeout(ceiling, connect=config.connect_timeout)
-            http = httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout)
+            http = httpx2.AsyncClient(
+                headers=dict(config.headers), timeout=timeout, event_hooks={"response": [self._note_response]}
+            )
             return streamable_http_client(self.config.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -613,6 +618,12 @@ class MCPConnection:
         )
         return stdio_client(params, errlog=self._stderr)
 
+    async def _note_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            kind = response.headers.get("content-type", "").split(";")[0].strip()
+            said = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+            self._http_refused = f"{said}, {kind}" if kind else said
+
     def _describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, TimeoutError):
             reason = f"did not answer within {self.config.connect_timeout:g}s"
@@ -625,6 +636,9 @@ class MCPConnection:
             reason, tail = tail.splitlines()[-1][:300], ""  # the launcher could not start it
         if tail:
             reason += f" (server said: {tail.splitlines()[-1][:300]})"
+        if self._http_refused:
+            reason += f" (the URL answered {self._http_refused[:200]})"
+            self._http_refused = ""
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
 
     async def _elicit(self, context: Any, params: Any) -> Any:

@@ -555,3 +555,41 @@ def test_a_transport_failure_is_named_not_its_task_groups():
     text = _short(nested)
     assert "TaskGroup" not in text and "405 Method Not Allowed" in text
     assert "SSE-only" in text and text.startswith("HTTPStatusError")
+
+
+async def test_a_url_that_refuses_with_an_http_error_is_named_with_its_status(pool):
+    """A URL that is not an MCP endpoint (a web app answering 403 with an HTML page, a proxy's
+    401) showed in the admin as "Server returned an error response", mcp's words for every
+    status but 404: the status and what the URL sent are said."""
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = b"<html><body>CSRF verification failed</body></html>"
+            self.send_response(403)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_DELETE = do_POST
+
+        def log_message(self, *args):
+            pass
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        config = MCPServerConfig(
+            name="webapp",
+            transport="http",
+            url=f"http://127.0.0.1:{web.server_address[1]}/",
+            connect_timeout=5.0,
+        )
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        await registry.refresh()
+        assert "HTTP 403 Forbidden, text/html" in registry.error_details["webapp"], registry.error_details
+    finally:
+        web.shutdown()
+        web.server_close()
