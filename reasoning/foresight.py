@@ -1044,7 +1044,12 @@ _UNREAD_OPERAND = re.compile(
     # Another ask after a calculation: "6+6 and the capital of Spain" answered with 12 alone (the
     # time somewhere is the clock's, read beside it).
     r"[\d)]\s+and\s+(?:the|a|an|my|our|your|their|his|her|its)\s+"
-    r"(?!(?:current\s+|local\s+)?(?:time|date|day)\b)[a-z]",
+    r"(?!(?:current\s+|local\s+)?(?:time|date|day)\b)[a-z]|"
+    # An operation whose last operand is a word, not a number: "5 plus 3 minus tax", "50 times 2
+    # plus fees" were read as 5 + 3 and 50 * 2 and approved.
+    r"(?i:(?:\b(?:plus|minus|times|over|less)|[-+*/×÷])\s+"
+    rf"(?!(?:{_NUMBER_WORD}|hundred|thousand|million|billion|dozen|half|negative|minus|pi)\b)"
+    r"[a-z][a-z'’-]*[\s?.!]*$)",
 )
 
 
