@@ -1388,6 +1388,13 @@ _PLACE_ASKED = re.compile(
 )
 # A "place" of punctuation, a path or a share ("in ..", "in ~/x", "in \\host"), not a number (".5").
 _ODD_PLACE = re.compile(r"\b(?:in|at)\s+(?P<place>[./\\~](?![\d])[^\s?!,;]*)")
+# A place by its number ("in 90210", "at 221B Baker Street"), not a span or a moment ("in 5
+# minutes", "in 24h format", "at 3:30").
+_NUMBERED_PLACE = re.compile(
+    r"\b(?:in|at)\s+(?!\d+\s*(?:h|hrs?|hours?|mins?|minutes?|secs?|seconds?|days?|weeks?|months?|years?|"
+    r"am|pm|a\.m|p\.m|o'clock|format|digits?)\b)(?!\d+[:.]\d)(?P<place>\d+[a-z]?\b(?:\s+[A-Z][\w'’-]*){0,3})",
+    re.IGNORECASE,
+)
 _TIME_ASKED = re.compile(r"\b(?:time|date|day|clock|hour)\b", re.IGNORECASE)
 # fmt: off
 _NOT_A_PLACE = frozenset({
@@ -1435,6 +1442,8 @@ def _unknown_place_in(text: str) -> str | None:
             return attempt.group().strip()
     if odd := _ODD_PLACE.search(text, asked.end()):
         return odd.group("place")  # "in ../../etc/passwd": no place, and no reason for UTC's time
+    if numbered := _NUMBERED_PLACE.search(text, asked.end()):
+        return numbered.group("place")  # "in 90210", "at 221B": a postcode or an address, not UTC
     for named in _PLACE_ASKED.finditer(text, asked.end()):
         # Each of "London and Nowhereville", "Berlin and at HQ": one unknown beside a known one
         # was left out.

@@ -38,3 +38,18 @@ async def test_an_operation_on_a_word_is_not_dropped_from_an_approved_answer(que
 async def test_number_words_and_remarks_after_a_calculation_still_approve(question, expected):
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["time in 90210", "what time is it in 221B Baker Street", "what's the time at 10001?"]
+)
+async def test_a_place_named_by_its_number_gets_no_utc_time(question):
+    """Each was answered with UTC's time, approved at 0.90-0.95, as if no place had been named."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+    assert "UTC (ISO" not in answer, answer
+
+
+async def test_a_format_after_a_place_is_no_numbered_place():
+    result, answer = await answer_to("what's the time in london in 24h format")
+    assert "Europe/London" in answer and result.quality >= 0.9, (result.quality, answer)
