@@ -8,6 +8,7 @@ the client declares it as its answer notice and the engine adds it once to the f
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 from reasoning.foresight import (
@@ -461,7 +462,7 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
                 + _reading_note(expression)
             )
         elif base == "clock":
-            lines.append(f"It is {text} (from the clock).")
+            lines.append(f"It is {text} (from the clock).{_week_of(question, text)}")
         elif base == "search_documents":
             lines.append(_document_answer(question, text))
         else:
@@ -470,6 +471,22 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
     if _time_asked_too(question) and (place := unknown_place(question)):
         lines.append(_no_time_for(place))
     return "\n\n".join(lines)
+
+
+# "What week number is it", "which week is it": the clock gives a date, not its week.
+_WEEK_ASKED = re.compile(
+    r"\b(?:what|which)(?:'s|’s| is)?(?: the)?(?: current)?(?: iso)? week\b|\bweek (?:number|no)\b", re.I
+)
+_ISO_DATE = re.compile(r"\bISO (\d{4})-(\d\d)-(\d\d)T")
+
+
+def _week_of(question: str, clock_text: str) -> str:
+    """The ISO week of the clock's date, when the question asks for the week (the clock's words
+    alone, a date, left it unsaid and were approved)."""
+    if not _WEEK_ASKED.search(question) or not (iso := _ISO_DATE.search(clock_text)):
+        return ""
+    year, week, _ = date(int(iso[1]), int(iso[2]), int(iso[3])).isocalendar()
+    return f" That is ISO week {week} of {year}."
 
 
 DECLINED = "You declined the "

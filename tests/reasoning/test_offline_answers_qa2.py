@@ -6,6 +6,9 @@ README promises an answer.
 
 from __future__ import annotations
 
+import re
+from datetime import date
+
 import pytest
 
 from tests.reasoning.test_offline_answers import answer_to
@@ -53,3 +56,13 @@ async def test_a_place_named_by_its_number_gets_no_utc_time(question):
 async def test_a_format_after_a_place_is_no_numbered_place():
     result, answer = await answer_to("what's the time in london in 24h format")
     assert "Europe/London" in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["what week number is it", "what week is it"])
+async def test_the_week_asked_is_said_not_only_the_date(question):
+    """Each was answered with the clock's date alone, no week in it, and approved at 0.95."""
+    _result, answer = await answer_to(question)
+    iso = re.search(r"ISO (\d{4}-\d\d-\d\d)T", answer)
+    assert iso, answer
+    year, week, _ = date.fromisoformat(iso[1]).isocalendar()
+    assert f"ISO week {week} of {year}" in answer, answer
