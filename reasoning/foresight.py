@@ -1205,6 +1205,14 @@ _CALCULATION_AFTER = re.compile(
 )
 
 
+# A word that makes the number after it part of a name: a version, a chapter, a room, a flight.
+_LABELLED = re.compile(
+    r"\b(?:versions?|ver|v|release|build|python|node|java|ios|android|windows|chapter|section|room|flat|apt|"
+    r"apartment|suite|route|gate|platform|flight|season|episode|rfc|iso)\s*$",
+    re.IGNORECASE,
+)
+
+
 def _calculation(text: str, match: re.Match[str]) -> bool:
     """Whether the expression `match` found is arithmetic asked, not numbers inside a name
     ("CVE-2021-44228", "ISO-8859-1", "1-800-FLOWERS") or joined as in a date or a score."""
@@ -1213,6 +1221,8 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
         return False  # "50% + 10%": a percent sign, which the calculator would take for modulo (0)
     if re.search(r"[a-z][-/]$", before) or re.match(r"[-/]?[a-z]", after):
         return False  # also a unit after the last number: "100m / 9.58s"
+    if _LABELLED.search(before):
+        return False  # "version 2.0 - 1.9", "Python 3.12 - 3.11", "room 101 + 1": a name's number
     if not _JOINED.fullmatch(match.group().strip(" ()")):
         return True
     if _DATE_JOINED.fullmatch(match.group().strip(" ()")):

@@ -66,3 +66,18 @@ async def test_the_week_asked_is_said_not_only_the_date(question):
     assert iso, answer
     year, week, _ = date.fromisoformat(iso[1]).isocalendar()
     assert f"ISO week {week} of {year}" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["version 2.0 - 1.9", "version 3 + 1", "Python 3.12 - 3.11", "room 101 + 1"]
+)
+async def test_a_number_in_a_name_is_not_computed(question):
+    """A version, a room: "version 2.0 - 1.9" was computed as 0.1 and approved at 0.90."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+    assert "calculator" not in answer, answer
+
+
+async def test_the_same_numbers_asked_as_a_calculation_are_computed():
+    result, answer = await answer_to("what is 2.0 - 1.9")
+    assert "**0.1**" in answer and result.quality >= 0.9, (result.quality, answer)
