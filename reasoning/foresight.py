@@ -187,6 +187,8 @@ CITY_ZONES = {
     "scotland": "Europe/London", "england": "Europe/London", "wales": "Europe/London",
     "ontario": "America/Toronto", "quebec": "America/Toronto", "nova scotia": "America/Halifax",
     "british columbia": "America/Vancouver", "alberta": "America/Edmonton",
+    "manitoba": "America/Winnipeg", "saskatchewan": "America/Regina", "new brunswick": "America/Moncton",
+    "prince edward island": "America/Halifax",
     "arizona": "America/Phoenix", "illinois": "America/Chicago", "massachusetts": "America/New_York",
     "oregon": "America/Los_Angeles", "nevada": "America/Los_Angeles", "colorado": "America/Denver",
     "washington state": "America/Los_Angeles", "bavaria": "Europe/Berlin",
@@ -225,10 +227,26 @@ _POSTAL_CODES = {
     "VA": "virginia", "WA": "washington", "WV": "west virginia", "WI": "wisconsin", "WY": "wyoming",
 }  # fmt: skip
 _POSTAL_AFTER_COMMA = re.compile(rf",\s*({'|'.join(_POSTAL_CODES)})\b(?![.'’]?\w)")
+# Canada's provinces by their codes ("London, ON"): spelled as the qualifiers the readers know.
+_PROVINCE_CODES = {
+    "ON": "Ontario", "QC": "Quebec", "BC": "British Columbia", "AB": "Alberta", "NS": "Nova Scotia",
+    "MB": "Manitoba", "SK": "Saskatchewan", "NB": "New Brunswick", "NL": "Newfoundland",
+    "PE": "Prince Edward Island",
+}  # fmt: skip
+_PROVINCE_AFTER_COMMA = re.compile(rf",\s*({'|'.join(_PROVINCE_CODES)})\b(?![.'’]?\w)")
+# "Portland ME", "London ON": a code in capitals straight after a place's name, with no comma
+# (WA is left out: "Perth WA" is as often Western Australia).
+_CODE_AFTER_NAME = re.compile(
+    rf"\b([A-Z][a-z][\w'’.-]*)\s+({'|'.join(c for c in [*_POSTAL_CODES, *_PROVINCE_CODES] if c != 'WA')})"
+    r"\b(?![.'’]?\w)"
+)
 
 
 def states_spelled(text: str) -> str:
-    """ "Austin, TX" as "Austin, texas", which the place readers know."""
+    """ "Austin, TX" as "Austin, texas", "London ON" as "London, Ontario", which the place
+    readers know."""
+    text = _CODE_AFTER_NAME.sub(lambda m: f"{m[1]}, {m[2]}", text)
+    text = _PROVINCE_AFTER_COMMA.sub(lambda m: f", {_PROVINCE_CODES[m[1]]}", text)
     return _POSTAL_AFTER_COMMA.sub(lambda m: f", {_POSTAL_CODES[m[1]]}", text)
 
 
@@ -298,6 +316,7 @@ _REGIONS = frozenset({
     "scotland", "england", "wales", "ontario", "quebec", "nova scotia", "british columbia", "alberta",
     "arizona", "illinois", "massachusetts", "oregon", "nevada", "colorado", "washington state",
     "bavaria", "new south wales", "queensland", "western australia", "newfoundland",
+    "manitoba", "saskatchewan", "new brunswick", "prince edward island",
 })  # fmt: skip
 # "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
 _IANA = re.compile(

@@ -81,3 +81,23 @@ async def test_a_number_in_a_name_is_not_computed(question):
 async def test_the_same_numbers_asked_as_a_calculation_are_computed():
     result, answer = await answer_to("what is 2.0 - 1.9")
     assert "**0.1**" in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "zone"),
+    [
+        ("time in Portland ME", "America/New_York"),
+        ("time in London ON", "America/Toronto"),
+        ("time in London, ON", "America/Toronto"),
+        ("time in Sydney NS", "America/Halifax"),
+        ("time in Winnipeg MB", "America/Winnipeg"),
+        ("time in Perth WA", "Australia/Perth"),
+        ("what time is it in LA", "America/Los_Angeles"),
+    ],
+)
+async def test_a_state_or_province_code_after_a_city_says_which_place(question, zone):
+    """ "Portland ME" was told Portland, Oregon's time, "London ON" London, England's and
+    "Sydney NS" Sydney, Australia's, each approved at 0.90: the code without a comma was
+    dropped."""
+    result, answer = await answer_to(question)
+    assert zone in answer and result.quality >= 0.9, (result.quality, answer)
