@@ -1073,7 +1073,9 @@ _UNREAD_OPERAND = re.compile(
 
 
 _FUNCTION_OF_MORE = re.compile(
-    r"\b(?:square\s+root|(?:natural\s+)?log(?:arithm)?|ln)\s+of\s+(?:the\s+)?(?:\d+(?:\.\d+)?|\([^()]*\))\s*"
+    r"\b(?:(?:square|cube)\s+root|sqrt|(?:natural\s+)?log(?:arithm)?|ln)\s+of\s+(?:the\s+)?(?:\d+(?:\.\d+)?|\([^()]*\))\s*"
+    # "the sqrt of 3 squared + 4 squared": a power on the first number changes nothing.
+    r"(?:(?:squared|cubed|(?:\^|\*\*)\s*\d+)\s*)?"
     r"(?:plus|minus|times|divided\s+by|multiplied\s+by|over|[-+*/x×÷])\s*[-(]?\d"
 )
 
@@ -1112,7 +1114,8 @@ def accounts_for(question: str, expression: str) -> bool:
     if re.search(r"\)\s*(?:%|percent\b)", asked):
         return False
     # "the square root of 9 plus 16": of 9 alone (19) or of their sum (5) is not said.
-    if _FUNCTION_OF_MORE.search(asked):
+    # "the cube root of 27 + 5", which a phrase has already bracketed one way: asked as written.
+    if _FUNCTION_OF_MORE.search(asked) or _FUNCTION_OF_MORE.search(question.lower()):
         return False
     # "root of 25 + 11" read as 25 + 11: a root asked that the expression does not take.
     if re.search(r"\broots?\b", asked) and not re.search(r"sqrt\(|(?:\*\*|\^)\s*\(1\s*/", expression):

@@ -101,3 +101,21 @@ async def test_a_state_or_province_code_after_a_city_says_which_place(question, 
     dropped."""
     result, answer = await answer_to(question)
     assert zone in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["sqrt of 3 squared + 4 squared", "cube root of 27 + 5", "Cube root of 64 plus 1"]
+)
+async def test_a_root_of_a_sum_or_of_its_first_number_is_not_guessed(question):
+    """ "sqrt of 3 squared + 4 squared" was sqrt(3^2) + 4^2 = 19 and "cube root of 27 + 5" was
+    3 + 5, each approved at 0.90; whether the root is of the sum is not said."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"), [("(cube root of 27) + 5", "**8**"), ("What is the cube root of 512?", "**8**")]
+)
+async def test_a_root_said_in_full_is_still_approved(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
