@@ -770,7 +770,8 @@ _PHRASES = [
         None,
     ),
     (  # "the sum of 1 to 100": every whole number between
-        r"\b(?:the\s+)?sum\s+of\s+(?:the\s+)?(?:numbers\s+|integers\s+)?(?:from\s+)?(\d+)\s+"
+        # "sum 1 to 10" too (it was 1 + 10 = 11, approved); "add 3 to 5" is an addition.
+        r"\b(?:the\s+)?sum(?:\s+of)?\s+(?:the\s+)?(?:numbers\s+|integers\s+)?(?:from\s+)?(\d+)\s+"
         r"(?:to|through|thru)\s+(\d+)\b",
         r"((\2 - \1 + 1) * (\1 + \2) / 2)",
     ),
@@ -1068,7 +1069,9 @@ _UNREAD_OPERAND = re.compile(
     # plus fees" were read as 5 + 3 and 50 * 2 and approved.
     r"(?i:(?:\b(?:plus|minus|times|over|less)|[-+*/×÷])\s+"
     rf"(?!(?:{_NUMBER_WORD}|hundred|thousand|million|billion|dozen|half|negative|minus|pi)\b)"
-    r"[a-z][a-z'’-]*[\s?.!]*$)",
+    r"[a-z][a-z'’-]*[\s?.!]*$)|"
+    # An operation with nothing after it: "what's 3 plus 4 times" was read as 3 + 4.
+    r"(?i:(?:\b(?:plus|minus|times|over|less|divided\s+by|multiplied\s+by)|[-+*/×÷^])[\s?.!]*$)",
 )
 
 
@@ -1616,7 +1619,9 @@ _OTHER_MOMENT = re.compile(
     r"(?:minutes?|mins?|hours?|hrs?|h)\b|"
     # A conversion: "if it's 9am in London", "when it is noon in New York".
     r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
-    r"\b(?:noon|midday|midnight)\b",
+    r"\b(?:noon|midday|midnight)\b|"
+    # "the time in Tokyo at 3:30", "at 17:00": the time at another moment, not now.
+    r"\bat\s+\d{1,2}[:.h]\d{2}\b",
     re.IGNORECASE,
 )
 

@@ -119,3 +119,25 @@ async def test_a_root_of_a_sum_or_of_its_first_number_is_not_guessed(question):
 async def test_a_root_said_in_full_is_still_approved(question, expected):
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_sum_of_a_range_without_of_is_the_range():
+    """ "sum 1 to 10" was 1 + 10 = 11, approved at 0.90."""
+    result, answer = await answer_to("sum 1 to 10")
+    assert "**55**" in answer and result.quality >= 0.9, (result.quality, answer)
+    result, answer = await answer_to("add 3 to 5")
+    assert "**8**" in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["what's 3 plus 4 times", "what's 6 minus 2 divided by"])
+async def test_an_operation_with_nothing_after_it_is_not_approved(question):
+    """ "what's 3 plus 4 times" was read as 3 + 4 = 7 and approved at 0.90."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["time in tokyo at 3:30", "what time is it in Tokyo at 17:00"])
+async def test_the_time_at_another_moment_is_not_the_present_time(question):
+    """ "time in tokyo at 3:30" was told Tokyo's present time, approved at 0.95."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
