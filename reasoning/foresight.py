@@ -1583,7 +1583,7 @@ _IN_A_PLACE = (
 # A zone named before "time" ("the current Eastern time"), each one the places know as "… time".
 _ZONE_WORD = r"(?:(?:utc|gmt|zulu|eastern|central|mountain|pacific) )?"
 _THE_TIME = (
-    rf"what(?:'s|’s| is)? the (?:current )?{_ZONE_WORD}(?:time|date|day|weekday)"
+    rf"what(?:'s|’s| is|s)? the (?:current )?{_ZONE_WORD}(?:time|date|day|weekday)"
     rf"(?=\s*(?:$|[?.!,;:]|(?:right )?now\b|today\b|currently\b|here\b|there\b|please\b|"
     rf"at the moment\b|(?:over )?{_IN_A_PLACE}))"
 )
@@ -1596,7 +1596,10 @@ _NOW = re.compile(
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"
     rf"(?:current|today'?s|local) {_ZONE_WORD}(?:time|date|day|weekday|week number)\b|"
     rf"\b(?:time|date) {_IN_A_PLACE}|"
-    rf"\bwhat time (?:is )?(?:now )?{_IN_A_PLACE})",
+    rf"\bwhat time (?:is )?(?:now )?{_IN_A_PLACE}|"
+    # The time alone, as people ask it in passing: "time?", "got the time?", "the time pls".
+    r"^\W*(?:(?:have you |you |do you have |(?:do )?you know )?got |do you have |(?:do )?you know )?"
+    r"(?:the )?(?:current )?time(?: (?:now|right now|rn|please|pls|plz))?\W*$)",
     re.IGNORECASE,
 )
 # A place and "time" alone: "Tokyo time?", "time in tokyo", "time tokyo", "Eastern time".

@@ -78,13 +78,15 @@ _QUESTION_START = re.compile(rf"^\W*(?:please\s+|kindly\s+)?(?:{_WH}|{_REQUEST})
 # Thanksgiving", "the time in Tokyo", "today's date"). A time word in anything else ("a
 # real-time platform", "rooms across time zones", "a date and a datetime") asks it nothing.
 _TIME = re.compile(
-    r"\b(?:what|which)(?:'s|’s| is| was| will)?(?: the| a)?(?: current| local| exact)?\s+"
+    r"\b(?:what|which)(?:'s|’s|s| is| was| will)?(?: the| a)?(?: current| local| exact)?\s+"
     r"(?:time|date|day|weekday|year|month|week(?: number)?)\b"
     r"(?! (?:zones?|difference|complexity|format|type)\b)|"
     r"\b(?:time|date|day|year|month|weekday) (?:is it|today|now|right now)\b|"
     r"\b(?:current|today'?s|today’s|local|exact) (?:time|date|day|weekday)\b|"
     r"\bthe (?:time|date) (?:in|at|for|now)\b|^\W*(?:the\s+)?(?:time|date) (?:in|at|now)\b|"
-    r"\b(?:o'clock|what(?:'s| is) the clock|time now|date today)\b",
+    r"\b(?:o'clock|what(?:'s| is) the clock|time now|date today)\b|"
+    r"^\W*(?:(?:have you |you |do you have |(?:do )?you know )?got |do you have |(?:do )?you know )?"
+    r"(?:the )?(?:current )?time(?: (?:now|right now|rn|please|pls|plz))?\W*$",
     re.IGNORECASE,
 )
 # Questions about the team's own work, which its documents may answer (the offline model

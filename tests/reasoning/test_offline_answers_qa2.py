@@ -141,3 +141,18 @@ async def test_the_time_at_another_moment_is_not_the_present_time(question):
     """ "time in tokyo at 3:30" was told Tokyo's present time, approved at 0.95."""
     result, answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["time?", "whats the time", "got the time?", "the time pls", "whats the date"]
+)
+async def test_the_time_asked_in_passing_is_told(question):
+    """Each was declined ("needs a real language model"), though the README promises the time."""
+    result, answer = await answer_to(question)
+    assert "UTC (ISO" in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["whats the time complexity of quicksort", "time flies"])
+async def test_time_in_other_senses_is_not_told(question):
+    _result, answer = await answer_to(question)
+    assert "from the clock" not in answer, answer
