@@ -114,8 +114,10 @@ _GOODBYE = re.compile(
 )
 _HOW_ARE_YOU = r"how are you(?: doing)?(?: today)?|how(?:'s| is) it going|what'?s up"
 _HELLO = re.compile(
-    r"^\W*(?:(?:hi+|hel+o+|he+y+|hiya|howdy|good (?:morning|afternoon|evening|day))(?:\s+(?:there|nexus|all|"
-    rf"everyone|again))*(?:[\s,!.]+(?:{_HOW_ARE_YOU}))?|{_HOW_ARE_YOU})[\s!?.,]*$",
+    r"^\W*(?:(?:hi+|hel+o+|he+y+|hiya|howdy|yo|g'?day|namaste|good (?:morning|afternoon|evening|day))"
+    r"(?:\s+(?:there|nexus|all|everyone|again|mate|team|folks|guys|y'?all))*"
+    # An emoji after it ("hey there 👋") is no question either.
+    rf"(?:[\s,!.]+(?:{_HOW_ARE_YOU}))?|{_HOW_ARE_YOU})[\s!?.,]*[^\w\s]*[\s!?.,]*$",
     re.IGNORECASE,
 )
 # "ok", "got it", "lol": an acknowledgement, which asks for nothing.

@@ -156,3 +156,10 @@ async def test_the_time_asked_in_passing_is_told(question):
 async def test_time_in_other_senses_is_not_told(question):
     _result, answer = await answer_to(question)
     assert "from the clock" not in answer, answer
+
+
+@pytest.mark.parametrize("question", ["yo", "g'day mate", "hey there 👋", "namaste"])
+async def test_everyday_greetings_are_greeted(question):
+    """Each was declined as needing a language model."""
+    result, answer = await answer_to(question)
+    assert answer.startswith("Hello!") and result.quality >= 0.9, (result.quality, answer)
