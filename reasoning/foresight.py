@@ -527,6 +527,9 @@ def country_named(name: str) -> str | None:
 
 
 # Digit groups: "1,234" and "1 000 000" (spaces, narrow or not) are one number.
+# India's digit groups: "2,50,000" (two lakh), "1,00,00,000" (one crore), read as one number (it
+# was "2" and "50000").
+_INDIAN_GROUPS = re.compile(r"(?<![\d.,])\d{1,2}(?:,\d\d)+,\d{3}(?![\d,]|\.\d*,)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "1,500m" too
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
 # "15% of 2400": a share of an amount; the innermost first in "50% of 50% of 80".
@@ -651,13 +654,14 @@ _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d{1,2})(?!\d|,\d)")  # "1,5, 2,
 # "10k", "3 million", "2.5bn", "1.2m", "5 hundred thousand": a number with its scale, read as
 # the number it is ("25% of 10k" was 25% of 10; "4% of 2.5m" was 4% of 2.5). A letter after a
 # number that is not a scale (a unit: "100m / 9.58s") leaves the calculation unread.
-_SCALE_WORD = r"hundred|thousand|million|billion|trillion"
+_SCALE_WORD = r"hundred|thousand|lakhs?|crores?|million|billion|trillion"
 _SCALED = re.compile(
     rf"(?<![\w.])(\d+(?:\.\d+)?)(?:(k|mn|m|bn|b)\b|((?:\s*(?:{_SCALE_WORD})\b)+))", re.IGNORECASE
 )
 _SCALES = {
     "k": 3, "m": 6, "mn": 6, "b": 9, "bn": 9,
     "hundred": 2, "thousand": 3, "million": 6, "billion": 9, "trillion": 12,
+    "lakh": 5, "lakhs": 5, "crore": 7, "crores": 7,
 }  # fmt: skip
 
 
@@ -924,7 +928,9 @@ def _grouped_digits_joined(text: str) -> str:
     text = _COMMA_THEN.sub(", then ", text)
     text = text.replace("\u00b2", "**2").replace("\u00b3", "**3")  # "5²"
     text = re.sub(r"(?<=[\d)])\s*[\u00b7\u22c5]\s*(?=[\d(])", " * ", text)  # "6·7", a product's dot
+    text = _INDIAN_GROUPS.sub(lambda m: m.group().replace(",", ""), text)  # "2,50,000" is 250000
     text = _DECIMAL_COMMA.sub(r"\1.\2", _THOUSANDS.sub("", text))
+    text = re.sub(r"\u221a\s*(\d+(?:\.\d+)?|\([^()]*\))", r"sqrt(\1)", text)  # "√49"
     text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\D", "", m.group()), text)
     text = re.sub(rf"\ba\s+(?=(?:{_SCALE_WORD})\b)", "one ", text)  # "a hundred minus 37"
     # "Quick one: 250 * 4", "this one": a pronoun, no number to compute with.

@@ -163,3 +163,24 @@ async def test_everyday_greetings_are_greeted(question):
     """Each was declined as needing a language model."""
     result, answer = await answer_to(question)
     assert answer.startswith("Hello!") and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("₹2,50,000 / 5", "**50000**"),
+        ("what's 15% of 2,50,000", "**37500**"),
+        ("what's 12,34,567 + 1", "**1234568**"),
+        ("what's 1 lakh times 3", "**300000**"),
+        ("25% of 1 crore", "**2500000**"),
+        ("√49", "**7**"),
+        ("what's √(16+9)", "**5**"),
+        ("what's 1,5 + 2,5 + 3", "**7**"),
+        ("average of 2,3,4", "**3**"),
+    ],
+)
+async def test_indian_digit_groups_lakh_crore_and_the_root_sign_are_read(question, expected):
+    """ "25% of 1 crore" was 0.25 and "√(16+9)" was 25, each approved at 0.90; "₹2,50,000 / 5"
+    was 50000 / 5 (shown under a note); "1 lakh" and "√49" were declined."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
