@@ -1089,6 +1089,21 @@ _FUNCTION_OF_MORE = re.compile(
 )
 
 
+# A word after the number a share or part is "of" that the reader does not know: "10% of 5
+# grand" (0.5), "25% of 2 mil" (0.5), "half of 2 score" (1) were approved with it left unread.
+_OF_NUMBER_THEN = (
+    r"people|persons|friends|guys|colleagues|us|them|ways|each|please|pls|plz|thanks|lol|and|or|then|plus|"
+    r"minus|times|divided|multiplied|over|to|by|out|percent|per|squared|cubed|factorial|hundred|thousand|"
+    r"lakhs?|crores?|million|billion|trillion|k|m|mn|bn|b|dollars?|bucks|euros?|pounds?|quid|rupees?|yen|"
+    r"cents?|usd|eur|gbp|inr|jpy|aud|cad|dozen|is|are|was|as|in|into|rounded|round|what|how|for|with|less|"
+    r"more|off|a|an|the|i|we|you|then|also|again|now|exactly|approx|approximately|roughly|right|between|"
+    r"among|amongst|across|on|at|from|if|when|so|but|equally|evenly"
+)
+_OF_NUMBER_WORD = re.compile(
+    rf"\bof\s+[-−]?[$€£¥₹]?\d[\d,.]*\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]", re.IGNORECASE
+)
+
+
 def accounts_for(question: str, expression: str) -> bool:
     """Whether `expression` is all `question` asks to compute: every number the question
     gives is in it, and no word that changes the result went unread ("1/3 of 90" read as 1/3,
@@ -1116,7 +1131,12 @@ def accounts_for(question: str, expression: str) -> bool:
             used[share] -= 1
         else:
             return False
-    if _UNREAD_QUANTITY.search(asked) or _SPACED_UNIT.search(asked) or _UNREAD_OPERAND.search(asked):
+    if (
+        _UNREAD_QUANTITY.search(asked)
+        or _SPACED_UNIT.search(asked)
+        or _UNREAD_OPERAND.search(asked)
+        or _OF_NUMBER_WORD.search(question)
+    ):
         return False
     # "half of 50%" read as (50 / 2), "10 percent more than 50 percent" as 55: a phrase took the
     # number and left its percent sign unread (the answer would be a bare 25, not 25%).

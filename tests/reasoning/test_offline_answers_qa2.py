@@ -184,3 +184,27 @@ async def test_indian_digit_groups_lakh_crore_and_the_root_sign_are_read(questio
     was 50000 / 5 (shown under a note); "1 lakh" and "√49" were declined."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["10% of 5 grand", "25% of 2 mil", "half of 2 score", "20% of 3 gazillion"]
+)
+async def test_a_word_after_the_number_a_share_is_of_is_not_dropped(question):
+    """Each was read without the word after its last number ("10% of 5 grand" as 0.5) and
+    approved at 0.90-0.95."""
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("split the bill of 250 between 8", "**31.25**"),
+        ("what's 10% of 4 thousand", "**400**"),
+        ("18% of 45 dollars", "**8.1**"),
+        ("What percentage is 45 of 180?", "**25**"),
+    ],
+)
+async def test_a_known_word_after_the_number_still_approves(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
