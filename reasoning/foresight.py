@@ -818,6 +818,19 @@ _PHRASES = [
         r"(\1 / \2)",
     ),
     (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
+    # The amount first: "1200 split between 4" (it was declined).
+    (
+        rf"^\W*(?:what(?:'s|’s|s| is)\s+)?{_N}\s+split\s+(?:(?:evenly|equally)\s+)?"
+        rf"(?:between|among|across)\s+{_N}"
+        rf"(?:\s+(?:people|persons|friends|of us))?+{_NOTHING_ADDED}",
+        r"(\1 / \2)",
+    ),
+    # The tip's amount first: "tip on 60 at 18 percent" (it was declined).
+    (
+        rf"\b(?:a\s+|the\s+)?tip\s+(?:on|for)\s+(?:a\s+|the\s+)?{_N}(?:\s+(?:bill|check|cheque|meal))?\s+at\s+{_N}\s*"
+        rf"(?:%|percent){_NO_OPERATION_AFTER}",
+        r"(\2/100*\1)",
+    ),
     # "split a 90 bill among 4 friends", "split the bill of 87.60 between 4", "a tip of 15% on
     # a 40 bill" (a currency read off already).
     (
@@ -1249,7 +1262,7 @@ _YEAR = r"(?:1[6-9]|20)\d\d"
 _DATE_JOINED = re.compile(rf"\d{{1,2}}([-/])\d{{1,2}}\1{_YEAR}|{_YEAR}([-/])\d{{1,2}}\2\d{{1,2}}")
 _CALCULATION_BEFORE = re.compile(
     r"(?:^|[.?!:;]\s)\W*(?:(?:hey|hi|ok|so|quick(?: one)?|please|pls|plz|nexus)[\s,:]+)*"
-    r"(?:(?:what(?:'s|’s| is)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
+    r"(?:(?:what(?:'s|’s| is|s)|how much is|calculate|compute|evaluate|solve|work out)\s*:?\s*)?$"
 )
 _CALCULATION_AFTER = re.compile(
     r"\s*(?:=\s*)?(?:,?\s*(?:as|in(?:to)?)\s+(?:a\s+)?decimals?(?:\s+(?:number|form))?\s*)?(?:please\s*)?(?:[?!.]|$)"

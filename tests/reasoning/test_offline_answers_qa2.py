@@ -208,3 +208,23 @@ async def test_a_word_after_the_number_a_share_is_of_is_not_dropped(question):
 async def test_a_known_word_after_the_number_still_approves(question, expected):
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("¥1,200 split between 4", "**300**"),
+        ("tip on 60 at 18 percent", "**10.8**"),
+        ("whats 1/2", "**0.5**"),
+    ],
+)
+async def test_splits_and_tips_with_the_amount_first_and_whats_are_read(question, expected):
+    """Each was declined as needing a language model, though the README promises splits, tips
+    and arithmetic in symbols."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_a_split_with_more_after_it_is_still_not_guessed():
+    result, answer = await answer_to("600 split between 3 with a 10% tip")
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
