@@ -534,7 +534,7 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "1,500m" too
 _SPACED_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d|\.\d)")
 # "15% of 2400": a share of an amount; the innermost first in "50% of 50% of 80".
 _PERCENT_OF = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(\d+(?:\.\d+)?(?!\d|\.\d|\s*(?:%|percent))|\([^()]*\))"
+    r"(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(-?\d+(?:\.\d+)?(?!\d|\.\d|\s*(?:%|percent))|\([^()]*\))"
 )
 # What the question does to the result afterwards: "3 plus 4, then doubled", "1/7 rounded to
 # 3 decimals", "3/4 as a percentage" (number words are operators by then).

@@ -228,3 +228,12 @@ async def test_splits_and_tips_with_the_amount_first_and_whats_are_read(question
 async def test_a_split_with_more_after_it_is_still_not_guessed():
     result, answer = await answer_to("600 split between 3 with a 10% tip")
     assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"), [("what is 10 percent of -50", "**-5**"), ("10% of -50", "**-5**")]
+)
+async def test_a_share_of_a_negative_number_is_read(question, expected):
+    """Each was declined as needing a language model."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
