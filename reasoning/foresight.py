@@ -1643,7 +1643,9 @@ _NOW = re.compile(
 )
 # A place and "time" alone: "Tokyo time?", "time in tokyo", "time tokyo", "Eastern time".
 _PLACE_TIME = re.compile(
-    r"^\W*(?:what(?:'s|’s| is)\s+)?(?:the\s+)?(?:current\s+)?(?:(?P<before>[^\d?.!]{2,40}?)\s+time|"
+    r"^\W*(?:what(?:'s|’s|s| is)\s+)?(?:the\s+)?(?:current\s+)?(?:(?P<before>[^\d?.!]{2,40}?|"
+    # An offset before "time" or "now": "GMT +5.5 time", "what's UTC+5:30 now".
+    r"(?:utc|gmt)\s*[+\-\u2212]\s*\d{1,2}(?:[:.]\d{1,2})?)\s+(?:time|(?=now\b))|"
     r"time\s+(?:(?:now|right now)\s+)?(?:in\s+|at\s+)?(?P<after>[^\d?.!]{2,40}?))\s*(?:now|right now)?"
     r"(?:\s*,?\s*please)?\W*$",
     re.IGNORECASE,
@@ -1703,6 +1705,8 @@ def _place_and_time(sentence: str) -> bool:
     if found is None:
         return False
     if found["before"]:
+        if re.match(r"(?:utc|gmt)\s*[+\-\u2212]", found["before"], re.IGNORECASE):
+            return bool(zones_in(found["before"]))  # "GMT +5.5 time": an offset the clock keeps
         return _known_name(found["before"]) or _known_name(f"{found['before']} time")
     return _known_name(found["after"])
 

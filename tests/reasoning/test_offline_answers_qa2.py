@@ -237,3 +237,12 @@ async def test_a_share_of_a_negative_number_is_read(question, expected):
     """Each was declined as needing a language model."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"), [("what's UTC+5:30 now", "+05:30"), ("UTC-3 time", "-03:00")]
+)
+async def test_an_offset_asked_before_time_or_now_is_told(question, expected):
+    """Each was declined as needing a language model, though the README promises offsets."""
+    result, answer = await answer_to(question)
+    assert f"{expected})" in answer and result.quality >= 0.9, (result.quality, answer)
