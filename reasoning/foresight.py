@@ -790,6 +790,11 @@ _PHRASES = [
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
     (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+(?:change|increase)\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
+    # "the percent decrease from 200 to 150" is 25 (a decrease of 25%), as "decrease by 25%" says.
+    (
+        rf"\bpercent(?:age)?\s+(?:decrease|drop|fall|reduction)\s+from\s+{_N}\s+to\s+{_N}",
+        r"((\1 - \2) / \1 * 100)",
+    ),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
     (rf"\bremainder\s+(?:of|when)\s+{_N}\s+(?:is\s+)?divided\s+by\s+{_N}", r"(\1 % \2)"),
     (rf"{_N}\s+as\s+a\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
@@ -802,7 +807,7 @@ _PHRASES = [
     (rf"\b(?:increase|raise)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 + \2/100))"),
     (rf"\b(?:decrease|reduce|lower)\s+{_N}\s+by\s+{_N}\s*(?:%|percent\b)", r"(\1 * (1 - \2/100))"),
     (
-        rf"\bwhat\s+percent(?:age)?\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}",
+        rf"\bwhat\s+(?:percent(?:age)?|%)\s+(?:is|of)\s+{_N}\s+(?:is\s+)?(?:of|in)\s+{_N}",
         r"what is (\1 / \2 * 100)",
     ),
     # Everyday shares: "a 15% tip on 84", "add 8% tax to 45", "split 240 between 6 people".

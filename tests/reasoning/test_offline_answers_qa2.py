@@ -246,3 +246,13 @@ async def test_an_offset_asked_before_time_or_now_is_told(question, expected):
     """Each was declined as needing a language model, though the README promises offsets."""
     result, answer = await answer_to(question)
     assert f"{expected})" in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("percent decrease from 200 to 150", "**25**"), ("what % is 7 of 28", "**25**")],
+)
+async def test_a_percent_decrease_and_a_percent_sign_in_what_percent_are_read(question, expected):
+    """Each was declined as needing a language model."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
