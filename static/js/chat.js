@@ -157,8 +157,14 @@
 
   // --- errors, stop, drafts, versions, theme, sidebar ---------------------------------------
 
-  function showError(text, kind) {
-    const box = document.getElementById("composer-error") || document.getElementById("page-error");
+  // An Edit box's own request: its refusal is said under it, where the person typed, whatever
+  // answered it (the server's words, a stale page's 403, a 401 after signing out, no network).
+  function editErrorBox(elt) {
+    return (elt && elt.closest && elt.closest(".edit-question") && elt.querySelector(".edit-error")) || null;
+  }
+
+  function showError(text, kind, elt) {
+    const box = editErrorBox(elt) || document.getElementById("composer-error") || document.getElementById("page-error");
     if (!box) return;
     // The chat was deleted in another tab: that says more than any error about it can.
     if (box.querySelector(".gone")) return;
@@ -574,9 +580,9 @@
       event.detail.isError = false;
     }
   });
-  document.addEventListener("htmx:responseError", (event) => showError(errorText(event.detail.xhr)));
-  document.addEventListener("htmx:sendError", () => showError("Could not reach Nexus. Check your connection and try again.", "unreachable"));
-  document.addEventListener("htmx:timeout", () => showError("Nexus took too long to answer that request. Try again."));
+  document.addEventListener("htmx:responseError", (event) => showError(errorText(event.detail.xhr), "", event.detail.elt));
+  document.addEventListener("htmx:sendError", (event) => showError("Could not reach Nexus. Check your connection and try again.", "unreachable", event.detail.elt));
+  document.addEventListener("htmx:timeout", (event) => showError("Nexus took too long to answer that request. Try again.", "", event.detail.elt));
 
   // The message box grows with what is typed (up to 40% of the screen), then scrolls.
   function fitComposer(input) {
@@ -777,8 +783,7 @@
   // An edit sent again: the reason the last one was refused goes (the next refusal replaces it).
   document.addEventListener("htmx:beforeSend", (event) => {
     const form = event.detail.elt;
-    const box = form && form.closest && form.closest(".edit-question") && form.querySelector(".edit-error");
-    if (box) box.replaceChildren();
+    editErrorBox(form)?.replaceChildren();
   });
   document.addEventListener("htmx:beforeSend", (event) => {
     const form = event.detail.elt;

@@ -276,6 +276,30 @@ def test_a_blank_edit_is_refused_under_the_edit_box(tab: Tab):
     expect(page.locator(".edit-error [role=alert]")).to_have_count(0)
 
 
+def test_an_edit_refused_by_a_stale_page_is_said_under_the_edit_box(tab: Tab):
+    """Found in review: an edit refused by anything but the server's own words (a page out of
+    date after signing in again in another tab, a 401 after signing out, no network) was said
+    under the message box at the foot of the page, not under the Edit box the person typed in."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    stale = "This page was out of date, so nothing was sent."
+    page.route(
+        "**/resend/",
+        lambda route: route.fulfill(status=403, body=stale, content_type="text/plain; charset=utf-8"),
+    )
+    edit = page.locator("article.turn:not([hidden]) .edit-question")
+    edit.locator("summary").click()
+    edit.locator("textarea").fill("What is 3+3?")
+    edit.locator("textarea").press("Enter")
+    expect(edit.locator(".edit-error [role=alert]")).to_have_text(stale)
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+    page.route("**/resend/", lambda route: route.abort())
+    edit.locator("textarea").press("Enter")
+    expect(edit.locator(".edit-error [role=alert]")).to_contain_text("Could not reach Nexus")
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+
+
 def test_could_not_reach_goes_once_the_network_is_back(tab: Tab):
     """With the socket still open (no reconnect to clear it), the note stayed after the
     network came back, until the next send."""
