@@ -18,7 +18,7 @@ from reasoning.context import RunContext
 from reasoning.drafts import DraftStream
 from reasoning.driven import run_reasoning_driven
 from reasoning.foresight import foresee, is_foreseen
-from reasoning.llm.base import ToolCall, ToolDef
+from reasoning.llm.base import ToolCall
 from reasoning.types import ExecutionStrategy
 
 
@@ -104,21 +104,11 @@ class Answerer:
                     served.append([index])
         # A tool foresight judges but may not run on its own (it needs a person's approval)
         # stays on offer, like the tools foresight knows nothing about.
-        unforeseen: list[ToolDef] = [
-            s.definition() for s in ctx.tools.specs() if not (is_foreseen(s.name) and s.name in specs)
-        ]
-        # Offered in the registry's order, the host's own server first: another server's
-        # "calculator" that asks approval listed ahead of the one just run was taken for it
-        # (by the offline model, which picks the first of a name) and the results went unread.
-        used = {call.name for call in calls}
-        offered = [
-            s.definition()
-            for s in ctx.tools.specs()
-            if s.name in used or not (is_foreseen(s.name) and s.name in specs)
-        ]
-        choice = None if unforeseen else {"type": "none"}
+        tools = ctx.tools.specs()
+        staying = {s.name for s in tools if not (is_foreseen(s.name) and s.name in specs)}
         if not calls:
-            return {"offered": unforeseen, "tool_choice": None}
+            return {"offered": [s.definition() for s in tools if s.name in staying], "tool_choice": None}
+        choice = None if staying else {"type": "none"}
         outcomes = await asyncio.gather(
             *(ctx.executor.run(call, strategy=strategy, step_id=step_id) for call in calls)
         )
@@ -149,4 +139,9 @@ class Answerer:
             ToolRecord(c.name, c.arguments, o, tuple(p))
             for c, o, p in zip(calls, outcomes, served, strict=True)
         ]
+        # Offered in the registry's order, the host's own server first: another server's
+        # "calculator" that asks approval listed ahead of the one just run was taken for it
+        # (by the offline model, which picks the first of a name) and the results went unread.
+        used = {call.name for call in calls}
+        offered = [s.definition() for s in tools if s.name in staying or s.name in used]
         return {"offered": offered, "tool_choice": choice, "prior": prior}
