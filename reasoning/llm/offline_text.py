@@ -548,17 +548,15 @@ def _no_time_for(place: str) -> str:
             f"“{markdown_inline(place)}” {WHICH_PLACE}: do you mean {which}? Ask again "
             "with the country or state."
         )
-    if several := SEVERAL_ZONES.get(fold(place).replace(".", "")):
+    several = SEVERAL_ZONES.get(fold(place).replace(".", ""))
+    if several is None and (zones := several_zones_of(place)):
+        # A country the time-zone database gives several times: some of its places.
+        cities = [zone.rsplit("/", 1)[1].replace("_", " ") for zone in zones[:4]]
+        several = f"{', '.join(cities[:-1])} or {cities[-1]}"
+    if several:
         return (
             f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
             f"Name a city ({several}) or a time zone."
-        )
-    if zones := several_zones_of(place):
-        # A country the time-zone database gives several times: some of its places.
-        cities = [zone.rsplit("/", 1)[1].replace("_", " ") for zone in zones[:4]]
-        return (
-            f"“{markdown_inline(place)}” {SEVERAL_PLACES}, so there is no one time to give. "
-            f"Name a city ({', '.join(cities[:-1])} or {cities[-1]}) or a time zone."
         )
     return (
         f"{UNKNOWN_PLACE} “{markdown_inline(shorten(place, 60))}” is, so I can't tell its time. Name a "
