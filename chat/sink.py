@@ -177,6 +177,35 @@ def carried(rows: list[list[Any]]) -> bool:
 WRITE_THROUGH = frozenset({"tool.approval.requested", "elicitation.requested"})
 
 
+def without_rows(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A trace message without the rows it carries (the pages read them back), for rows the
+    channel layer cannot carry; None for a message that carries none."""
+    if "rows" not in message:
+        return None
+    return {k: v for k, v in message.items() if k not in ("rows", "after")}
+
+
+async def tell_pages(sends: list[tuple[RunSink, list[dict[str, Any]]]]) -> None:
+    """Send each run's messages to its chat's pages: through a layer that takes many sends at
+    once (Redis), all of them together, in order; otherwise run by run."""
+    by_layer: dict[int, list[tuple[RunSink, list[dict[str, Any]]]]] = {}
+    for sink, messages in sends:
+        by_layer.setdefault(id(sink.layer), []).append((sink, messages))
+    for part in by_layer.values():
+        many = getattr(part[0][0].layer, "group_send_many", None)
+        if many is None:
+            await asyncio.gather(*(sink.send_all(messages) for sink, messages in part))
+            continue
+        pairs = [(session_group(sink.session_id), m) for sink, messages in part for m in messages]
+        try:
+            failed = await many(pairs, fallback=without_rows)
+        except Exception as exc:  # a broken channel layer must not stop the runs
+            logger.warning("could not push %d event message(s) to the pages: %s", len(pairs), exc)
+            continue
+        for position, error in failed:
+            logger.warning("could not push an event to the pages of %s: %s", pairs[position][0], error)
+
+
 class RunSink:
     """The event sink of one run: events go to the loop's EventWriter (chat/writer.py), which
     stores them with the domain rows they describe and then pushes them to the pages.
@@ -250,8 +279,8 @@ class RunSink:
         try:
             await self.layer.group_send(session_group(self.session_id), message)
         except Exception as exc:
-            if "rows" in message:
-                await self.push({k: v for k, v in message.items() if k not in ("rows", "after")})
+            if (lighter := without_rows(message)) is not None:
+                await self.push(lighter)
                 return
             logger.warning("could not push event of run %s: %s", self.run_id, exc)
 

@@ -382,9 +382,11 @@ class EventWriter:
         """Tell each run's pages about its stored events; then every item taken is done,
         written or not: a failed run's drain must return (and raise its error), never wait for
         events nobody will write."""
+        from chat.sink import tell_pages  # chat.sink imports this module
+
         try:
             if sends:
-                await asyncio.gather(*(sink.send_all(messages) for sink, messages in sends))
+                await tell_pages(sends)
         except Exception:
             logger.exception("telling the pages about %d stored events failed", len(taken))
         finally:

@@ -335,6 +335,44 @@ def test_statements_a_connection_repeats_are_prepared_on_postgresql(alice):
     assert any(s.startswith('INSERT INTO "chat_reasoningrun"') for s in prepared), prepared
 
 
+class ManyLayer(InMemoryChannelLayer):
+    """The in-memory layer, taking many sends at once as the Redis one does (counted)."""
+
+    calls = 0
+
+    async def group_send_many(self, sends, *, fallback=None):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        for group, message in sends:
+            await self.group_send(group, message)
+        return []
+
+
+def test_a_batch_of_several_runs_is_told_to_their_pages_in_one_send(runs):
+    """Fifty runs' events in a batch were fifty group sends, a tenth of a worker's CPU: a layer
+    that takes many sends gets the batch's in one call, each page still hearing its own run."""
+    layer = ManyLayer()
+
+    async def scenario() -> dict[int, list[int]]:
+        pages = {}
+        for run in runs:
+            pages[run.pk] = await layer.new_channel()
+            await layer.group_add(session_group(run.session_id), pages[run.pk])
+        sinks = [RunSink(run, behind=True) for run in runs]
+        for sink in sinks:
+            sink.layer = layer
+        done = [event_writer().submit(sink, "event", event(seq)) for seq in (1, 2) for sink in sinks]
+        await asyncio.gather(*done)
+        heard = {}
+        for run in runs:
+            waiting = layer.channels[pages[run.pk]].qsize()
+            heard[run.pk] = [(await layer.receive(pages[run.pk]))["seq"] for _ in range(waiting)]
+        return heard
+
+    heard = async_to_sync(scenario)()
+    assert heard == {run.pk: [2] for run in runs}, "each page hears its run's batch, up to event 2"
+    assert layer.calls == 1
+
+
 def test_a_cancelled_writer_leaves_no_run_waiting(runs, monkeypatch):
     run = runs[0]
     started = asyncio.Event()

@@ -140,3 +140,41 @@ async def test_a_full_channel_drops_the_message_and_expired_ones_make_room(redis
     await layer.group_send("session-7", {"type": "trace.event", "seq": 3})
     assert await drain(reader, idle) == [{"type": "trace.event", "seq": 3}]
     await layer.flush()
+
+
+async def test_many_sends_reach_each_page_in_order_in_one_script(redis_url):
+    """The writer's sends of one batch go together: each page gets the messages of its groups
+    in the order they were given, one Redis script for all of them, and a message msgpack
+    cannot carry goes without its rows in its own place."""
+    from chat.layers import GroupSendLayer
+    from chat.sink import without_rows
+
+    worker, web = GroupSendLayer(hosts=[redis_url]), GroupSendLayer(hosts=[redis_url])
+    both, second = await web.new_channel(), await web.new_channel()
+    await web.group_add("session-21", both)
+    await web.group_add("session-22", both)
+    await web.group_add("session-22", second)
+    news = [{"type": "trace.event", "seq": n} for n in range(12)]
+    heavy = {"type": "trace.event", "seq": 99, "after": 98, "rows": [[99, {"n": 2**70}]]}
+    sends = [(f"session-2{1 + n % 2}", message) for n, message in enumerate(news)]
+    sends.insert(5, ("session-22", heavy))
+    sends.append(("session-23", {"type": "run.done"}))  # nobody listens
+    connection = worker.connection(0)
+    scripts = []
+    real_eval = connection.eval
+
+    async def counted(*args):  # type: ignore[no-untyped-def]
+        scripts.append(args[1])  # how many keys
+        return await real_eval(*args)
+
+    connection.eval = counted
+    assert await worker.group_send_many(sends, fallback=without_rows) == []
+    assert scripts == [len(news) + 1], "one script, a message per send heard (the pages share a key)"
+    light = {"type": "trace.event", "seq": 99}
+    assert await drain(web, both) == [*news[:5], light, *news[5:]]
+    assert await drain(web, second) == [*news[1:5:2], light, *news[5::2]]
+    # Without a fallback, the message that cannot go is named, and the rest still go.
+    failed = await worker.group_send_many([("session-22", heavy), ("session-22", news[0])])
+    assert [position for position, _ in failed] == [0]
+    assert await drain(web, second) == [news[0]]
+    await worker.flush()
