@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from chat import services
+from chat import dispatch, services
 from chat.models import MCPServer, ReasoningRun, ToolApproval, ToolExecution, TraceEvent
 from reasoning.tools.approval import default_approval
 from tests.conftest import django_process_env, run_now, wait_until
@@ -248,6 +248,9 @@ def test_a_run_waiting_for_approval_frees_its_worker_and_resumes_on_the_decision
     assert declined.status == "succeeded"
     result = TraceEvent.objects.filter(run=declined, kind="tool.result").last().payload
     assert not result["success"] and "the user declined this call of calculator" in result["error"]
+    # The decisions' runs execute in this process's background loop: their last writes (after
+    # the answer) are done before the test's tables are emptied, which deadlocked with them.
+    wait_until(lambda: not dispatch._running)
 
 
 def test_a_parked_run_nobody_answers_is_declined_and_finished_by_the_sweeper(alice_session, settings):
