@@ -29,8 +29,8 @@ def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
 @lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
     """The keywords of a stored query or lesson, kept: every run weighs the same few hundred
-    of them again, and finding their words anew was half of what choosing a run's lessons
-    cost (5.7 of 10 ms with 200 reflections, on a slow machine)."""
+    of them again, and finding their words anew was half or more of what choosing a run's
+    lessons cost with 200 reflections."""
     return frozenset(keywords(text))
 
 
