@@ -38,6 +38,22 @@ def test_posting_stores_message_and_queued_run_and_returns_the_turn(alice, clien
     assert alice_session.title == "What is 2+2?"
 
 
+def test_a_chats_first_message_retitles_its_heading_and_list_only(alice, client_for, dispatched):
+    """The first message names the chat: the reply swaps in the heading and the chat list (the
+    page copies the heading into the rename box), not the chat's menu and share dialog, which
+    did not change and cost a query: about a tenth of the POST's CPU."""
+    fresh = services.session_create(owner=alice)
+    html = post(client_for(alice), fresh, "What is 2+2?").content.decode()
+    assert '<h1 id="session-heading" title="What is 2+2?" hx-swap-oob="true">What is 2+2?</h1>' in html
+    assert 'id="session-list"' in html and ">What is 2+2?</a>" in html
+    assert 'id="session-title"' not in html and "Delete chat" not in html
+    run_now(dispatched[0])
+    response = post(client_for(alice), fresh, "And 3+3?")
+    html = response.content.decode()
+    assert response.status_code == 200 and 'id="turn-' in html
+    assert 'id="session-heading"' not in html and 'id="session-list"' not in html, "named already"
+
+
 @pytest.mark.parametrize(
     ("content", "error"),
     [

@@ -135,6 +135,7 @@ def test_calculator_call_shows_in_the_panel_and_a_screenshot(page: Page):
     expect(page.locator(".trace-head").last).to_have_attribute("aria-expanded", "false")
     page.locator(".trace-head").last.click()
     expect(page.locator("#session-title h1")).to_have_text("What is 17*23?")
+    expect(page.locator("#session-title input[name=title]")).to_have_value("What is 17*23?")
     expect(page.locator("#session-list .current")).to_have_text("What is 17*23?")
     if os.environ.get("NEXUS_SCREENSHOTS") == "1":  # docs/ is tracked: regenerate on request only
         DOCS.mkdir(exist_ok=True)
