@@ -247,7 +247,12 @@ def states_spelled(text: str) -> str:
     readers know."""
     text = _CODE_AFTER_NAME.sub(lambda m: f"{m[1]}, {m[2]}", text)
     text = _PROVINCE_AFTER_COMMA.sub(lambda m: f", {_PROVINCE_CODES[m[1]]}", text)
-    return _POSTAL_AFTER_COMMA.sub(lambda m: f", {_POSTAL_CODES[m[1]]}", text)
+    text = _POSTAL_AFTER_COMMA.sub(lambda m: f", {_POSTAL_CODES[m[1]]}", text)
+    # "Paris Texas", "Salt Lake City Utah": a state or country straight after a place says
+    # which place is meant, as after a comma; it is no second place to tell the time of.
+    return _REGION_AFTER_SPACE.sub(
+        lambda m: f", {m[1]}" if _names_place(m.string[: m.start()]) else m.group(), text
+    )
 
 
 _STATE_AFTER_COMMA = re.compile(
@@ -318,6 +323,9 @@ _REGIONS = frozenset({
     "bavaria", "new south wales", "queensland", "western australia", "newfoundland",
     "manitoba", "saskatchewan", "new brunswick", "prince edward island",
 })  # fmt: skip
+_REGION_AFTER_SPACE = re.compile(
+    rf"(?<=[^\W\d_])\s+({'|'.join(sorted({*US_STATES, *_REGIONS}, key=len, reverse=True))})\b", re.IGNORECASE
+)
 # "Europe/London", "america/new_york": a zone's own name, as the clock takes it.
 _IANA = re.compile(
     r"\b([a-z]+(?:_[a-z]+)*/[a-z](?:[a-z_]|-(?=[a-z]))*(?:/[a-z](?:[a-z_]|-(?=[a-z]))*)?(?:[+-]\d{1,2}\b)?)",
@@ -1297,7 +1305,11 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
     if _DATE_JOINED.fullmatch(match.group().strip(" ()")):
         return False  # "what is 1/2/2024": a date, even asked as a calculation
     _, rest = _applied(match.group().strip(), after)
-    return bool(_CALCULATION_BEFORE.search(before) and _CALCULATION_AFTER.match(rest))
+    if not _CALCULATION_BEFORE.search(before):
+        return False
+    # "What's 100/4 and the time in Tokyo?": a second ask after it, for the clock, leaves it asked.
+    joined = re.match(r"\s*,?\s*and\s+", rest)
+    return bool(_CALCULATION_AFTER.match(rest) or (joined and asks_now(rest[joined.end() :])))
 
 
 _AND_NUMBER = re.compile(
@@ -1368,6 +1380,15 @@ _UTC_OFFSET = re.compile(
 
 # Whatever is written as an offset, read or not ("UTC+.5").
 _OFFSET_WRITTEN = re.compile(rf"{_OFFSET_SIGN}[\d.,:]*\d", re.IGNORECASE)
+# Numbers joined by an operator sign: "100/4", "3 * 7" (an offset's sign is read first).
+_ARITHMETIC_WRITTEN = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:\*\*|[-+*/×÷^])\s*\(?\d[\d.]*")
+
+
+def arithmetic_written(text: str) -> list[str]:
+    """The arithmetic a text writes in signs, offsets aside ("100/4 and the time in Tokyo":
+    "100/4", which the expression reader may take for a date there, but an answer must not
+    leave out)."""
+    return _ARITHMETIC_WRITTEN.findall(_UTC_OFFSET.sub(" ", text or ""))
 
 
 # "UTC minus four": the hours in words, read as digits first.
@@ -1669,6 +1690,8 @@ _OTHER_MOMENT = re.compile(
     # A conversion: "if it's 9am in London", "when it is noon in New York".
     r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
     r"\b(?:noon|midday|midnight)\b|"
+    # A time of day: "what time is it in the morning" asks no place's present time.
+    r"\b(?:in|during) the (?:morning|afternoon|evening|night)\b|\bat (?:night|dawn|dusk)\b|"
     # "the time in Tokyo at 3:30", "at 17:00": the time at another moment, not now.
     r"\bat\s+\d{1,2}[:.h]\d{2}\b",
     re.IGNORECASE,

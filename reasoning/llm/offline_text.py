@@ -16,6 +16,7 @@ from reasoning.foresight import (
     COUNTRY_US,
     SEVERAL_ZONES,
     accounts_for,
+    arithmetic_written,
     asks_now,
     calculation_in_steps,
     expression_in,
@@ -216,8 +217,10 @@ def covers(part: str, answer: str) -> bool:
         )
         return value in answer_text.replace(",", "") and told_time
     if kind == "time":
-        # The clock tells the present; "the date tomorrow" is not answered by today's.
-        return asks_now(part) and bool(_TIME_TOLD.search(answer_text))
+        # The clock tells the present; "the date tomorrow" is not answered by today's; and
+        # "100/4 and the time in Tokyo" is not answered by the time alone.
+        left_out = [sum_ for sum_ in arithmetic_written(part) if sum_ not in answer_text]
+        return asks_now(part) and bool(_TIME_TOLD.search(answer_text)) and not left_out
     if kind in ("greeting", "capabilities"):
         return bool(answer_text)
     if is_refusal(answer_text):
