@@ -112,6 +112,8 @@ CITY_ZONES = {
     "central time": "America/Chicago",
     "mountain time": "America/Denver",
     "pacific time": "America/Los_Angeles",
+    "atlantic time": "America/Halifax",
+    "alaska time": "America/Anchorage",
     "east coast": "America/New_York",
     "west coast": "America/Los_Angeles",
     # Cities the time-zone database does not name, by the zone they keep.
@@ -242,9 +244,31 @@ _CODE_AFTER_NAME = re.compile(
 )
 
 
+# Time zones by their full names, as the names the clock reads: "Eastern Standard Time" is EST
+# (its own offset whatever the season, as the abbreviation is).
+_ZONES_SPELLED = {
+    "eastern standard time": "EST", "eastern daylight time": "EDT", "central standard time": "CST",
+    "central daylight time": "CDT", "mountain standard time": "MST", "mountain daylight time": "MDT",
+    "pacific standard time": "PST", "pacific daylight time": "PDT", "alaska standard time": "AKST",
+    "hawaii standard time": "HST", "hawaii-aleutian standard time": "HST",
+    "atlantic standard time": "UTC-4", "atlantic daylight time": "ADT", "british summer time": "BST",
+    "greenwich mean time": "UTC", "coordinated universal time": "UTC", "western european time": "WET",
+    "central european time": "CET", "central european summer time": "CEST",
+    "eastern european time": "EET", "eastern european summer time": "EEST", "moscow standard time": "MSK",
+    "india standard time": "IST", "indian standard time": "IST", "japan standard time": "JST",
+    "korea standard time": "KST", "korean standard time": "KST", "singapore time": "SGT",
+    "singapore standard time": "SGT", "hong kong time": "HKT", "china standard time": "UTC+8",
+    "australian eastern standard time": "AEST", "australian eastern daylight time": "AEDT",
+    "australian central standard time": "ACST", "australian western standard time": "AWST",
+    "new zealand standard time": "NZST", "new zealand daylight time": "NZDT",
+}  # fmt: skip
+_ZONE_SPELLED = re.compile(rf"\b({'|'.join(sorted(_ZONES_SPELLED, key=len, reverse=True))})\b", re.IGNORECASE)
+
+
 def states_spelled(text: str) -> str:
-    """ "Austin, TX" as "Austin, texas", "London ON" as "London, Ontario", which the place
-    readers know."""
+    """ "Austin, TX" as "Austin, texas", "London ON" as "London, Ontario", "Central European
+    Time" as CET: names the place readers know."""
+    text = _ZONE_SPELLED.sub(lambda m: _ZONES_SPELLED[m[1].lower()], text)
     text = _CODE_AFTER_NAME.sub(lambda m: f"{m[1]}, {m[2]}", text)
     text = _PROVINCE_AFTER_COMMA.sub(lambda m: f", {_PROVINCE_CODES[m[1]]}", text)
     text = _POSTAL_AFTER_COMMA.sub(lambda m: f", {_POSTAL_CODES[m[1]]}", text)

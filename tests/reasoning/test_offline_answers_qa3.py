@@ -52,3 +52,21 @@ async def test_a_time_of_day_is_no_place_and_gets_no_present_time(question):
     """ "In the morning" was no place, so UTC's present time was given, approved at 0.9."""
     _result, answer = await answer_to(question)
     assert "(from the clock)" not in answer and "can't answer that offline" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what time is it in pacific standard time", "PST (UTC-08:00)"),
+        ("what time is it in eastern standard time", "EST (UTC-05:00)"),
+        ("what time is it in british summer time", "BST (UTC+01:00)"),
+        ("what time is it in central european time", "CET (UTC+01:00)"),
+        ("time in Japan Standard Time", "JST (UTC+09:00)"),
+        ("what time is it in Atlantic time", "America/Halifax"),
+    ],
+)
+async def test_a_zone_written_out_in_full_is_told_its_time(question, expected):
+    """Each was "I don't know where “pacific standard time” is", though "PST" and "Eastern time"
+    are told."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
