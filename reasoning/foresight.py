@@ -368,6 +368,7 @@ PLACE_ABBREVIATIONS = {
     # which are also Connecticut and Montana).
     "ET": "America/New_York",
     "PT": "America/Los_Angeles",
+    "DC": "America/New_York",
 }
 ZONE_ABBREVIATIONS = {**{name: name for name in CLOCK_ABBREVIATIONS}, **PLACE_ABBREVIATIONS}
 _ABBREVIATION = re.compile(rf"\b({'|'.join(ZONE_ABBREVIATIONS)})\b")
@@ -1679,7 +1680,7 @@ _THE_TIME = (
 _NOW = re.compile(
     rf"\b({_THE_TIME}|"
     # Not the time something happens ("what time does the sun set today").
-    r"what (?:time|date|day|year|month|week(?: number)?)\b"
+    r"what (?:time|hour|date|day|year|month|week(?: number)?)\b"
     r"(?! (?:does|do|did|will|would|should|shall|can|could|are|were|was|has|have|had)\b)"
     r"[^?.!]{0,30}\b(?:is it|it is|it's|today|now)\b|"
     r"(?:time|date|day|year|month) (?:is it|today|now|right now)\b|"

@@ -70,3 +70,18 @@ async def test_a_zone_written_out_in_full_is_told_its_time(question, expected):
     are told."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "zone"),
+    [("what time is it in DC", "America/New_York"), ("what hour is it in Paris", "Europe/Paris")],
+)
+async def test_short_names_and_asking_the_hour_are_told_the_time(question, zone):
+    """Each was declined ("I don't know where “DC” is", "needs a real language model")."""
+    result, answer = await answer_to(question)
+    assert zone in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_an_hour_asked_for_another_moment_is_not_the_present():
+    _result, answer = await answer_to("what hour does the bank open")
+    assert "(from the clock)" not in answer, answer
