@@ -670,7 +670,7 @@ _FUNCTION_WORDS = re.compile(
 _NUM = r"\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 _EXPRESSION = re.compile(
     rf"(?<![\w.:])(?:(?:[a-z]+\()?[-+(]*\s*{_NUM}\)*(?:\s*(?:\*\*|[-+*/%^×÷])\s*[-+(]*\s*(?:[a-z]+\()?{_NUM}\)*)+"
-    rf"|(?:{_FUNCTIONS})\(\s*(?:radians\(\s*-?{_NUM}\s*\)|-?{_NUM})\s*\)|round\(\s*-?{_NUM}\s*(?:,\s*\d+\s*)?\))",
+    rf"|(?:{_FUNCTIONS})\(\s*(?:radians\(\s*-?{_NUM}\s*\)|-?{_NUM})\s*\)|(?:round|floor|ceil)\(\s*-?{_NUM}\s*(?:,\s*-?\d+\s*)?\))",
     re.IGNORECASE,
 )
 
@@ -1236,6 +1236,7 @@ def expression_in(text: str) -> str | None:
     for pattern, operator in _NUMBER_WORDS:
         candidate = re.sub(pattern, operator, candidate)
     candidate = _powers_in_words(candidate)
+    candidate = _one_number_rounded(candidate)
     for _ in range(5):
         candidate, changed = _PERCENT_CHANGE.subn(r"\1*(1\2\3/100)", candidate, count=1)
         if not changed:
@@ -1260,6 +1261,28 @@ def expression_in(text: str) -> str | None:
             continue
         return expression
     return _then(ranked[0].group().strip(), candidate[ranked[0].end() :]) if ranked else None
+
+
+# "round 123.456 to the nearest ten", "what is 7.5 rounded": one number rounded, which the
+# expression reader (it looks for an operator) passed over.
+_ROUND_ONE = re.compile(
+    rf"\bround\s+(?:off\s+)?(?P<round>-?{_NUM})(?=\s+(?:to|up|down)\b)|"
+    rf"(?<![\w.])(?P<rounded>-?{_NUM})(?=\s*,?\s*rounded\b)",
+    re.IGNORECASE,
+)
+
+
+def _one_number_rounded(text: str) -> str:
+    """`text` with a number it rounds written as the calculator's round(), floor() or ceil()."""
+    for match in _ROUND_ONE.finditer(text):
+        if re.search(r"(?:[-+*/^%×÷)]|\d)\s*$", text[: match.start()]):
+            continue  # "17 * 23 rounded": the rounding is the expression's, read after it
+        number = match["round"] or match["rounded"]
+        rest = text[match.end() :] if match["rounded"] else f" rounded{text[match.end() :]}"
+        expression, left = _applied(number, rest)
+        if expression != number:
+            return f"{text[: match.start()]}{expression}{left}"
+    return text
 
 
 def _function(match: re.Match[str]) -> str:

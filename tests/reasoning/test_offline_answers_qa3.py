@@ -85,3 +85,29 @@ async def test_short_names_and_asking_the_hour_are_told_the_time(question, zone)
 async def test_an_hour_asked_for_another_moment_is_not_the_present():
     _result, answer = await answer_to("what hour does the bank open")
     assert "(from the clock)" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("round 123.456 to the nearest ten", "**120**"),
+        ("round 2.5 to the nearest whole number", "**3**"),
+        ("what is 7.5 rounded", "**8**"),
+        ("what is 1234 rounded to the nearest hundred", "**1200**"),
+        ("what is 0.125 rounded to 2 decimals", "**0.13**"),
+        ("round 7.2 up", "**8**"),
+        ("round 7.8 down", "**7**"),
+    ],
+)
+async def test_one_number_rounded_is_computed(question, expected):
+    """Each was declined: the reader looked for an operator, and one number has none."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"), [("what is 17 * 23 rounded", "**391**"), ("what is 5 - 2.5 rounded", "**3**")]
+)
+async def test_a_calculation_rounded_is_rounded_whole_not_its_last_number(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
