@@ -783,7 +783,9 @@ _ITEM = r"(?:-?\d+(?:\.\d+)?|\([^()]*\))"
 # "4, 8 and 15", or three or more with commas alone ("10, 20, 30, 40").
 _LIST = (
     rf"{_ITEM}(?:\s+(?:and|&)\s+{_ITEM}){{2,}}|"  # "3 and 4 and 5"
-    rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])"
+    rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])|"
+    # Two with a comma and a space ("the average of 10, 20"); "10,20" may be a decimal comma.
+    rf"{_ITEM}\s*,\s+{_ITEM}(?![\d.])(?!\s*,)"
 )
 # An operation on the last operand ("add 5 to 3 times 4", "divide 20 by 4 times 5"): which
 # operand it takes is not said (17 or 32, 1 or 25), so the phrase is not read.
@@ -821,7 +823,7 @@ _PHRASES = [
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}{_NO_OPERATION_AFTER}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
-    (rf"\b(?:the\s+)?difference\s+between\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
+    (rf"\b(?:the\s+)?difference\s+(?:between|of)\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+(?:change|increase)\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
     # "the percent decrease from 200 to 150" is 25 (a decrease of 25%), as "decrease by 25%" says.
     (
@@ -849,13 +851,20 @@ _PHRASES = [
         rf"(?:\s+(?:bill|check|cheque|meal))?{_NO_OPERATION_AFTER}",
         r"(\1/100*\2)",
     ),
-    (rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:tax|vat|tip)?\s+(?:to|on)\s+{_N}", r"(\2 * (1 + \1/100))"),
+    (
+        rf"\badd\s+(?:a\s+)?{_N}\s*(?:%|percent)\s*(?:(?:sales\s+)?tax|vat|tip)?\s+(?:to|on)\s+{_N}",
+        r"(\2 * (1 + \1/100))",
+    ),
     (
         rf"\b(?:split|divide|share)\s+{_N}\s+(?:(?:evenly|equally)\s+)?(?:between|among|across)\s+{_N}"
         rf"(?:\s+(?:people|persons|friends|of us))?+{_NOTHING_ADDED}",
         r"(\1 / \2)",
     ),
-    (rf"\bsplit\s+{_N}\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b", None),
+    (  # "split 84 four ways", "split a 250 bill 4 ways"
+        rf"\bsplit\s+(?:(?:a|the)\s+(?:(?:bill|check|cheque|total)\s+of\s+)?)?{_N}(?:\s+(?:bill|check|cheque))?"
+        rf"\s+{_N}\s+ways\b|(?<![\w.]){_N}\s+split\s+{_N}\s+ways\b",
+        None,
+    ),
     # The amount first: "1200 split between 4" (it was declined).
     (
         rf"^\W*(?:what(?:'s|’s|s| is)\s+)?{_N}\s+split\s+(?:(?:evenly|equally)\s+)?"
@@ -1263,17 +1272,18 @@ def expression_in(text: str) -> str | None:
     return _then(ranked[0].group().strip(), candidate[ranked[0].end() :]) if ranked else None
 
 
-# "round 123.456 to the nearest ten", "what is 7.5 rounded": one number rounded, which the
-# expression reader (it looks for an operator) passed over.
+# "round 123.456 to the nearest ten", "what is 7.5 rounded", "0.45 as a percentage": one number
+# rounded or made a percentage, which the expression reader (it looks for an operator) passed over.
 _ROUND_ONE = re.compile(
     rf"\bround\s+(?:off\s+)?(?P<round>-?{_NUM})(?=\s+(?:to|up|down)\b)|"
-    rf"(?<![\w.])(?P<rounded>-?{_NUM})(?=\s*,?\s*rounded\b)",
+    rf"(?<![\w.])(?P<rounded>-?{_NUM})(?=\s*,?\s*(?:rounded\b|(?:as|in|into)\s+(?:a\s+)?percent(?:age)?\b(?!\s+of\b)))",
     re.IGNORECASE,
 )
 
 
 def _one_number_rounded(text: str) -> str:
-    """`text` with a number it rounds written as the calculator's round(), floor() or ceil()."""
+    """`text` with a number it rounds or makes a percentage written as the calculator would
+    take it: round(), floor(), ceil(), or times 100."""
     for match in _ROUND_ONE.finditer(text):
         if re.search(r"(?:[-+*/^%×÷)]|\d)\s*$", text[: match.start()]):
             continue  # "17 * 23 rounded": the rounding is the expression's, read after it

@@ -111,3 +111,28 @@ async def test_one_number_rounded_is_computed(question, expected):
 async def test_a_calculation_rounded_is_rounded_whole_not_its_last_number(question, expected):
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("5 times the difference of 10 and 4", "**30**"),
+        ("average of 10, 20", "**15**"),
+        ("split a $250 bill 4 ways", "**$62.50**"),
+        ("add 7% sales tax to $200", "**$214**"),
+        ("what's 0.45 as a percentage", "**45**"),
+        ("what's 0.125 in percent", "**12.5**"),
+    ],
+)
+async def test_everyday_variants_of_promised_phrasings_are_computed(question, expected):
+    """Each was declined, though "the difference between", "the average of 4, 8 and 15",
+    "split 84 four ways", "add 8% tax to 45" and "3/4 as a percentage" are read."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["average of 10,20", "what is 5 in percent of 20"])
+async def test_a_reading_that_would_be_a_guess_is_left_unread(question):
+    """ "10,20" may be a decimal comma; "5 in percent of 20" is no share of 5."""
+    _result, answer = await answer_to(question)
+    assert "computed with the calculator" not in answer, answer
