@@ -1626,6 +1626,7 @@ def _unknown_place_in(text: str) -> str | None:
         for index, piece in enumerate(pieces[:-1] if settled else pieces):
             if (place := _place_name(piece)) and (
                 not zones_in(place)
+                or _unknown_before_state(place)
                 # "Texas", "Washington": a place of several zones, or a name several places
                 # share, has no one time to give, unless a qualifier after it says which (its
                 # country does not: "Texas, USA").
@@ -1659,6 +1660,16 @@ def _unknown_place_in(text: str) -> str | None:
         # "for Sarah", "for the client", "there": a place the clock cannot know, not UTC's time.
         return other.group("place") or other.group(0)
     return None
+
+
+def _unknown_before_state(place: str) -> bool:
+    """ "Pensacola Florida": a state of several zones after a name the places do not know settles
+    nothing, as after a comma; the state's main zone would be a guess (Pensacola is Central)."""
+    words = fold(place).split()
+    for size in (2, 1):
+        if len(words) > size and US_STATES.get(" ".join(words[-size:]), "") is None:
+            return not zones_in(" ".join(words[:-size]))
+    return False
 
 
 def _country_of_place(name: str, place: str) -> bool:

@@ -136,3 +136,25 @@ async def test_a_reading_that_would_be_a_guess_is_left_unread(question):
     """ "10,20" may be a decimal comma; "5 in percent of 20" is no share of 5."""
     _result, answer = await answer_to(question)
     assert "computed with the calculator" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question", ["what time is it in Pensacola Florida", "what time is it in Lubbock Texas"]
+)
+async def test_a_state_of_several_zones_after_an_unknown_city_is_no_guess(question):
+    """ "Pensacola Florida" was told New York's time (Pensacola keeps Central), approved at 0.95;
+    "Pensacola, Florida" was already "I don't know where"."""
+    result, answer = await answer_to(question)
+    assert "(from the clock)" not in answer and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "zone"),
+    [
+        ("what time is it in El Paso Texas", "America/Denver"),
+        ("what time is it in Tulsa Oklahoma", "America/Chicago"),
+    ],
+)
+async def test_a_known_city_or_a_state_of_one_zone_is_still_told(question, zone):
+    result, answer = await answer_to(question)
+    assert zone in answer and result.quality >= 0.9, (result.quality, answer)
