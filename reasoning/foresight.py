@@ -618,7 +618,7 @@ def _then_operation(step: re.Match[str]) -> str:
 _PLACES_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
 _PLACE_VALUES = {"ten": -1, "hundred": -2, "thousand": -3, "million": -6}
 _PLACE_VALUES |= {str(10**-places): places for places in _PLACE_VALUES.values()}
-_NEAREST = re.compile(r"\bthe nearest (10|100|1000|1000000)\b")
+_NEAREST = re.compile(r"\bthe nearest (10|100|1000|1000000|ten|hundred|thousand|million)\b")
 
 
 # "3 decimal places", "two decimals", "2 dp" (named `group`: the pattern is used twice).

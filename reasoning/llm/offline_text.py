@@ -80,7 +80,7 @@ _QUESTION_START = re.compile(rf"^\W*(?:please\s+|kindly\s+)?(?:{_WH}|{_REQUEST})
 # real-time platform", "rooms across time zones", "a date and a datetime") asks it nothing.
 _TIME = re.compile(
     r"\b(?:what|which)(?:'s|’s|s| is| was| will)?(?: the| a)?(?: current| local| exact)?\s+"
-    r"(?:time|date|day|weekday|year|month|week(?: number)?)\b"
+    r"(?:time|hour|date|day|weekday|year|month|week(?: number)?)\b"
     r"(?! (?:zones?|difference|complexity|format|type)\b)|"
     r"\b(?:time|date|day|year|month|weekday) (?:is it|today|now|right now)\b|"
     r"\b(?:current|today'?s|today’s|local|exact) (?:time|date|day|weekday)\b|"
