@@ -181,7 +181,9 @@ def question_parts(query: str) -> list[str]:
 def part_kind(part: str) -> str:
     if expression_in(part):
         return "arithmetic"
-    if _TIME.search(part) and not _DOCS.search(COUNTRY_US.sub(" ", part)):
+    # "gmt+8 time", "Tokyo time": what the clock is asked for (by foresight's reading) is a time
+    # question, though it says no "what time".
+    if (_TIME.search(part) or asks_now(part)) and not _DOCS.search(COUNTRY_US.sub(" ", part)):
         return "time"
     if _GREETING.match(part):
         return "greeting"

@@ -173,3 +173,11 @@ async def test_right_answers_are_approved_whatever_word_says_the_place_or_the_ho
     "ten" and "hundred" were known there), and "what hour" was no time question to the check."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(("question", "offset"), [("gmt+8 time", "+08:00)"), ("GMT +5.5 time", "+05:30)")])
+async def test_an_offset_asked_before_time_is_approved(question, offset):
+    """Told right but scored 0: without "what time" the check judged it by its words, and "gmt"
+    is not in "UTC+08:00"."""
+    result, answer = await answer_to(question)
+    assert offset in answer and result.quality >= 0.9, (result.quality, answer)
