@@ -217,7 +217,9 @@ def covers(part: str, answer: str) -> bool:
             or bool(_TIME_TOLD.search(answer_text))
             or (unknown_place(part) is not None and UNKNOWN_PLACE in answer_text)
         )
-        return value in answer_text.replace(",", "") and told_time
+        # The value as a number of its own: "6" is no answer for being inside "2026" or "12:04:16".
+        stated = re.search(rf"(?<![\d.]){re.escape(value)}(?!\.?\d)", answer_text.replace(",", ""))
+        return bool(stated) and told_time
     if kind == "time":
         # The clock tells the present; "the date tomorrow" is not answered by today's; and
         # "100/4 and the time in Tokyo" is not answered by the time alone.

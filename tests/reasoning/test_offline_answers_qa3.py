@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from reasoning.llm.offline import covers
 from tests.reasoning.test_offline_answers import answer_to
 
 
@@ -181,3 +182,16 @@ async def test_an_offset_asked_before_time_is_approved(question, offset):
     is not in "UTC+08:00"."""
     result, answer = await answer_to(question)
     assert offset in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_a_calculation_among_three_asks_is_answered_not_dropped():
+    """ "3+3" (one word) was left out of the light plan, and the answer approved at 0.95: the
+    check found its 6 inside "2026"."""
+    result, answer = await answer_to("what's 2+2 and 3+3 and what time is it in Paris")
+    assert all(v in answer for v in ("**4**", "**6**", "Europe/Paris")) and result.quality >= 0.9, answer
+
+
+def test_a_value_inside_another_number_does_not_cover_a_calculation():
+    told = "It is Saturday 28 November 2026, 12:04:16 Europe/Paris (ISO 2026-11-28T12:04:16+01:00)."
+    assert not covers("3+3", told)
+    assert covers("3+3", "`3+3` = **6**.") and not covers("3+3", "`3.5+3` = **6.5**.")
