@@ -785,7 +785,7 @@ _LIST = (
     rf"{_ITEM}(?:\s+(?:and|&)\s+{_ITEM}){{2,}}|"  # "3 and 4 and 5"
     rf"{_ITEM}(?:\s*,\s*{_ITEM})*\s*,?\s+(?:and|&)\s+{_ITEM}|{_ITEM}(?:\s*,\s*{_ITEM}){{2,}}(?![\d.])|"
     # Two with a comma and a space ("the average of 10, 20"); "10,20" may be a decimal comma.
-    rf"{_ITEM}\s*,\s+{_ITEM}(?![\d.])(?!\s*,)"
+    rf"{_ITEM}\s*,\s+{_ITEM}(?![\d.])(?!\s*[,%])(?!\s*percent)"
 )
 # An operation on the last operand ("add 5 to 3 times 4", "divide 20 by 4 times 5"): which
 # operand it takes is not said (17 or 32, 1 or 25), so the phrase is not read.
@@ -1285,8 +1285,10 @@ def _one_number_rounded(text: str) -> str:
     """`text` with a number it rounds or makes a percentage written as the calculator would
     take it: round(), floor(), ceil(), or times 100."""
     for match in _ROUND_ONE.finditer(text):
-        if re.search(r"(?:[-+*/^%×÷)]|\d)\s*$", text[: match.start()]):
-            continue  # "17 * 23 rounded": the rounding is the expression's, read after it
+        if re.search(r"(?:[-+*/^%×÷)]|\d)\s*$|\d[^.?!;\d]*$", text[: match.start()]):
+            # "17 * 23 rounded": the rounding is the expression's, read after it; "1 in 3 as a
+            # percentage": another number in the clause, which the one number would leave out.
+            continue
         number = match["round"] or match["rounded"]
         rest = text[match.end() :] if match["rounded"] else f" rounded{text[match.end() :]}"
         expression, left = _applied(number, rest)
@@ -1371,7 +1373,7 @@ def _calculation(text: str, match: re.Match[str]) -> bool:
 
 
 _AND_NUMBER = re.compile(
-    r"\s*,?\s+and\s+(?=[-+(]?\s*\d)|\s*,\s+(?=[-+(]?\s*\d[\d.]*\s*[-+*/x^])", re.IGNORECASE
+    r"\s*,?\s+and\s+(?=[-+(]?\s*\d)|\s*,\s+(?=[-+(]?\s*\d[\d.]*\s*(?:[-+*/x^]|%\s*of\b))", re.IGNORECASE
 )
 
 

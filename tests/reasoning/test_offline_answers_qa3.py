@@ -195,3 +195,20 @@ def test_a_value_inside_another_number_does_not_cover_a_calculation():
     told = "It is Saturday 28 November 2026, 12:04:16 Europe/Paris (ISO 2026-11-28T12:04:16+01:00)."
     assert not covers("3+3", told)
     assert covers("3+3", "`3+3` = **6**.") and not covers("3+3", "`3.5+3` = **6.5**.")
+
+
+async def test_three_percentages_in_a_list_are_each_answered():
+    """ "20% of 300" was left out (the answer scored 0.45): a comma split only before an operator."""
+    result, answer = await answer_to("what's 10% of 200, 20% of 300 and 30% of 400")
+    assert all(v in answer for v in ("**20**", "**60**", "**120**")) and result.quality >= 0.9, answer
+
+
+async def test_a_number_of_a_phrase_is_not_read_alone():
+    """ "1 in 3 as a percentage" was read as 3 as a percentage: 300 (not approved, but shown)."""
+    _result, answer = await answer_to("what's 1 in 3 as a percentage")
+    assert "computed with the calculator" not in answer, answer
+
+
+async def test_two_numbers_before_a_percent_sign_are_no_average():
+    result, answer = await answer_to("what's the average of 10, 20% of 50")
+    assert "**15**" not in answer and result.quality < 0.7, (result.quality, answer)
