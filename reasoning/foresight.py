@@ -1758,6 +1758,8 @@ _OTHER_MOMENT = re.compile(
     r"(?<!utc)(?<!gmt)(?<!utc )(?<!gmt )(?:\b(?:plus|minus|add|subtract)|[-+])\s*"
     r"(?:\d+(?:\.\d+)?|an?|one|two|three|four|five|six|half an?)\s*"
     r"(?:minutes?|mins?|hours?|hrs?|h)\b|"
+    # A number added to a place: "the time in Tokyo +2" (hours later, or a second offset).
+    r"(?<=[a-z])(?<!\bin)(?<!\bat)(?<!utc)(?<!gmt)\s+\+\s*\d+(?:\.\d+)?\b(?!\s*(?:%|percent))|"
     # A conversion: "if it's 9am in London", "when it is noon in New York".
     r"\b(?:if|when|once) it(?:'s|’s| is| was| were)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
     r"\b(?:noon|midday|midnight)\b|"

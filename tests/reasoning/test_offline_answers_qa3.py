@@ -212,3 +212,19 @@ async def test_a_number_of_a_phrase_is_not_read_alone():
 async def test_two_numbers_before_a_percent_sign_are_no_average():
     result, answer = await answer_to("what's the average of 10, 20% of 50")
     assert "**15**" not in answer and result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["what time is it in Tokyo +2", "what time is it in Tokyo + 2"])
+async def test_a_number_added_to_a_place_is_not_answered_with_its_present_time(question):
+    """Tokyo's present time was given, the "+2" left out, approved at 0.95."""
+    _result, answer = await answer_to(question)
+    assert "(from the clock)" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "offset"),
+    [("What time is it at +03:00?", "+03:00)"), ("what's the time in UTC +3", "+03:00)")],
+)
+async def test_an_offset_written_with_a_plus_is_still_told(question, offset):
+    result, answer = await answer_to(question)
+    assert offset in answer and result.quality >= 0.9, (result.quality, answer)
