@@ -794,6 +794,8 @@ _NO_OPERATION_AFTER = r"(?![\d.]|\s*(?:times|plus|minus|divided|multiplied|over|
 _NOTHING_ADDED = r"(?!\s+(?:with|plus|including|and|after|before)\b)"
 # A number that is no exponent already: "2^3 squared" is (2^3) squared, read by _powers_in_words.
 _NOT_AN_EXPONENT = r"(?<![\w.)^*-])(?<!\^ )(?<!\*\* )(?<!power of )(?<!raised to )"
+# "three quarters of 48", "two fifths of 100": a number of parts of something.
+_PARTS = {"quarter": 4, "fourth": 4, "third": 3, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10}
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
@@ -900,10 +902,13 @@ _PHRASES = [
     (rf"\bround\s+{_N}(?![\d.])(?!\s*(?:to|up|down)\b)", r"round(\1)"),
     (rf"{_N}\s*(?:%|percent)\s+off(?:\s+of)?\s+{_N}", r"(\2 * (1 - \1/100))"),
     (rf"{_N}\s*(?:%|percent)\s+(?:more|higher|greater|larger|bigger)\s+than\s+{_N}", r"(\2 * (1 + \1/100))"),
+    # "what is 5 more than 20" (asked for a value: "is 5 less than 20?" is a yes or no).
+    (rf"\b(what(?:'s|’s|s| is)\s+){_N}\s+more\s+than\s+{_N}{_NO_OPERATION_AFTER}", r"\1(\3 + \2)"),
+    (rf"\b(what(?:'s|’s|s| is)\s+){_N}\s+less\s+than\s+{_N}{_NO_OPERATION_AFTER}", r"\1(\3 - \2)"),
     (rf"{_N}\s*(?:%|percent)\s+(?:less|lower|smaller|fewer)\s+than\s+{_N}", r"(\2 * (1 - \1/100))"),
     # "2/3 of 900", "three quarters of 48" (the number words are digits by then).
     (rf"(?<![\d.])(\d+)\s*/\s*(\d+)\s+of\s+{_N}", r"(\1 / \2 * \3)"),
-    (rf"(?<![\d.])(\d+)\s+(?P<part>quarter|third|fifth|eighth)s\s+of\s+{_N}", None),
+    (rf"(?<![\d.])(\d+)\s+(?P<part>{'|'.join(_PARTS)})s\s+of\s+{_N}", None),
     (rf"\bhalf\s+(?:of\s+)?{_N}", r"(\1 / 2)"),
     (rf"\b(?:a\s+|one\s+)?third\s+of\s+{_N}", r"(\1 / 3)"),
     (rf"\b(?:a\s+|one\s+)?quarter\s+of\s+{_N}", r"(\1 / 4)"),
@@ -923,7 +928,6 @@ _PHRASES = [
 ]
 _PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
 _DEGREES = {"fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
-_PARTS = {"quarter": 4, "third": 3, "fifth": 5, "eighth": 8}
 
 
 def _phrase(match: re.Match[str]) -> str:

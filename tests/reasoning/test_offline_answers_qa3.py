@@ -228,3 +228,23 @@ async def test_a_number_added_to_a_place_is_not_answered_with_its_present_time(q
 async def test_an_offset_written_with_a_plus_is_still_told(question, offset):
     result, answer = await answer_to(question)
     assert offset in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what's three fourths of twelve", "**9**"),
+        ("what is 3 tenths of 50", "**15**"),
+        ("what is 5 less than 20", "**15**"),
+        ("what is 5 more than 20", "**25**"),
+    ],
+)
+async def test_parts_and_differences_in_words_are_computed(question, expected):
+    """Each was declined, though "three quarters of 48" and "20 percent more than 60" are read."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+async def test_a_comparison_asked_yes_or_no_is_not_computed():
+    _result, answer = await answer_to("is 5 less than 20?")
+    assert "computed with the calculator" not in answer, answer
