@@ -1757,7 +1757,9 @@ _PLACE_TIME = re.compile(
 _OTHER_MOMENT = re.compile(
     r"\b(?:tomorrow|yesterday|next|last|ago|from now|from today|later|earlier|until|till)\b|"
     r"\b(?:days?|weeks?|months?|years?|hours?) (?:from|after|before)\b|"
-    r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?)\b|"
+    r"\bin \d+\s*(?:minutes?|hours?|days?|weeks?|months?|years?)\b|"
+    # A season: "the time in London during summer" (its clocks keep another offset then).
+    r"\b(?:in|during)\s+(?:the\s+)?(?:summer|winter|spring|autumn|fall)\b|"
     # A shift: "the time in Tokyo plus 3 hours", "London - 2 hours".
     r"(?<!utc)(?<!gmt)(?<!utc )(?<!gmt )(?:\b(?:plus|minus|add|subtract)|[-+])\s*"
     r"(?:\d+(?:\.\d+)?|an?|one|two|three|four|five|six|half an?)\s*"

@@ -149,7 +149,10 @@ def question_parts(query: str) -> list[str]:
     text = joined_lines((query or "")[:MAX_QUERY_CHARS])
     chunks = [
         c
-        for c in re.split(rf"(?<=[?!])\s+|[;\n]+|(?<=\.){NOT_A_SENTENCE_END}\s+(?=[A-Z])", text)
+        # "5! in binary": a factorial's "!" before more of the sentence in lower case ends nothing.
+        for c in re.split(
+            rf"(?<=[?!])(?<!\d!)\s+|(?<=\d!)\s+(?=[A-Z])|[;\n]+|(?<=\.){NOT_A_SENTENCE_END}\s+(?=[A-Z])", text
+        )
         if c.strip()
     ]
     parts: list[str] = []
@@ -164,6 +167,8 @@ def question_parts(query: str) -> list[str]:
             pieces += [piece] if one else [head, *rest]
         for number, piece in enumerate(pieces):
             cleaned = piece.strip(" ,.;:!?")
+            if re.search(r"\d!\s*$", piece):
+                cleaned += "!"  # "5! / 3!": a factorial (the reader tells an exclamation apart)
             if not WORD.search(cleaned):
                 continue
             parts.append(cleaned)
@@ -224,7 +229,9 @@ def covers(part: str, answer: str) -> bool:
         # The clock tells the present; "the date tomorrow" is not answered by today's; and
         # "100/4 and the time in Tokyo" is not answered by the time alone.
         left_out = [sum_ for sum_ in arithmetic_written(part) if sum_ not in answer_text]
-        return asks_now(part) and bool(_TIME_TOLD.search(answer_text)) and not left_out
+        # Every place named is told: "Paris, London, Tokyo, Sydney and New York" lost the fifth.
+        untold = [zone for zone in zones_in(part) if zone not in answer_text]
+        return asks_now(part) and bool(_TIME_TOLD.search(answer_text)) and not left_out and not untold
     if kind in ("greeting", "capabilities"):
         return bool(answer_text)
     if is_refusal(answer_text):

@@ -248,3 +248,24 @@ async def test_parts_and_differences_in_words_are_computed(question, expected):
 async def test_a_comparison_asked_yes_or_no_is_not_computed():
     _result, answer = await answer_to("is 5 less than 20?")
     assert "computed with the calculator" not in answer, answer
+
+
+async def test_a_place_left_untold_is_not_approved():
+    """Four times were told and New York's left out (four calls are foreseen at most), approved at 0.95."""
+    result, answer = await answer_to("what time is it in Paris, London, Tokyo, Sydney and New York")
+    assert "America/New_York" in answer or result.quality < 0.7, (result.quality, answer)
+
+
+async def test_a_factorial_before_more_of_the_sentence_is_read_whole():
+    """ "what's 5! in binary" was cut at "5!" into "what's 5", answered 120 and approved at 0.95."""
+    result, answer = await answer_to("what's 5! in binary")
+    assert result.quality < 0.7, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["what time is it in Tokyo in 2 years", "what time is it in London during summer"]
+)
+async def test_a_time_in_years_or_a_season_is_not_the_present(question):
+    """Each was told the present time, approved at 0.9-0.95."""
+    _result, answer = await answer_to(question)
+    assert "(from the clock)" not in answer, answer
