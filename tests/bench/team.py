@@ -70,10 +70,12 @@ def pid_cpu(pid: int | str) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def machine_cpu() -> dict[str, float]:
-    """CPU seconds so far of the processes a load keeps busy besides Nexus's own: PostgreSQL,
-    Redis and the built-in tool servers (this benchmark's own client is counted apart)."""
-    kinds = {"postgres": 0.0, "redis": 0.0, "tool servers": 0.0}
+def machine_cpu(ours: set[int]) -> dict[int, tuple[str, float]]:
+    """CPU seconds so far, by process, of the processes a load keeps busy besides Nexus's own:
+    PostgreSQL, Redis and the tool servers that `ours` (the site's processes) started; another
+    deployment's tool servers on the machine are not this load's (this benchmark's own client
+    is counted apart)."""
+    found: dict[int, tuple[str, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -85,13 +87,30 @@ def machine_cpu() -> dict[str, float]:
                 else "redis"
                 if command.startswith("redis-server")
                 else "tool servers"
-                if "nexus_mcp" in command
+                if "nexus_mcp" in command and _descends(int(entry.name), ours)
                 else None
             )
             if kind:
-                kinds[kind] += pid_cpu(entry.name)
+                found[int(entry.name)] = (kind, pid_cpu(entry.name))
         except (OSError, IndexError, ValueError):
             continue
+    return found
+
+
+def _descends(pid: int, ancestors: set[int]) -> bool:
+    while pid > 1:
+        if pid in ancestors:
+            return True
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return False
+
+
+def cpu_since(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds by kind between two readings of `machine_cpu`; a process that exited
+    meanwhile counts nothing (its last seconds are lost, never subtracted)."""
+    kinds = {"postgres": 0.0, "redis": 0.0, "tool servers": 0.0}
+    for pid, (kind, seconds) in after.items():
+        kinds[kind] += seconds - (before[pid][1] if pid in before else 0.0)
     return kinds
 
 
@@ -260,7 +279,8 @@ def load(
     ready.wait(30)
     servers = [p for site in sites for p in site.processes]
     cpu_before = {p: cpu_seconds(p) for p in servers}
-    others_before, client_before = machine_cpu(), time.process_time()
+    ours = {p.popen.pid for p in servers}
+    others_before, client_before = machine_cpu(ours), time.process_time()
     peak_rss = dict.fromkeys(workers, 0.0)
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -282,7 +302,7 @@ def load(
     total = time.perf_counter() - started
     by_process = {p: cpu_seconds(p) - cpu_before[p] for p in servers}
     cpu = sum(by_process.values())
-    others = {k: v - others_before[k] for k, v in machine_cpu().items()}
+    others = cpu_since(others_before, machine_cpu(ours))
     client_cpu = time.process_time() - client_before
     watcher.join(30)
     events = event_count(sites[0], db_url, ids)

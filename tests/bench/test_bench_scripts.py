@@ -59,3 +59,14 @@ def test_the_labelled_memory_set_names_only_memories_it_has():
         assert all(wanted <= memories.keys() for wanted in questions.values())
         assert sum(1 for wanted in questions.values() if not wanted) >= 4, "questions nothing should answer"
     assert not MEMORIES.keys() & HELDOUT_MEMORIES.keys() and not QUESTIONS.keys() & HELDOUT_QUESTIONS.keys()
+
+
+def test_the_team_bench_counts_no_negative_cpu_for_a_process_that_exited():
+    """A tool server that exited during a load printed "tool servers -9.8" ms per run: its
+    seconds were subtracted from the total. A process gone by the second reading counts
+    nothing, and one started meanwhile counts all of its seconds."""
+    from tests.bench.team import cpu_since
+
+    before = {10: ("tool servers", 5.0), 11: ("postgres", 2.0)}
+    after = {11: ("postgres", 2.5), 12: ("tool servers", 0.25)}
+    assert cpu_since(before, after) == {"postgres": 0.5, "redis": 0.0, "tool servers": 0.25}
