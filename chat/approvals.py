@@ -149,26 +149,52 @@ def elicitation_request(*, run_id: int, payload: dict[str, Any], sequence: int |
     return row
 
 
+def _options(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """An enum's (value, label) pairs: a plain `enum` (labelled by the legacy `enumNames` when
+    it names each value), or `oneOf`/`anyOf` options, each a `const` with its `title`."""
+    values = spec.get("enum")
+    if isinstance(values, list):
+        names = spec.get("enumNames")
+        names = names if isinstance(names, list) and len(names) == len(values) else values
+        return [(str(value), str(name)) for value, name in zip(values, names, strict=True)]
+    options = spec.get("oneOf") or spec.get("anyOf") or []
+    return [
+        (str(option["const"]), str(option.get("title") or option["const"]))
+        for option in options
+        if isinstance(option, dict) and "const" in option
+    ]
+
+
 def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The form for an elicitation's schema: MCP allows only flat objects of primitives
-    (string, possibly an enum; number; integer; boolean)."""
+    (string, possibly a single-select enum; number; integer; boolean) and multi-select enums
+    (an array whose items are an enum). Each choice is shown by its title and sent as its value."""
     required = set(schema.get("required") or [])
     fields = []
     for name, spec in (schema.get("properties") or {}).items():
         spec = spec if isinstance(spec, dict) else {}
         kind = spec.get("type", "string")
-        choices = spec.get("enum") or [
-            option.get("const") for option in spec.get("oneOf") or [] if "const" in option
-        ]
+        default = spec.get("default", "")
+        if kind == "array":
+            items = spec.get("items") if isinstance(spec.get("items"), dict) else {}
+            options, kind = _options(items), "multiple"
+            default = [str(v) for v in default] if isinstance(default, list) else []
+        else:
+            options = _options(spec)
+            kind = "enum" if options else kind
+            default = str(default) if options else default
         fields.append(
             {
                 "name": str(name),
                 "label": str(spec.get("title") or name),
                 "help": str(spec.get("description") or ""),
-                "kind": "enum" if choices and kind != "multiple" else kind,
-                "choices": [str(c) for c in choices],
+                "kind": kind,
+                "choices": [value for value, _ in options],
+                "options": options,
+                "min_items": spec.get("minItems") if kind == "multiple" else None,
+                "max_items": spec.get("maxItems") if kind == "multiple" else None,
                 "required": name in required,
-                "default": spec.get("default", ""),
+                "default": default,
             }
         )
     return fields
@@ -190,10 +216,15 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
             raw = data.get(field["name"], "")
             if field["kind"] == "multiple":
                 chosen = [v for v in data.getlist(field["name"]) if v in field["choices"]]
-                if chosen or not field["required"]:
-                    content[field["name"]] = chosen
-                    continue
-                raise ValidationError(f"Choose at least one value for {field['label']}.")
+                if not chosen and field["required"]:
+                    raise ValidationError(f"Choose at least one value for {field['label']}.")
+                least, most = field["min_items"], field["max_items"]
+                if chosen and isinstance(least, int) and len(chosen) < least:
+                    raise ValidationError(f"Choose at least {least} values for {field['label']}.")
+                if isinstance(most, int) and len(chosen) > most:
+                    raise ValidationError(f"Choose at most {most} values for {field['label']}.")
+                content[field["name"]] = chosen
+                continue
             if field["kind"] == "boolean":
                 content[field["name"]] = raw in ("on", "true", "1")
                 continue

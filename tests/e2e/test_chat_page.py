@@ -1169,3 +1169,72 @@ def test_an_approval_card_appears_and_resolves_live_in_every_tab_of_the_chat(
     finally:
         context.close()
         site.stop()
+
+
+# --- a tool server's form --------------------------------------------------------------------
+
+
+def test_a_tool_servers_form_is_one_readable_field_per_line(tab: Tab, site: Site):
+    """A form a tool server asks for (MCP elicitation) ran on in the trace's monospace as one
+    paragraph, labels, inputs and help side by side ("String * [ ] Your full, legal name Boolean
+    [ ] Agree to ..."), and a multi-select was a text box holding "['Guitar']"."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".answer-foot")).to_be_visible(timeout=20000)
+    run_id = page.locator("article.turn").last.get_attribute("data-run-id")
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Your name", "description": "As on your passport"},
+            "agree": {"type": "boolean", "title": "Agree", "description": "To the terms"},
+            "instruments": {
+                "type": "array",
+                "title": "Instruments",
+                "items": {"type": "string", "enum": ["Guitar", "Piano", "Drums"]},
+                "default": ["Guitar"],
+            },
+            "hero": {"type": "string", "oneOf": [{"const": "hero-1", "title": "Superman"}]},
+        },
+        "required": ["name"],
+    }
+    payload = {
+        "key": "form",
+        "server": "everything",
+        "tool": "trigger-elicitation-request",
+        "message": "Inputs?",
+    }
+    (site.tmp / "form.json").write_text(json.dumps({**payload, "schema": schema}))
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        "import json; from chat.approvals import elicitation_request; from chat.models import TraceEvent; "
+        f"payload = json.load(open({str(site.tmp / 'form.json')!r})); run_id = {run_id}; "
+        "seq = TraceEvent.objects.filter(run_id=run_id).order_by('-sequence').first().sequence + 1; "
+        "TraceEvent.objects.create(run_id=run_id, sequence=seq, kind='elicitation.requested', "
+        "payload=payload); elicitation_request(run_id=run_id, payload=payload, sequence=seq)",
+    )
+    page.reload()
+    head = page.locator("article.turn").last.locator(".trace-head")
+    if head.get_attribute("aria-expanded") != "true":
+        head.click()
+    form = page.locator(".elicitation-form").last
+    expect(form).to_be_visible()
+    form.scroll_into_view_if_needed()
+    assert "monospace" not in form.evaluate("f => getComputedStyle(f).fontFamily")
+    boxes = [
+        form.locator(f"[name={name}]").bounding_box() for name in ("name", "agree", "instruments", "hero")
+    ]
+    tops = [box["y"] for box in boxes]
+    assert tops == sorted(tops) and len({round(t) for t in tops}) == 4, boxes  # one field per line
+    label = form.locator("label").first
+    help_box = label.locator(".muted").bounding_box()
+    assert help_box["y"] >= boxes[0]["y"] + boxes[0]["height"] - 1, (
+        help_box,
+        boxes[0],
+    )  # help under its input
+    assert form.locator("select[name=instruments][multiple] option:checked").all_inner_texts() == ["Guitar"]
+    assert form.locator("select[name=hero] option").all_inner_texts() == ["Superman"]
+    form_box = form.bounding_box()
+    card = page.locator(".elicitation").last.bounding_box()
+    assert form_box["x"] + form_box["width"] <= card["x"] + card["width"] + 1, (form_box, card)
