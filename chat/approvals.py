@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+import re
+from datetime import date, timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import EmailValidator
 from django.db import transaction
 from django.utils import timezone
 
@@ -165,6 +167,15 @@ def _options(spec: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+# The string formats MCP allows in a form, as the browser's input types that check them.
+FORMAT_INPUTS = {"email": "email", "uri": "url", "date": "date"}
+
+
+def _bound(value: Any) -> int | float | None:
+    """A schema's bound (minimum, maxLength, ...) when it is a number; anything else is none."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The form for an elicitation's schema: MCP allows only flat objects of primitives
     (string, possibly a single-select enum; number; integer; boolean) and multi-select enums
@@ -193,6 +204,11 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
                 "options": options,
                 "min_items": spec.get("minItems") if kind == "multiple" else None,
                 "max_items": spec.get("maxItems") if kind == "multiple" else None,
+                "minimum": _bound(spec.get("minimum")) if kind in ("number", "integer") else None,
+                "maximum": _bound(spec.get("maximum")) if kind in ("number", "integer") else None,
+                "min_length": _bound(spec.get("minLength")) if kind == "string" else None,
+                "max_length": _bound(spec.get("maxLength")) if kind == "string" else None,
+                "input_type": FORMAT_INPUTS.get(spec.get("format"), "text") if kind == "string" else "",
                 "required": name in required,
                 "default": default,
             }
@@ -237,14 +253,60 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
                     content[field["name"]] = int(raw) if field["kind"] == "integer" else finite_number(raw)
                 except ValueError:
                     raise ValidationError(f"{field['label']} must be a number.") from None
+                _within(field, content[field["name"]])
             elif field["kind"] == "enum" and raw not in field["choices"]:
                 raise ValidationError(f"Choose one of the offered values for {field['label']}.")
             else:
-                content[field["name"]] = str(raw)[:2000]
+                content[field["name"]] = _text(field, str(raw)[:2000])
     row.status, row.content = action, content
     row.answered_by, row.answered_at = user, timezone.now()
     row.save()
     return row
+
+
+def _within(field: dict[str, Any], value: float) -> None:
+    """A number the schema bounds (minimum, maximum): refused outside them, as the server would."""
+    low, high = field["minimum"], field["maximum"]
+    if (low is not None and value < low) or (high is not None and value > high):
+        span = (
+            f"from {low:g} to {high:g}"
+            if low is not None and high is not None
+            else (f"at least {low:g}" if low is not None else f"at most {high:g}")
+        )
+        raise ValidationError(f"{field['label']} must be {span}.")
+
+
+def _text(field: dict[str, Any], value: str) -> str:
+    """Text the schema bounds (minLength, maxLength) or gives a format (email, uri, date)."""
+    low, high = field["min_length"], field["max_length"]
+    if low is not None and len(value) < low:
+        raise ValidationError(f"{field['label']} must be at least {low:g} characters.")
+    if high is not None and len(value) > high:
+        raise ValidationError(f"{field['label']} must be at most {high:g} characters.")
+    checks = {
+        "email": (EmailValidator(), "an email address"),
+        "url": (_absolute_uri, "an address with its scheme, such as https://…"),
+        "date": (_iso_date, "a date (YYYY-MM-DD)"),
+    }
+    if field["input_type"] in checks:
+        check, what = checks[field["input_type"]]
+        try:
+            check(value)
+        except (ValidationError, ValueError):
+            raise ValidationError(f"{field['label']} must be {what}.") from None
+    return value
+
+
+def _absolute_uri(value: str) -> None:
+    """The JSON Schema "uri" format: an absolute URI (any scheme), with no spaces in it."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:\S+", value):
+        raise ValueError(value)
+
+
+def _iso_date(value: str) -> None:
+    date.fromisoformat(value)
+    if len(value) != 10:
+        raise ValueError(value)
 
 
 def approval_request(*, run_id: int, payload: dict[str, Any], sequence: int | None) -> ToolApproval:

@@ -102,3 +102,53 @@ def test_a_multi_select_keeps_to_its_item_bounds(alice, asked, client_for):
     response = client.post(url, {"action": "accept", "name": "Ada", "fish": ["fish-1", "fish-2", "fish-3"]})
     assert response.status_code == 400 and "at most 2" in response.content.decode()
     assert Elicitation.objects.get(pk=asked.pk).status == "pending"
+
+
+BOUNDED = {
+    "type": "object",
+    "properties": {
+        "integer": {"type": "integer", "title": "Integer", "minimum": 1, "maximum": 100, "default": 42},
+        "number": {"type": "number", "title": "Number", "minimum": 0, "maximum": 1000},
+        "nick": {"type": "string", "title": "Nickname", "minLength": 2, "maxLength": 8},
+        "email": {"type": "string", "title": "Email", "format": "email"},
+        "homepage": {"type": "string", "title": "Homepage", "format": "uri"},
+        "birthdate": {"type": "string", "title": "Birthdate", "format": "date"},
+    },
+}
+
+
+def test_a_forms_bounds_and_formats_are_shown_and_kept(alice, alice_session, client_for):
+    """ "Integer, from 1 to 100" took 500 and an email field "x", and sent them to the server,
+    which had said what it accepts (server-everything's form asks for both)."""
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    payload = {"key": "k2", "server": "everything", "tool": "t", "message": "Inputs?", "schema": BOUNDED}
+    row = elicitation_request(run_id=run.pk, payload=payload, sequence=None)
+    client = client_for(alice)
+    url = reverse("chat:elicitation-reply", args=[row.pk])
+    good = {
+        "action": "accept",
+        "integer": "7",
+        "number": "2.5",
+        "nick": "ada",
+        "email": "ada@example.com",
+        "homepage": "https://example.com/ada",
+        "birthdate": "1815-12-10",
+    }
+    for name, bad, said in [
+        ("integer", "500", "Integer must be from 1 to 100."),
+        ("number", "-1", "Number must be from 0 to 1000."),
+        ("nick", "a", "Nickname must be at least 2 characters."),
+        ("nick", "adalovelace", "Nickname must be at most 8 characters."),
+        ("email", "x", "Email must be an email address."),
+        ("homepage", "my site", "Homepage must be an address with its scheme"),
+        ("birthdate", "10/12/1815", "Birthdate must be a date (YYYY-MM-DD)."),
+    ]:
+        response = client.post(url, {**good, name: bad})
+        html = response.content.decode()
+        assert response.status_code == 400 and said in html, (name, bad)
+    assert 'type="number" name="integer" value="42" min="1" max="100"' in html
+    assert 'type="email" name="email"' in html and 'type="url" name="homepage"' in html
+    assert 'type="date" name="birthdate"' in html and 'maxlength="8" minlength="2"' in html
+    assert Elicitation.objects.get(pk=row.pk).status == "pending"
+    assert client.post(url, good).status_code == 200
+    assert Elicitation.objects.get(pk=row.pk).content["integer"] == 7
