@@ -21,7 +21,7 @@ from chat.engine import resume_after_decision
 from chat.inputs import strict_json
 from chat.models import Elicitation, ToolApproval, ToolExecution
 from chat.presenters import approval_for, elicitation_for
-from reasoning.tools.mcp import IMAGE_SIGNATURES, IMAGE_TYPES
+from reasoning.tools.mcp import image_bytes_match
 
 
 @require_GET
@@ -36,7 +36,7 @@ def tool_part(request: HttpRequest, run_id: int, sequence: int, index: int) -> H
     data = base64.b64decode(part.get("data") or "")
     mime = str(part.get("mime_type") or "")
     if part["type"] == "image":
-        if mime not in IMAGE_TYPES or not data.startswith(IMAGE_SIGNATURES[mime]):
+        if not image_bytes_match(mime, data):
             raise Http404("not an image that may be shown")
         response = HttpResponse(data, content_type=mime)
         response["Content-Disposition"] = "inline"

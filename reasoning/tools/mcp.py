@@ -72,6 +72,17 @@ IMAGE_SIGNATURES = {
     "image/gif": (b"GIF87a", b"GIF89a"),
     "image/webp": (b"RIFF",),
 }
+IMAGE_NAMES = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WebP"}
+
+
+def image_bytes_match(mime: str, raw: bytes) -> bool:
+    """Whether `raw` is an image of the raster type `mime` says (a WebP is a RIFF file of the
+    WEBP form: "RIFF" alone is also a WAV or an AVI)."""
+    if mime not in IMAGE_TYPES or not raw.startswith(IMAGE_SIGNATURES[mime]):
+        return False
+    return mime != "image/webp" or raw[8:12] == b"WEBP"
+
+
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
@@ -96,11 +107,15 @@ def _image_part(mime: str, data: str, *, offer: bool = True) -> tuple[str, dict[
     mime = (mime or "").lower()
     if raw is None:
         return f"[{mime or 'image'} image that is not valid base64; not shown]", None
-    if mime not in IMAGE_TYPES or not raw.startswith(IMAGE_SIGNATURES[mime]):
+    if mime not in IMAGE_TYPES:
         return (
             f"[{mime or 'unknown'} image, {_size(len(raw))}; not shown: only PNG, JPEG, GIF and WebP]",
             None,
         )
+    if not image_bytes_match(mime, raw):
+        # Said as it is: "only PNG, JPEG, GIF and WebP" under a GIF read as a contradiction.
+        name = IMAGE_NAMES[mime]
+        return f"[{mime} image, {_size(len(raw))}; not shown: its bytes are not a {name} image]", None
     if not offer:
         return f"[{mime} image, {_size(len(raw))}; {NOT_ATTACHED}]", None
     if len(raw) > MAX_IMAGE_BYTES:
