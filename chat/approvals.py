@@ -208,7 +208,7 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
                 "maximum": _bound(spec.get("maximum")) if kind in ("number", "integer") else None,
                 "min_length": _bound(spec.get("minLength")) if kind == "string" else None,
                 "max_length": _bound(spec.get("maxLength")) if kind == "string" else None,
-                "input_type": FORMAT_INPUTS.get(spec.get("format"), "text") if kind == "string" else "",
+                "input_type": FORMAT_INPUTS.get(str(spec.get("format")), "text") if kind == "string" else "",
                 "required": name in required,
                 "default": default,
             }

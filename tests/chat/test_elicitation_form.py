@@ -152,3 +152,28 @@ def test_a_forms_bounds_and_formats_are_shown_and_kept(alice, alice_session, cli
     assert Elicitation.objects.get(pk=row.pk).status == "pending"
     assert client.post(url, good).status_code == 200
     assert Elicitation.objects.get(pk=row.pk).content["integer"] == 7
+
+
+def test_a_servers_malformed_form_still_draws(alice, alice_session, client_for):
+    """A server may send anything as a schema: a format that is a list, bounds that are text,
+    items that are not an object. The card is drawn (no 500 for the chat page) and answerable."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "format": ["email"], "minLength": "2", "maxLength": None},
+            "b": {"type": "integer", "minimum": "one", "maximum": [5]},
+            "c": {"type": "array", "items": ["x"], "default": "Guitar"},
+            "d": {"type": "string", "enum": [1, {"x": 1}], "enumNames": ["One"]},
+            "e": {"type": "string", "oneOf": ["not an option", {"title": "no const"}]},
+        },
+    }
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    payload = {"key": "k3", "server": "s", "tool": "t", "message": "Inputs?", "schema": schema}
+    row = elicitation_request(run_id=run.pk, payload=payload, sequence=None)
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk]))
+    assert page.status_code == 200
+    url = reverse("chat:elicitation-reply", args=[row.pk])
+    response = client.post(url, {"action": "accept", "a": "x", "b": "7", "d": "1", "e": "free"})
+    assert response.status_code == 200, response.content.decode()
+    assert Elicitation.objects.get(pk=row.pk).content == {"a": "x", "b": 7, "c": [], "d": "1", "e": "free"}
