@@ -223,6 +223,10 @@ def elicitation_answer(*, row: Elicitation, user: Any, action: str, data: Any) -
     row = Elicitation.objects.select_for_update().get(pk=row.pk)
     if row.status != Elicitation.Status.PENDING:
         raise ValidationError("This question was already answered.")
+    if not ReasoningRun.objects.filter(pk=row.run_id, status__in=ReasoningRun.ACTIVE).exists():
+        # A question left open by a run that ended without it (its process was restarted and
+        # the resumed run went on without asking again): nothing reads an answer any more.
+        raise ValidationError("This answer has finished; nothing waits for this question any more.")
     if action not in ("accept", "decline", "cancel"):
         raise ValidationError("Choose accept, decline or cancel.")
     content: dict[str, Any] | None = None

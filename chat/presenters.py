@@ -442,8 +442,12 @@ def elicitation_for(run_id: int, key: str) -> Any:
     from chat.approvals import form_fields
     from chat.models import Elicitation
 
-    row = Elicitation.objects.filter(run_id=run_id, key=key).first()
+    row = Elicitation.objects.filter(run_id=run_id, key=key).select_related("run").first()
     if row is not None:
+        if row.status == Elicitation.Status.PENDING and row.run.status not in ReasoningRun.ACTIVE:
+            # Its run ended without it (resumed after a restart, it did not ask again): shown
+            # closed, not as a form whose answer nothing would read.
+            row.status = Elicitation.Status.CANCEL
         row.fields = form_fields(row.schema)
         # Shown on the card: after this the server hears "cancel" and the call goes on.
         row.deadline = row.created_at + timedelta(seconds=settings.NEXUS_ELICITATION_WAIT_SECONDS)

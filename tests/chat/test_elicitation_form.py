@@ -177,3 +177,23 @@ def test_a_servers_malformed_form_still_draws(alice, alice_session, client_for):
     response = client.post(url, {"action": "accept", "a": "x", "b": "7", "d": "1", "e": "free"})
     assert response.status_code == 200, response.content.decode()
     assert Elicitation.objects.get(pk=row.pk).content == {"a": "x", "b": 7, "c": [], "d": "1", "e": "free"}
+
+
+def test_a_question_its_run_left_open_is_closed_not_answerable(alice, alice_session, asked, client_for):
+    """A run interrupted by a restart was resumed and finished without asking again: its first
+    question stayed pending for good, drawn on the finished chat as a live form ("Answer by
+    11:27 (0 minutes left)"), and an answer was taken ("Answered by alice") that nothing read."""
+    from chat.models import ReasoningRun, TraceEvent
+
+    ReasoningRun.objects.filter(pk=asked.run_id).update(status=ReasoningRun.Status.SUCCEEDED)
+    TraceEvent.objects.create(
+        run_id=asked.run_id, sequence=1, kind="elicitation.requested", payload={"key": asked.key}
+    )
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert f'id="elicitation-{asked.pk}"' in page
+    assert "elicitation-form" not in page and "Dismissed" in page
+    url = reverse("chat:elicitation-reply", args=[asked.pk])
+    response = client.post(url, {"action": "accept", "name": "Ada"})
+    assert response.status_code == 400 and "nothing waits for this question" in response.content.decode()
+    assert Elicitation.objects.get(pk=asked.pk).status == "pending"
