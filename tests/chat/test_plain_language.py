@@ -106,3 +106,43 @@ def test_an_approval_with_edited_arguments_shows_what_ran(alice, alice_session, 
     card = response.content.decode()
     shown = re.search(r'<pre class="approval-args">(.*?)</pre>', card, re.S).group(1)
     assert "with edited arguments" in card and "17*24" in shown and "17*23" not in shown
+
+
+def test_errors_the_engine_recorded_read_as_sentences(alice, alice_session, client_for):
+    """A model's malformed reply showed "StructuredOutputError: analysis: unreadable
+    record_complexity_analysis reply: ..." in the panel (found in review); the admin keeps the
+    error as recorded, the page says what happened."""
+    import html
+    import time
+
+    from asgiref.sync import async_to_sync
+
+    from chat.models import TraceEvent
+    from reasoning.events import Event
+
+    Preference.objects.create(user=alice, trace_open=True)
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    errors = {
+        "analysis": "StructuredOutputError: analysis: unreadable record_complexity_analysis reply: "
+        '\'{"complexity_level": "hard"}\'',
+        "evaluator": "TimeoutError",
+        "planner": "KeyError: 'steps_json'",
+        "meta_agent": "OverloadedError: the model is overloaded (529); try again in a minute",
+    }
+
+    async def record() -> None:
+        sink = RunSink(run)
+        for sequence, (component, error) in enumerate(errors.items(), 1):
+            payload = {"component": component, "error": error, "fallback": "went on without it"}
+            await sink(Event(sequence, time.time(), "component.degraded", "Phase 1", "trace", payload))
+
+    async_to_sync(record)()
+    text = html.unescape(page_text(client_for(alice), alice_session))
+    assert "The model's reply was not in the form asked for, so it could not be used." in text
+    assert "It took longer than allowed." in text
+    assert "An unexpected error inside Nexus (staff can see the details in the admin)." in text
+    assert "the model is overloaded (529); try again in a minute" in text
+    assert "Error" not in text.replace("An unexpected error", ""), text
+    assert raw_identifiers(text) == set(), sorted(raw_identifiers(text))
+    stored = TraceEvent.objects.filter(run=run, kind="component.degraded").values_list("payload", flat=True)
+    assert [p["error"] for p in stored] == list(errors.values()), "the audit trail keeps them as they were"
