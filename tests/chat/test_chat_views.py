@@ -498,6 +498,18 @@ def test_an_uploaded_files_byte_order_mark_is_not_kept_and_a_nameless_file_asks_
     assert "pasted text" not in page
 
 
+def test_a_file_with_a_long_name_is_saved_under_the_name_cut_to_a_title(alice, client_for):
+    """A 252-character file name was refused as "The title is 252 characters", a title the
+    person never typed (found in review)."""
+    name = "Quarterly report " + "x" * 235 + ".md"
+    response = client_for(alice).post(
+        reverse("chat:document-upload"), {"file": SimpleUploadedFile(name, b"# Q3")}
+    )
+    assert response.status_code == 302
+    (title,) = Document.objects.filter(owner=alice).values_list("title", flat=True)
+    assert len(title) == 200 and title.startswith("Quarterly report xx") and title.endswith("x…")
+
+
 def test_a_page_someone_may_not_see_says_so_in_the_app(alice, client_for):
     """A teammate opening the usage page got a bare "403 Forbidden" with no way back."""
     response = client_for(alice).get("/usage/")
