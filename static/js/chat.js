@@ -699,9 +699,11 @@
     }
     if (target && target.id === "status-line") updateTitle();
     if (target && target.id === "session-heading") {
-      // Renamed in another tab: the rename box shows the new title unless it is being edited.
+      // Renamed in another tab, or named by the first message: the rename box shows the new
+      // title unless it is being edited. `target` is the heading swapped out; read the new one.
+      const heading = document.getElementById("session-heading");
       const input = document.querySelector("#session-title .session-actions:not([open]) input[name=title]");
-      if (input) input.value = target.textContent;
+      if (heading && input) input.value = heading.textContent;
     }
     if (target && target.id && target.id.startsWith("trace-head-")) {
       // The server renders the head with the saved preference; keep it true to this panel.

@@ -906,6 +906,8 @@ def test_rename_new_and_deleted_chats_reach_the_other_tab_live(tab: Tab, context
     page.locator(".session-actions .menu input[name=title]").fill("Holiday plans")
     page.locator(".session-actions .menu button[type=submit]").first.click()
     expect(other.page.locator("#session-title h1")).to_have_text("Holiday plans")
+    # Its rename box too: it took the replaced heading's text, so saving it undid the rename.
+    expect(other.page.locator("#session-title input[name=title]")).to_have_value("Holiday plans")
     expect(other.page.locator("#session-list .current")).to_have_text("Holiday plans")
     expect(other.page).to_have_title(re.compile("^Holiday plans · Nexus"))
     # A new chat in the first tab joins the other tab's list; the other keeps its own chat.
