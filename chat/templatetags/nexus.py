@@ -55,15 +55,8 @@ def plain(text: Any) -> str:
 _UNREADABLE = re.compile(r"^StructuredOutputError: [^:]*: unreadable \w+ reply\b")
 _TYPED = re.compile(r"^(?P<type>[A-Z]\w*(?:Error|Exception|Failed|Timeout|Exceeded))\b:?\s*")
 # Errors in Nexus's own code: their message means something only to its developers.
-_INTERNAL = {
-    "KeyError",
-    "TypeError",
-    "AttributeError",
-    "ValueError",
-    "IndexError",
-    "AssertionError",
-    "RuntimeError",
-}
+_INTERNAL = {"KeyError", "TypeError", "AttributeError", "IndexError", "AssertionError", "NameError"}
+_CONNECTION = re.compile(r"Closed|Broken|EndOfStream|Connect|Disconnect|Reset")
 INTERNAL_ERROR = "An unexpected error inside Nexus (staff can see the details in the admin)."
 
 
@@ -71,20 +64,24 @@ INTERNAL_ERROR = "An unexpected error inside Nexus (staff can see the details in
 def error_words(text: Any) -> str:
     """An error the engine recorded, for people: the panel showed "StructuredOutputError:
     analysis: unreadable record_complexity_analysis reply: ..." as it was stored (the admin
-    keeps it so). A model's unreadable reply, a timeout and a bug of Nexus's own get a
-    sentence; any other error its message, without its type's name."""
+    keeps it so). A model's unreadable reply, a timeout, a lost connection and a bug of
+    Nexus's own get a sentence; any other error its message, without its type's name."""
     raw = str(text if text is not None else "").strip()
     if _UNREADABLE.match(raw):
         return "The model's reply was not in the form asked for, so it could not be used."
     typed = _TYPED.match(raw)
     if typed is None:
         return plain(raw)
-    if typed["type"] in ("TimeoutError", "CancelledError"):
+    kind, rest = typed["type"], raw[typed.end() :]
+    if kind == "CancelledError" or kind.endswith(("Timeout", "TimeoutError")):
         return "It took longer than allowed."
-    rest = raw[typed.end() :]
-    if typed["type"] in _INTERNAL or not rest:
+    if kind in _INTERNAL:
         return INTERNAL_ERROR
-    return plain(rest)
+    if rest:
+        return plain(rest)
+    if _CONNECTION.search(kind):
+        return "The connection was lost."
+    return "It failed without saying why (staff can see the details in the admin)."
 
 
 @register.filter

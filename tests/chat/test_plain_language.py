@@ -128,6 +128,9 @@ def test_errors_the_engine_recorded_read_as_sentences(alice, alice_session, clie
         "evaluator": "TimeoutError",
         "planner": "KeyError: 'steps_json'",
         "meta_agent": "OverloadedError: the model is overloaded (529); try again in a minute",
+        "synthesizer": "ValueError: the synthesis came back empty",
+        "tools:weather": "ClosedResourceError",
+        "critic": "ReadTimeout",
     }
 
     async def record() -> None:
@@ -142,6 +145,8 @@ def test_errors_the_engine_recorded_read_as_sentences(alice, alice_session, clie
     assert "It took longer than allowed." in text
     assert "An unexpected error inside Nexus (staff can see the details in the admin)." in text
     assert "the model is overloaded (529); try again in a minute" in text
+    assert "the synthesis came back empty" in text and "The connection was lost." in text
+    assert text.count("It took longer than allowed.") == 2 and text.count("inside Nexus") == 1
     assert "Error" not in text.replace("An unexpected error", ""), text
     assert raw_identifiers(text) == set(), sorted(raw_identifiers(text))
     stored = TraceEvent.objects.filter(run=run, kind="component.degraded").values_list("payload", flat=True)
