@@ -66,46 +66,61 @@ class GroupSendLayer(RedisChannelLayer):
             groups = hosts.setdefault(self.consistent_hash(group), [])
             if group not in groups:
                 groups.append(group)
+        failed: dict[int, Exception] = {}
         members: dict[str, list[str]] = {}
         for index, groups in hosts.items():
-            pipe = self.connection(index).pipeline(transaction=False)
-            for group in groups:
-                pipe.zremrangebyscore(self._group_key(group), min=0, max=int(time.time()) - self.group_expiry)
-                pipe.zrange(self._group_key(group), 0, -1)
-            replies = await pipe.execute()
-            for group, names in zip(groups, replies[1::2], strict=True):
-                members[group] = [name.decode("utf8") for name in names]
-        batches: dict[int, tuple[list[bytes], list[bytes], list[int]]] = {}
-        failed: list[tuple[int, Exception]] = []
+            try:
+                members.update(await self._members(index, groups))
+            except Exception as exc:  # this host's groups are not told; the others' still are
+                failed.update((n, exc) for n, (group, _) in enumerate(sends) if group in groups)
+        batches: dict[int, tuple[list[bytes], list[bytes], list[int], list[int]]] = {}
         for position, (group, message) in enumerate(sends):
-            if not members[group]:
+            if not members.get(group):
                 continue
             try:
                 by_connection, payloads, capacities = self._map(members[group], message, fallback)
             except Exception as exc:
-                failed.append((position, exc))
+                failed[position] = exc
                 continue
             for index, keys in by_connection.items():
-                batch = batches.setdefault(index, ([], [], []))
+                batch = batches.setdefault(index, ([], [], [], []))
                 for key in keys:
                     batch[0].append(key)
                     batch[1].append(payloads[key])
                     batch[2].append(capacities[key])
-        for index, (keys, payloads, capacities) in batches.items():
+                    batch[3].append(position)
+        for index, (keys, payloads, capacities, positions) in batches.items():
             now = time.time()
-            over = await self.connection(index).eval(
-                GROUP_SEND,
-                len(keys),
-                *keys,
-                *payloads,
-                *capacities,
-                *self._scores(now, len(keys)),
-                self.expiry,
-                int(now) - int(self.expiry),
-            )
+            try:
+                over = await self.connection(index).eval(
+                    GROUP_SEND,
+                    len(keys),
+                    *keys,
+                    *payloads,
+                    *capacities,
+                    *self._scores(now, len(keys)),
+                    self.expiry,
+                    int(now) - int(self.expiry),
+                )
+            except Exception as exc:  # the pages on this host miss these; the others' do not
+                failed.update((position, exc) for position in positions)
+                continue
             if over > 0:
-                logger.info("%s of %s messages over capacity", over, len(keys))
-        return failed
+                groups = sorted({sends[position][0] for position in positions})
+                logger.info("%s of %s messages over capacity (groups %s)", over, len(keys), ", ".join(groups))
+        return sorted(failed.items())
+
+    async def _members(self, index: int, groups: list[str]) -> dict[str, list[str]]:
+        """The current members of `groups` on host `index`, after dropping expired ones."""
+        pipe = self.connection(index).pipeline(transaction=False)
+        for group in groups:
+            pipe.zremrangebyscore(self._group_key(group), min=0, max=int(time.time()) - self.group_expiry)
+            pipe.zrange(self._group_key(group), 0, -1)
+        replies = await pipe.execute()
+        return {
+            group: [name.decode("utf8") for name in names]
+            for group, names in zip(groups, replies[1::2], strict=True)
+        }
 
     def _map(
         self, channels: list[str], message: Message, fallback: Callable[[Message], Message | None] | None

@@ -200,10 +200,15 @@ async def tell_pages(sends: list[tuple[RunSink, list[dict[str, Any]]]]) -> None:
         try:
             failed = await many(pairs, fallback=without_rows)
         except Exception as exc:  # a broken channel layer must not stop the runs
-            logger.warning("could not push %d event message(s) to the pages: %s", len(pairs), exc)
-            continue
-        for position, error in failed:
-            logger.warning("could not push an event to the pages of %s: %s", pairs[position][0], error)
+            failed = [(position, exc) for position in range(len(pairs))]
+        if failed:  # pages catch up from the database when they reconnect or the next news comes
+            groups = sorted({pairs[position][0] for position, _ in failed})
+            logger.warning(
+                "could not push %d event message(s) to the pages of %s: %s",
+                len(failed),
+                ", ".join(groups),
+                failed[0][1],
+            )
 
 
 class RunSink:

@@ -178,3 +178,26 @@ async def test_many_sends_reach_each_page_in_order_in_one_script(redis_url):
     assert [position for position, _ in failed] == [0]
     assert await drain(web, second) == [news[0]]
     await worker.flush()
+
+
+async def test_a_redis_host_that_is_down_costs_only_its_own_pages_their_news(redis_url):
+    """With two Redis hosts and one down, one batch's sends used to fail together: the pages
+    whose groups live on the live host are still told, and the sends that could not go are
+    named."""
+    from chat.layers import GroupSendLayer
+
+    sender = GroupSendLayer(hosts=[redis_url, "redis://127.0.0.1:1/0"])  # nothing listens on port 1
+    for _ in range(100):  # a page whose messages live on the live host, as the sender hashes it
+        web = GroupSendLayer(hosts=[redis_url])
+        page = await web.new_channel()
+        if sender.consistent_hash(web.non_local_name(page)) == 0:
+            break
+    groups = [f"session-{n}" for n in range(100)]
+    alive = next(g for g in groups if sender.consistent_hash(g) == 0)
+    down = next(g for g in groups if sender.consistent_hash(g) == 1)
+    await web.group_add(alive, page)
+    news = {"type": "trace.event", "seq": 1}
+    failed = await sender.group_send_many([(down, {"type": "trace.event", "seq": 0}), (alive, news)])
+    assert [position for position, _ in failed] == [0]
+    assert await drain(web, page) == [news]
+    await web.flush()
