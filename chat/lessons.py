@@ -26,12 +26,20 @@ def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
+# Longer texts (a question can be 20,000 characters) are read each time, so the cache stays small.
+CACHED_CHARS = 2000
+
+
 @lru_cache(maxsize=4096)
+def _cached_words(text: str) -> frozenset[str]:
+    return frozenset(keywords(text))
+
+
 def _words(text: str) -> frozenset[str]:
     """The keywords of a stored query or lesson, kept: every run weighs the same few hundred
     of them again, and finding their words anew was half or more of what choosing a run's
     lessons cost with 200 reflections."""
-    return frozenset(keywords(text))
+    return _cached_words(text) if len(text) <= CACHED_CHARS else frozenset(keywords(text))
 
 
 def lessons_for(run: ReasoningRun) -> list[str]:
@@ -52,7 +60,11 @@ def lessons_for(run: ReasoningRun) -> list[str]:
     scored: dict[str, float] = {}
     for origin_query, lessons in sources:
         origin = _words(origin_query or "")
+        if not isinstance(lessons, list):
+            continue
         for lesson in lessons:
+            if not isinstance(lesson, str):  # a reflection stored by hand or by an older Nexus
+                continue
             score = _similarity(question, origin | _words(lesson))
             if score > 0 and score > scored.get(lesson, 0):
                 scored[lesson] = score

@@ -102,3 +102,14 @@ def test_a_low_confidence_run_stores_a_clarifying_question_as_its_answer(alice_s
         run = ask(alice_session, "How did the budget change?")
     assert run.answer_kind == "clarification" and run.final_quality is None
     assert run.answers.get().content == "Which team's budget do you mean?"
+
+
+def test_a_malformed_stored_lesson_is_passed_over_not_every_later_run_failed(alice):
+    """A reflection whose lessons are not a list of sentences (edited in the admin, or stored
+    by another version) made choosing lessons raise, and with it every later run of its user."""
+    source = services.message_post(session=services.session_create(owner=alice), content="What is 17*23?")
+    Reflection.objects.create(run=source, lessons=[{"text": "a dict"}, 7, "Check the calculator's result."])
+    other = services.message_post(session=services.session_create(owner=alice), content="What is 6*7?")
+    Reflection.objects.create(run=other, lessons={"not": "a list"})
+    later = services.message_post(session=services.session_create(owner=alice), content="What is 17*3?")
+    assert lessons_for(later) == ["Check the calculator's result."]
