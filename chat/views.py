@@ -29,7 +29,7 @@ from chat import documents, limits, mentions, services
 from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
-from chat.inputs import TITLE_CHARS, clean_title
+from chat.inputs import TITLE_CHARS, TITLE_DROPPED, clean_title
 from chat.models import ChatSession, Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from teamops import budgets
@@ -501,7 +501,7 @@ def document_upload(request: HttpRequest) -> HttpResponse:
 def _title_of_file(name: str) -> str:
     """A file's name without its extension, cut to a title's length: a long file name was
     refused as "The title is 252 characters", a title the person never typed."""
-    stem = name.rsplit(".", 1)[0]
+    stem = " ".join(name.rsplit(".", 1)[0].translate(TITLE_DROPPED).split())  # as clean_title shows it
     return stem if len(stem) <= TITLE_CHARS else stem[: TITLE_CHARS - 1].rstrip() + "…"
 
 

@@ -508,6 +508,10 @@ def test_a_file_with_a_long_name_is_saved_under_the_name_cut_to_a_title(alice, c
     assert response.status_code == 302
     (title,) = Document.objects.filter(owner=alice).values_list("title", flat=True)
     assert len(title) == 200 and title.startswith("Quarterly report xx") and title.endswith("x…")
+    # Spaces are collapsed before the name is cut, as the title shows them: nothing is lost.
+    spaced = "Notes" + " " * 200 + "May.md"
+    client_for(alice).post(reverse("chat:document-upload"), {"file": SimpleUploadedFile(spaced, b"# May")})
+    assert Document.objects.filter(owner=alice, title="Notes May").exists()
 
 
 def test_a_page_someone_may_not_see_says_so_in_the_app(alice, client_for):
