@@ -1214,7 +1214,10 @@ def test_a_tool_servers_form_is_one_readable_field_per_line(tab: Tab, site: Site
         f"payload = json.load(open({str(site.tmp / 'form.json')!r})); run_id = {run_id}; "
         "seq = TraceEvent.objects.filter(run_id=run_id).order_by('-sequence').first().sequence + 1; "
         "TraceEvent.objects.create(run_id=run_id, sequence=seq, kind='elicitation.requested', "
-        "payload=payload); elicitation_request(run_id=run_id, payload=payload, sequence=seq)",
+        "payload=payload); elicitation_request(run_id=run_id, payload=payload, sequence=seq); "
+        # Its run waits for the answer, as one asking does (a form of a run that ended is closed).
+        "from chat.models import ReasoningRun; "
+        "ReasoningRun.objects.filter(pk=run_id).update(status='awaiting')",
     )
     page.reload()
     head = page.locator("article.turn").last.locator(".trace-head")
