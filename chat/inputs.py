@@ -96,12 +96,15 @@ def visible(text: str) -> bool:
     return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc") for ch in text)
 
 
-def clean_title(title: str, *, what: str = "The title") -> str:
+def clean_title(title: str, *, what: str = "The title", cut: bool = False) -> str:
     """A title as shown everywhere: one line, no direction overrides or control characters, at
-    most 200 characters (a longer one is refused, not silently cut); "" when nothing in it shows."""
+    most 200 characters (a longer one is refused, not silently cut, unless `cut`: a title taken
+    from a file's name, which nobody typed); "" when nothing in it shows."""
     cleaned = " ".join(refuse_nul(title or "", what=what).translate(TITLE_DROPPED).split())
     if not visible(cleaned):
         return ""
+    if len(cleaned) > TITLE_CHARS and cut:
+        return cleaned[: TITLE_CHARS - 1].rstrip() + "…"
     if len(cleaned) > TITLE_CHARS:
         raise ValidationError(f"{what} is {len(cleaned):,} characters; shorten it to {TITLE_CHARS} or fewer.")
     return cleaned

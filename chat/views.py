@@ -29,7 +29,7 @@ from chat import documents, limits, mentions, services
 from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
-from chat.inputs import TITLE_CHARS, TITLE_DROPPED, clean_title
+from chat.inputs import clean_title
 from chat.models import ChatSession, Document, Preference, ReasoningRun
 from chat.presenters import preferences_of, session_links, turn_context
 from teamops import budgets
@@ -472,7 +472,8 @@ def document_upload(request: HttpRequest) -> HttpResponse:
                 content = upload.read().decode("utf-8-sig")  # a byte-order mark is not text
             except UnicodeDecodeError:
                 raise ValidationError("Upload Markdown or plain text in UTF-8.") from None
-            title = title or _title_of_file(upload.name)
+            # A long name is cut to a title: refused, it read "The title is 252 characters".
+            title = title or clean_title(upload.name.rsplit(".", 1)[0], what="The file's name", cut=True)
             if not clean_title(title):  # a file named ".md": no name to take
                 raise ValidationError("The file has no name to use as its title; give it a title.")
         fmt = "text" if upload is not None and upload.name.lower().endswith((".txt", ".text")) else "markdown"
@@ -496,13 +497,6 @@ def document_upload(request: HttpRequest) -> HttpResponse:
             request, f"Saved “{document.title}” ({who} can read it). Mention it with @ or ask about it."
         )
     return redirect("chat:documents")
-
-
-def _title_of_file(name: str) -> str:
-    """A file's name without its extension, cut to a title's length: a long file name was
-    refused as "The title is 252 characters", a title the person never typed."""
-    stem = " ".join(name.rsplit(".", 1)[0].translate(TITLE_DROPPED).split())  # as clean_title shows it
-    return stem if len(stem) <= TITLE_CHARS else stem[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 @require_POST
