@@ -65,8 +65,13 @@ def cpu_seconds(process: Process) -> float:
     return pid_cpu(process.popen.pid)
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command's name (fields[1] is the parent)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def pid_cpu(pid: int | str) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
@@ -101,7 +106,7 @@ def _descends(pid: int, ancestors: set[int]) -> bool:
     while pid > 1:
         if pid in ancestors:
             return True
-        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        pid = int(stat_fields(pid)[1])
     return False
 
 
