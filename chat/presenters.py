@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -110,12 +110,41 @@ def run_urls(run: ReasoningRun) -> dict[str, str]:
     }
 
 
-def session_links(user: Any) -> list[dict[str, Any]]:
-    """The chat list: each chat's id, title and address, newest first."""
-    return [
-        {"pk": pk, "title": title, "url": url_for("chat:session", pk)}
-        for pk, title in services.session_titles_for_user(user)
-    ]
+# Chats the list shows at once; older ones come a page at a time ("Show older chats"). Drawn
+# whole, a person's list grew with every chat they ever started, on every page and push.
+CHAT_LIST_PAGE = 50
+
+
+class ChatList(list):
+    """Rows of the chat list (each chat's id, title and address, newest first), and `more`:
+    the address of the next, older page, or "" when these are the oldest."""
+
+    more = ""
+
+
+def session_links(user: Any, after: tuple[datetime, int] | None = None) -> ChatList:
+    """A page of the person's chat list: the newest chats, or those after `after` (the
+    updated_at and id the previous page's `more` carries)."""
+    rows = services.session_titles_for_user(user, limit=CHAT_LIST_PAGE + 1, after=after)
+    links = ChatList({"pk": pk, "title": title, "url": url_for("chat:session", pk)} for pk, title, _ in rows)
+    if len(rows) > CHAT_LIST_PAGE:
+        del links[CHAT_LIST_PAGE:]
+        pk, _, updated = rows[CHAT_LIST_PAGE - 1]
+        links.more = f"{reverse('chat:session-list')}?{urlencode({'after': f'{updated.isoformat()}~{pk}'})}"
+    return links
+
+
+def chat_list_cursor(value: str) -> tuple[datetime, int] | None:
+    """The (updated_at, id) a `more` address carries; None if it is not one."""
+    stamp, _, pk = value.rpartition("~")
+    try:
+        updated = datetime.fromisoformat(stamp)
+        number = int(pk)
+    except ValueError:
+        return None
+    if updated.tzinfo is None or not 0 < number < 2**63:
+        return None
+    return updated, number
 
 
 def preferences_of(request: HttpRequest) -> dict[str, Any]:

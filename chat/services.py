@@ -9,7 +9,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -50,10 +50,18 @@ def session_list_for_user(user: Any) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(owner=user)
 
 
-def session_titles_for_user(user: Any) -> list[tuple[int, str]]:
-    """(id, title) of the user's chats, newest first: the chat list, without building a model
-    instance per chat (a person with hundreds of chats loads it on every page)."""
-    return list(session_list_for_user(user).values_list("pk", "title"))
+def session_titles_for_user(
+    user: Any, *, limit: int, after: tuple[datetime, int] | None = None
+) -> list[tuple[int, str, datetime]]:
+    """(id, title, updated_at) of up to `limit` of the user's chats, newest first (`after`:
+    those listed after the chat with that updated_at and id), without building a model
+    instance per chat: the chat list, drawn on every page and by every question that
+    retitles a chat."""
+    chats = session_list_for_user(user)
+    if after is not None:
+        updated, pk = after
+        chats = chats.filter(Q(updated_at__lt=updated) | Q(updated_at=updated, pk__lt=pk))
+    return list(chats.values_list("pk", "title", "updated_at")[:limit])
 
 
 def session_get_for_user(user: Any, session_id: int) -> ChatSession:

@@ -8,6 +8,7 @@ app_name = "chat"
 urlpatterns = [
     path("", views.home, name="home"),
     path("sessions/new/", views.session_new, name="session-new"),
+    path("sessions/older/", views.session_list, name="session-list"),
     path("sessions/<id:session_id>/", views.session_detail, name="session"),
     path("sessions/<id:session_id>/rename/", views.session_rename, name="session-rename"),
     path("sessions/<id:session_id>/delete/", views.session_delete, name="session-delete"),

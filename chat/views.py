@@ -31,7 +31,7 @@ from chat.dispatch import DispatchError, dispatch_run
 from chat.engine import stop_parked
 from chat.inputs import clean_title
 from chat.models import ChatSession, Document, Preference, ReasoningRun
-from chat.presenters import preferences_of, session_links, turn_context
+from chat.presenters import chat_list_cursor, preferences_of, session_links, turn_context
 from teamops import budgets
 
 logger = logging.getLogger(__name__)
@@ -109,6 +109,15 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
             "mode": latest["mode"] if latest else "",
         },
     )
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    """The next page of the person's chat list, asked for by its "Show older chats" button."""
+    after = chat_list_cursor(request.GET.get("after", ""))
+    if after is None:
+        return HttpResponseBadRequest("That is not a place in your chat list.")
+    return render(request, f"{PAGE}#session-rows", {"sessions": session_links(request.user, after)})
 
 
 @require_POST

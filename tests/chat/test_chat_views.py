@@ -640,3 +640,44 @@ def test_a_first_question_that_failed_leaves_no_pile_of_blank_chats(
     assert response.status_code == 302
     assert alice.chat_sessions.count() == 1, "the blank chat the failures left is the one used"
     assert alice.chat_sessions.get().title == "What is 2+2?"
+
+
+def _listed(html: str) -> list[str]:
+    """The chat titles a page's list (or a page of it) shows, in order."""
+    return re.findall(r'<li><a href="/sessions/\d+/" title="([^"]*)"', html)
+
+
+def test_the_chat_list_shows_the_newest_chats_and_older_ones_a_page_at_a_time(alice, bob, client_for):
+    """A person's whole chat list was drawn on every page, every question that named a chat and
+    every push to their tabs: it grew with every chat they ever started. The newest fifty show;
+    "Show older chats" brings the next fifty, in order, none twice or missed, even when several
+    share one update time; and never anyone else's."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chat.models import ChatSession
+
+    now = timezone.now()
+    for number in range(120):  # every third pair shares its update time
+        ChatSession.objects.create(
+            owner=alice, title=f"Chat {number}", updated_at=now - timedelta(seconds=number - number % 3)
+        )
+    services.session_create(owner=bob, title="Bob's chat")
+    newest = ChatSession.objects.filter(owner=alice).first()
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[newest.pk])).content.decode()
+    shown = _listed(page)
+    assert len(shown) == 50 and "Show older chats" in page
+    for _ in range(3):
+        more = re.findall(r'hx-get="(/sessions/older/\?after=[^"]+)"', page)
+        if not more:
+            break
+        page = client.get(more[-1].replace("&amp;", "&"), **HTMX).content.decode()
+        shown += _listed(page)
+    expected = list(ChatSession.objects.filter(owner=alice).values_list("title", flat=True))
+    assert shown == expected and len(shown) == 120, "every chat once, in the list's order"
+    assert "Show older chats" not in page, "the last page says there is no more"
+    assert "Bob's chat" not in shown
+    assert client.get(reverse("chat:session-list"), {"after": "yesterday~3"}).status_code == 400
+    assert client.get(reverse("chat:session-list"), {"after": "2026-01-01T00:00:00~3"}).status_code == 400

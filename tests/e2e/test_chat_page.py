@@ -1243,3 +1243,37 @@ def test_a_tool_servers_form_is_one_readable_field_per_line(tab: Tab, site: Site
     form_box = form.bounding_box()
     card = page.locator(".elicitation").last.bounding_box()
     assert form_box["x"] + form_box["width"] <= card["x"] + card["width"] + 1, (form_box, card)
+
+
+def test_older_chats_come_a_page_at_a_time_and_open(tab: Tab, site: Site, width: str):
+    """The list shows the newest fifty chats; "Show older chats" (big enough to tap on a phone)
+    adds the next ones below them, and an old chat opens from there."""
+    page = tab.page
+    manage(
+        site.env,
+        "shell",
+        "-c",
+        "from datetime import timedelta; from django.contrib.auth import get_user_model; "
+        "from django.utils import timezone; from chat.models import ChatSession; "
+        "u = get_user_model().objects.get(username='admin'); old = timezone.now() - timedelta(days=400); "
+        "ChatSession.objects.filter(owner=u, title__startswith='Archived chat').delete(); "
+        "[ChatSession.objects.create(owner=u, title=f'Archived chat {n}', "
+        "updated_at=old - timedelta(hours=n)) for n in range(60)]",
+    )
+    page.reload()
+    if width == "mobile":
+        page.locator(".chat-head .sidebar-toggle").click()
+    rows = page.locator("#session-list li a")
+    expect(rows).to_have_count(50)
+    more = page.locator("#session-list .more button")
+    more.scroll_into_view_if_needed()
+    assert more.bounding_box()["height"] >= (44 if width == "mobile" else 20)
+    while more.count():
+        shown = rows.count()
+        more.click()
+        expect(rows).not_to_have_count(shown)
+    titles = rows.all_inner_texts()
+    assert titles[-1] == "Archived chat 59" and len(titles) == len(set(titles))
+    with page.expect_navigation():
+        page.locator("#session-list a", has_text="Archived chat 59").click()
+    expect(page.locator("#session-title h1")).to_have_text("Archived chat 59")
