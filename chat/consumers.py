@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -66,6 +67,12 @@ MAX_CURSOR_RUNS = 200
 # Turns a reconnecting page is sent whole at most: questions asked while it was away.
 MAX_NEW_TURNS = 20
 MAX_FRAME_CHARS = 64_000
+# A page asks for a sync when its socket opens, after a send and when a draft has a gap: a few
+# at once. Beyond SYNC_BURST, one every SYNC_EVERY seconds, the page's latest ask waiting its
+# turn (it covers the ones before it): each sync reads and draws the chat's runs, and a script
+# sending them in a loop held a server process's CPU for everyone's pages on it.
+SYNC_BURST = 10
+SYNC_EVERY = 1.0
 DRAFT_KEYS = ("run", "seq", "draft", "offset", "text")
 # Runs that leave the queue together (a worker taking fifty) move a waiting page's count once.
 QUEUE_REFRESH_SECONDS = 0.2
@@ -102,6 +109,24 @@ def needs_database(events: list[TraceEvent], rationale: str | None) -> bool:
         if event.kind == "strategy.selected" and event.payload.get("rationale") and rationale is None:
             return True
     return False
+
+
+class SyncBudget:
+    """A token bucket: SYNC_BURST syncs at once, then one per SYNC_EVERY seconds."""
+
+    def __init__(self) -> None:
+        self.tokens = float(SYNC_BURST)
+        self.at = time.monotonic()
+
+    def take(self) -> float:
+        """0.0 if a sync may run now (it is counted), else the seconds until one may."""
+        now = time.monotonic()
+        self.tokens = min(SYNC_BURST, self.tokens + (now - self.at) / SYNC_EVERY)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) * SYNC_EVERY
 
 
 @dataclass
@@ -172,6 +197,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.queued: set[int] = set()  # runs this page shows as queued, whose place it keeps current
         self.queue_refresh: asyncio.Task[None] | None = None
         self.new_turns: set[asyncio.Task[None]] = set()
+        self.sync_budget = SyncBudget()
+        self.pending_sync: str | None = None  # the latest frame over the budget, not yet read
+        self.sync_later: asyncio.Task[None] | None = None
 
     async def websocket_connect(self, message: dict[str, Any]) -> None:
         try:
@@ -229,7 +257,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if getattr(self, "slot", None):
             await sockets.stop(self.keeper)
             await sockets.socket_release(self.slot, self.channel_name)
-        for task in list(self.new_turns):
+        for task in [*self.new_turns, self.sync_later]:
             await sockets.stop(task)
         if hasattr(self, "group"):
             await sockets.stop(self.queue_refresh)
@@ -242,6 +270,32 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # Frames come from the browser: anything malformed, oversized or absurdly nested is ignored.
         if text_data is None or len(text_data) > MAX_FRAME_CHARS:
             return
+        wait = self.sync_budget.take()
+        if wait:  # kept unread: a flood costs no parsing either
+            self.pending_sync = text_data
+            if self.sync_later is None:
+                self.sync_later = asyncio.create_task(self._sync_later(wait))
+            return
+        await self._answer_sync(text_data)
+
+    async def _sync_later(self, wait: float) -> None:
+        """The page's latest sync over the budget, when its turn comes: through this socket's
+        own channel, so it is handled in order with the pushes, never beside one."""
+        await asyncio.sleep(wait)
+        try:
+            await self.channel_layer.send(self.channel_name, {"type": "sync.deferred"})
+        except Exception as exc:  # Redis away: the socket closes as unavailable and the page syncs again
+            logger.warning("could not defer a sync: %s", exc)
+        finally:
+            self.sync_later = None
+
+    async def sync_deferred(self, message: dict[str, Any]) -> None:
+        text, self.pending_sync = self.pending_sync, None
+        if text is not None:
+            self.sync_budget.take()
+            await self._answer_sync(text)
+
+    async def _answer_sync(self, text_data: str) -> None:
         try:
             message = json.loads(text_data)
         except (ValueError, RecursionError):

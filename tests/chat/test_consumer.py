@@ -139,6 +139,26 @@ async def test_reconnecting_clients_catch_up_from_their_cursor(alice, alice_sess
     await communicator.disconnect()
 
 
+async def test_a_flood_of_syncs_is_answered_a_few_at_once_then_one_a_second_latest_last(alice, alice_session):
+    """Each sync reads and draws the chat's runs again: a script sending them in a loop held a
+    server process's CPU. A page's first few are answered at once; past that, the latest one
+    waits its turn and is answered (it covers the ones before it), and nothing is lost."""
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
+    await execute_run(run.pk)
+    communicator = await socket(alice_session.pk, alice)
+    await communicator.connect()
+    everything = json.dumps({"type": "sync", "cursor": {str(run.pk): 0}})
+    for _ in range(200):
+        await communicator.send_to(text_data=everything)
+    html = await receive_all(communicator, 0.3)
+    first = EVENT_ID.findall(html)
+    replays = first.count(first[0])
+    assert 1 <= replays <= 10, f"{replays} replays of the whole run for 200 syncs"
+    later = await receive_all(communicator, 1.5)
+    assert EVENT_ID.findall(later).count(first[0]) == 1, "the latest sync is answered in its turn"
+    await communicator.disconnect()
+
+
 async def test_a_reconnecting_page_is_sent_the_questions_asked_while_it_was_away(alice, alice_session):
     """Found by a review: a tab whose socket was down while a question was asked and answered
     in another browser never showed that turn (its cursor lists only the runs it has)."""
