@@ -31,7 +31,7 @@ from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import BIDI_CONTROLS, refuse_nul, shown_with_controls
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
-from chat.tools import check_server, command_refusal, env_refusal, providers_for
+from chat.tools import check_server, command_refusal, cwd_refusal, env_refusal, providers_for
 from reasoning.tools.approval import POLICIES, SAMPLING
 
 # What decides which program runs or where secrets go: superusers only.
@@ -147,6 +147,8 @@ class MCPServerForm(forms.ModelForm):
             ):
                 self._refuse("command", command_refusal(data["command"], data.get("args") or []))
             self._refuse("env_secret", env_refusal(data["env_secret"]))
+            if transport == MCPServer.Transport.STDIO:
+                self._refuse("cwd", cwd_refusal(data.get("cwd") or ""))
             if transport == MCPServer.Transport.HTTP and not data.get("url"):
                 self.add_error("url", "An HTTP server needs its URL.")
         self._require_secrets_when_moved(data)

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shlex
+import stat
 import sys
 import threading
 import time
@@ -99,6 +100,31 @@ def env_refusal(names: Any) -> str | None:
     return None
 
 
+def cwd_refusal(cwd: str) -> str | None:
+    """Why a tool server may not start in `cwd`, or None. An interpreter pinned to a module
+    imports it from its working directory first, and package runners read their registry
+    from config files there or above it: a directory anyone else may write to steers an
+    allowed program as PYTHONPATH or npm_config_registry would."""
+    if not cwd:
+        return None
+    if not os.path.isabs(cwd):
+        return f"the working directory must be an absolute path, not {cwd!r}"
+    path = os.path.realpath(cwd)
+    if not os.path.isdir(path):
+        return f"the working directory {cwd} is not a directory on this machine"
+    while True:
+        mode = os.stat(path).st_mode
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return (
+                f"the working directory {cwd} is inside {path}, which others may write to, so "
+                "they could steer the program; choose a directory only its owner may change"
+            )
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
 def _database_url() -> str:
     """The database this process uses (the test database under tests), as a URL for the child."""
     db = connection.settings_dict
@@ -160,7 +186,7 @@ def config_for(server: MCPServer) -> MCPServerConfig:
         )
     command, args = server.command, [str(a) for a in server.args or []]
     if server.transport == MCPServer.Transport.STDIO:
-        refusal = command_refusal(command, args) or env_refusal(server.env or {})
+        refusal = command_refusal(command, args) or env_refusal(server.env or {}) or cwd_refusal(server.cwd)
         if refusal:
             raise MCPUnavailable(f"MCP server {server.name!r} is unavailable: {refusal}", server=server.name)
         command = allowed_program(command, args) or ""

@@ -217,6 +217,33 @@ def test_an_operator_can_pin_every_argument(auditor, client_for, settings):
     assert client.post(reverse("admin:chat_mcpserver_add"), pinned).status_code == 302
 
 
+def test_a_working_directory_others_can_write_to_cannot_steer_an_allowed_program(
+    auditor, client_for, settings, tmp_path
+):
+    """The environment could not put a directory on PYTHONPATH, but the working directory could:
+    an interpreter pinned to one module ("python3 -m mcp_tool") imports it from there first,
+    so a directory anyone may write to (under /tmp) ran whatever module was left in it."""
+    marker = tmp_path / "pwned"
+    (tmp_path / "mcp_tool.py").write_text(f"open({str(marker)!r}, 'w')\n")
+    settings.NEXUS_MCP_ALLOWED_COMMANDS = {"python3 -m mcp_tool": (PYTHON, "-m", "mcp_tool")}
+    client = client_for(auditor)
+    form = server_form(
+        name="steered", command="python3", args=json.dumps(["-m", "mcp_tool"]), cwd=str(tmp_path)
+    )
+    response = client.post(reverse("admin:chat_mcpserver_add"), form)
+    assert "working directory" in response.content.decode()
+    assert not MCPServer.objects.filter(name="steered").exists()
+    relative = client.post(reverse("admin:chat_mcpserver_add"), {**form, "cwd": "chat"})
+    assert "working directory" in relative.content.decode()
+    # A row written straight into the database is refused at launch all the same.
+    tampered = MCPServer.objects.create(
+        name="steered", command="python3", args=["-m", "mcp_tool"], cwd=str(tmp_path)
+    )
+    assert "working directory" in check(client, tampered).content.decode()
+    assert not marker.exists()
+    assert MCPServer.objects.get(pk=tampered.pk).last_status == "error"
+
+
 @pytest.mark.parametrize(
     "variable",
     [
