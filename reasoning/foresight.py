@@ -916,6 +916,11 @@ _PHRASES = [
     (rf"\b(?:a\s+|one\s+)?tenth\s+of\s+{_N}", r"(\1 / 10)"),
     (rf"\b(?:double|twice)\s+{_N}", r"(2 * \1)"),
     (rf"\btriple\s+{_N}", r"(3 * \1)"),
+    (rf"\bquadruple\s+{_N}", r"(4 * \1)"),
+    (rf"\bhalve\s+{_N}", r"(\1 / 2)"),
+    # "48 doubled", "77 halved": the verb after a number alone ("then doubled" is read as a
+    # step; "6 * 7 halved" is 21 or 24, so it is left unread and the answer is not approved).
+    (rf"(?<![\w.*/+^%(-]){_N}\s*,?\s+(?P<scaled>doubled|tripled|quadrupled|halved)\b", None),
     (rf"\bsquare(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 2)"),
     (rf"\bcube(?!\s+root)\s+(?:of\s+)?{_N}", r"(\1 ** 3)"),
     (rf"\bcube\s+root\s+of\s+{_N}", r"(\1 ** (1/3))"),
@@ -928,6 +933,13 @@ _PHRASES = [
 ]
 _PHRASED = [(re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in _PHRASES]
 _DEGREES = {"fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
+
+
+_SCALED_BY = {"doubled": "* 2", "tripled": "* 3", "quadrupled": "* 4", "halved": "/ 2"}
+# An operation just before a number: "6 * 7 halved", "10 plus 5 doubled", "then 5 doubled".
+_OPERATION_BEFORE = re.compile(
+    r"(?:[-+*/^%(x×÷]|\b(?:plus|minus|times|by|over|of|and|then|less|more|than))\s*$", re.IGNORECASE
+)
 
 
 def _phrase(match: re.Match[str]) -> str:
@@ -944,6 +956,10 @@ def _phrase(match: re.Match[str]) -> str:
     if "ways" in match.group().lower():  # "split 84 four ways"
         first, second = (group for group in match.groups() if group)
         return f"({first} / {second})"
+    if named.get("scaled"):
+        if _OPERATION_BEFORE.search(match.string, 0, match.start()):
+            return match.group()
+        return f"({match.group(1)} {_SCALED_BY[named['scaled'].lower()]})"
     if named.get("part"):
         return f"({match.group(1)} * {match.groups()[-1]} / {_PARTS[named['part'].lower()]})"
     return f"factorial({next(group for group in match.groups() if group)})"
@@ -1029,6 +1045,7 @@ _UNREAD_QUANTITY = re.compile(
     # 5", "all squared"), and comparisons ("Which is bigger: 3^4 or 4^3?"), which one
     # expression's value does not answer.
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
+    r"doubled|tripled|quadrupled|halved|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
     r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals(?!\s*[?=]*\s*$)|vs|versus|"
     # "the total with a 20% tip on 50" read as the tip alone (10, not 60).

@@ -118,6 +118,9 @@ _CALCULATION_WORDS = frozenset({
     "what", "is", "whats", "s", "the", "value", "of", "result", "please", "percent", "plus",
     "minus", "times", "divided", "by", "multiplied", "over", "to", "power", "squared", "cubed",
     "square", "root", "sqrt", "mod", "modulo", "and", "e",
+    # A number scaled by a verb: "Halve 3,478", "quadruple 12", "what is 48 doubled".
+    "double", "doubled", "twice", "triple", "tripled", "quadruple", "quadrupled", "halve", "halved",
+    "half", "cube",
 })  # fmt: skip
 
 
