@@ -796,6 +796,26 @@ _NOTHING_ADDED = r"(?!\s+(?:with|plus|including|and|after|before)\b)"
 _NOT_AN_EXPONENT = r"(?<![\w.)^*-])(?<!\^ )(?<!\*\* )(?<!power of )(?<!raised to )"
 # "three quarters of 48", "two fifths of 100": a number of parts of something.
 _PARTS = {"quarter": 4, "fourth": 4, "third": 3, "fifth": 5, "sixth": 6, "eighth": 8, "tenth": 10}
+# Words for a change from one amount to another; those of a fall give the drop as a positive
+# share ("the percent drop from 200 to 150" is 25), as "decrease by 25%" says it.
+_RISE_WORDS = (
+    r"grow|grew|grown|growth|increase[ds]?|rise|rose|risen|gain(?:ed)?|jump(?:ed)?|climb(?:ed)?|"
+    r"go\s+up|went\s+up|gone\s+up"
+)
+_FALL_WORDS = (
+    r"drop(?:ped)?|decrease[ds]?|fall|fell|fallen|decline[ds]?|shr[iau]nk|reduction|loss|lost|"
+    r"go\s+down|went\s+down|gone\s+down|cut"
+)
+_CHANGE_WORDS = f"{_RISE_WORDS}|{_FALL_WORDS}"
+
+
+def _change(way: str, start: str, end: str) -> str:
+    """The percentage change from `start` to `end`, a fall's as a positive drop."""
+    if re.fullmatch(_FALL_WORDS, way.lower()):
+        return f"(({start} - {end}) / {start} * 100)"
+    return f"(({end} - {start}) / {start} * 100)"
+
+
 _PHRASES = [
     # "negative seven": the sign, before anything reads the number.
     (r"\bnegative\s+(\d+(?:\.\d+)?)", r"-\1"),
@@ -831,6 +851,22 @@ _PHRASES = [
     (
         rf"\bpercent(?:age)?\s+(?:decrease|drop|fall|reduction)\s+from\s+{_N}\s+to\s+{_N}",
         r"((\1 - \2) / \1 * 100)",
+    ),
+    # "By what percent did revenue grow from 1.2m to 1.5m?", "it went from 200k to 150k, what's
+    # the percent drop?", "the % increase from 40 to 50": a change from one amount to another.
+    (
+        rf"\b(?:by\s+)?(?:what|how\s+many)\s+(?:percent(?:age)?|%)\s+(?:(?:did|does|has|have|had|was|is|were|will)"
+        rf"\s+)?(?:[a-z']+\s+){{0,4}}?(?P<way>{_CHANGE_WORDS})\s+(?:by\s+)?from\s+{_N}\s+to\s+{_N}",
+        lambda m: _change(m["way"], m.groups()[-2], m.groups()[-1]),
+    ),
+    (
+        rf"\bfrom\s+{_N}\s+to\s+{_N}\s*[,;:\-–—]?\s*(?:so\s+|and\s+)?(?:what(?:'s|’s|s|\s+is|\s+was)\s+)?(?:the\s+|that\s+)?"
+        rf"(?:percent(?:age)?|%)\s+(?P<way>{_CHANGE_WORDS}|change|difference)\b",
+        lambda m: _change(m["way"], m.groups()[0], m.groups()[1]),
+    ),
+    (
+        rf"(?:%|\bpercent(?:age)?)\s+(?P<way>{_CHANGE_WORDS}|change)\s+from\s+{_N}\s+to\s+{_N}",
+        lambda m: _change(m["way"], m.groups()[-2], m.groups()[-1]),
     ),
     (rf"{_N}\s+is\s+what\s+percent(?:age)?\s+of\s+{_N}", r"(\1 / \2 * 100)"),
     (rf"\bremainder\s+(?:of|when)\s+{_N}\s+(?:is\s+)?divided\s+by\s+{_N}", r"(\1 % \2)"),

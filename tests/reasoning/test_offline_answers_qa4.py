@@ -48,3 +48,23 @@ def test_a_bare_calculation_with_a_scaling_verb_is_routed_direct(question):
     """ "Halve 3,478" was lifted to LIGHT (medium, 13% sure) by the complex guard."""
     decision = Router().route(question)
     assert decision.level.value == "simple" and decision.confidence >= 0.8, decision
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("By what percent did revenue grow from 1.2m to 1.5m?", "**25**"),
+        ("revenue went from 200k to 150k, what's the percent drop?", "**25**"),
+        ("what's the % increase from 40 to 50", "**25**"),
+        ("By how many percent did the price rise from 80 to 92?", "**15**"),
+        ("What percentage did our costs drop from $1,000 to $850?", "**15**"),
+        ("Users went from 1,000 to 1,300 - what is the percentage growth?", "**30**"),
+        ("By what percentage did headcount increase from 40 to 46?", "**15**"),
+        ("traffic fell from 8k to 6k, what's the percentage decrease?", "**25**"),
+    ],
+)
+async def test_a_percentage_change_in_other_words_is_computed(question, expected):
+    """Each was declined ("needs a real language model"), though "the percentage increase
+    from 80 to 100" is answered."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
