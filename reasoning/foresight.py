@@ -1683,6 +1683,8 @@ def _unknown_place_in(text: str) -> str | None:
             qualifier and _known_name(f"{pieces[-1]}, {qualifier[1]}")
         )
         for index, piece in enumerate(pieces[:-1] if settled else pieces):
+            if index < len(pieces) - 1 and _POSSESSIVE.match(piece):
+                continue  # "at our office in Oslo": where in the place that follows
             if (place := _place_name(piece)) and (
                 not zones_in(place)
                 or _unknown_before_state(place)
@@ -1741,6 +1743,9 @@ def _no_one_zone(place: str) -> bool:
     """Whether a place the places know by one zone keeps several, or names several places."""
     name = fold(place).replace(".", "").strip()
     return name in SEVERAL_ZONES or name in AMBIGUOUS_PLACES
+
+
+_POSSESSIVE = re.compile(r"\s*(?:our|my|your|their)\b", re.IGNORECASE)
 
 
 def _place_name(piece: str) -> str | None:

@@ -90,6 +90,13 @@ _TIME = re.compile(
     r"(?:the )?(?:current )?time(?: (?:now|right now|rn|please|pls|plz))?\W*$",
     re.IGNORECASE,
 )
+# The present time asked in so many words: people of the team there ("for our team in Pune",
+# "at our office in Oslo") change nothing (not "what time is the standup", which they document).
+_TIME_IS_IT = re.compile(
+    r"\bwhat(?:'s|’s| is)? (?:the )?(?:current |local )?time(?: is it| it is| now)\b|"
+    r"\bwhat(?:'s|’s| is) the (?:current |local )?time (?:in|at|for)\b",
+    re.IGNORECASE,
+)
 # Questions about the team's own work, which its documents may answer (the offline model
 # searches them only for these: it has no general knowledge to search for).
 _DOCS = re.compile(
@@ -188,7 +195,11 @@ def part_kind(part: str) -> str:
         return "arithmetic"
     # "gmt+8 time", "Tokyo time": what the clock is asked for (by foresight's reading) is a time
     # question, though it says no "what time".
-    if (_TIME.search(part) or asks_now(part)) and not _DOCS.search(COUNTRY_US.sub(" ", part)):
+    if (_TIME.search(part) or asks_now(part)) and (
+        not _DOCS.search(COUNTRY_US.sub(" ", part))
+        or (_TIME_IS_IT.search(part) and asks_now(part) and zones_in(part))
+    ):
+        # "What time is it for our team in Bangalore?": the clock's question, whoever is there.
         return "time"
     if _GREETING.match(part):
         return "greeting"
