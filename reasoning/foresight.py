@@ -1806,7 +1806,7 @@ _PLACE_TIME = re.compile(
     # An offset before "time" or "now": "GMT +5.5 time", "what's UTC+5:30 now".
     r"(?:utc|gmt)\s*[+\-\u2212]\s*\d{1,2}(?:[:.]\d{1,2})?)\s+(?:time|(?=now\b))|"
     r"time\s+(?:(?:now|right now)\s+)?(?:in\s+|at\s+)?(?P<after>[^\d?.!]{2,40}?))\s*(?:now|right now)?"
-    r"(?:\s*,?\s*please)?\W*$",
+    r"(?:\s*,?\s*(?:please|pls|plz|thanks|thx|thank\s+you|ty)\b)?\W*$",
     re.IGNORECASE,
 )
 

@@ -85,3 +85,18 @@ async def test_the_time_where_the_team_works_is_told_and_approved(question, zone
     “our office” is"."""
     result, answer = await answer_to(question)
     assert zone in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "zone"),
+    [
+        ("Tokyo time pls", "Asia/Tokyo"),
+        ("time in Lisbon thx", "Europe/Lisbon"),
+        ("Time in Seoul plz", "Asia/Seoul"),
+        ("Paris time thank you", "Europe/Paris"),
+    ],
+)
+async def test_a_short_time_ask_with_thanks_is_told(question, zone):
+    """ "Tokyo time pls" was declined, though "Tokyo time please" is told."""
+    result, answer = await answer_to(question)
+    assert zone in answer and result.quality >= 0.9, (result.quality, answer)
