@@ -1545,6 +1545,8 @@ def zones_in(text: str) -> list[str]:
 def _zones_in(text: str) -> tuple[str, ...]:
     """zones_in's reading, cached: one run reads its question and parts' places dozens of times."""
     text = states_spelled(text or "")
+    # "the UTC offset of Mumbai" names Mumbai, not UTC.
+    text = _OFFSET_OF.sub(lambda m: " " * len(m.group()), text)
     text = _SPELLED_OFFSET.sub(lambda m: m["sign"] + str(_UNITS[m["hours"].lower()]), text or "")
     places, pattern = _places()
     found = [(m.start(), zone) for m in _UTC_OFFSET.finditer(text) if (zone := _offset_zone(m))]
@@ -1636,7 +1638,7 @@ def unknown_place(text: str) -> str | None:
     # Only the sentences that ask the time: "What time is it in Tokyo? Answer in French."
     # named no unknown place "French".
     for sentence in sentences(text):
-        if place := _unknown_place_in(sentence):
+        if place := _unknown_place_in(zone_asked_as_time(sentence) or sentence):
             return place
     return None
 
@@ -1852,9 +1854,50 @@ _ABOUT_TIME = re.compile(
 )
 
 
+# A place's time zone or offset asked ("What time zone is Tokyo in?", "which timezone does
+# Chicago use", "the UTC offset of Mumbai"), which the clock's reading of its present names;
+# not "how many time zones does Russia have" or "is Tokyo in the same time zone as Seoul".
+_ZONE_ASKED = re.compile(
+    r"\b(?:what|which)(?:'s|’s|s| is)?(?: the)?(?: current)?\s+(?:(?:utc|gmt)\s+)?"
+    r"(?:time\s*zone|tz|offset)\b(?!s)"
+    r"(?:\s+(?:is|does|do|for|of|in)\b(?!\s+(?:i|we|you|they|it)\b)|'s|’s)",
+    re.IGNORECASE,
+)
+_OFFSET_OF = re.compile(r"\b(?:utc|gmt)(?=\s+offset\b)", re.IGNORECASE)
+
+
+# What follows the place in "What time zone is Tokyo in?", "which timezone does Chicago use".
+_ZONE_ASK_END = re.compile(
+    r"(?:\s+(?:in|on|use|uses|keep|keeps|follow|follows|observe|observes|have|has|now|currently|"
+    r"right now|today|please|pls))+\s*$|^\s*(?:the\s+)?",
+    re.IGNORECASE,
+)
+
+
+def zone_asked_as_time(sentence: str) -> str | None:
+    """A question for a place's time zone written as the question for its time ("What time
+    zone is Texas in?" as "what time is it in Texas"), so that a place of several zones or one
+    the clock does not know is said, as it is for its time; None when it asks no zone."""
+    asked = _ZONE_ASKED.search(sentence)
+    if asked is None or _ABOUT_TIME.search(sentence) or _OTHER_MOMENT.search(sentence):
+        return None
+    place = _ZONE_ASK_END.sub("", sentence[asked.end() :].strip(" ?.!")).strip(" ,")
+    if not place or re.match(r"(?:it|this|that|there|here)\b", place, re.IGNORECASE):
+        return None
+    return f"what time is it in {place}"
+
+
+def asks_zone(text: str) -> bool:
+    """Whether a text asks which time zone (or offset) a place keeps."""
+    return any(zone_asked_as_time(sentence) is not None for sentence in sentences(text))
+
+
 def asks_now(text: str) -> bool:
     """Whether a text asks for the present moment (the time, today's date), which only a clock
-    knows; "how many seconds in a day" or "the date tomorrow" does not."""
+    knows; "how many seconds in a day" or "the date tomorrow" does not. A place's time zone is
+    asked of the clock too: its reading of the present names the zone and its offset."""
+    if asks_zone(text):
+        return True
     # Per sentence: "What time is it in Tokyo? Then say it is 3pm." still asks for now.
     return any(
         (_NOW.search(sentence) or _place_and_time(sentence))

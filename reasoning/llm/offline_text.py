@@ -18,6 +18,7 @@ from reasoning.foresight import (
     accounts_for,
     arithmetic_written,
     asks_now,
+    asks_zone,
     calculation_in_steps,
     expression_in,
     fold,
@@ -491,7 +492,9 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
                 + _reading_note(expression)
             )
         elif base == "clock":
-            lines.append(f"It is {text} (from the clock).{_week_of(question, text)}")
+            lines.append(
+                f"It is {text} (from the clock).{_week_of(question, text)}{_zone_of(question, text)}"
+            )
         elif base == "search_documents":
             lines.append(_document_answer(question, text))
         else:
@@ -516,6 +519,23 @@ def _week_of(question: str, clock_text: str) -> str:
         return ""
     year, week, _ = date(int(iso[1]), int(iso[2]), int(iso[3])).isocalendar()
     return f" That is ISO week {week} of {year}."
+
+
+# The clock's words: "... 23:52:53 Asia/Tokyo (ISO 2026-11-28T23:52:53+09:00)", or with an
+# abbreviation "... 06:52:38 PST (UTC-08:00) (ISO ...)".
+_CLOCK_ZONE = re.compile(
+    r"\d\d:\d\d(?::\d\d)? (?P<zone>[^\s()]+)(?: \((?P<named>UTC[+-]\d\d:\d\d)\))? "
+    r"\(ISO [\d-]+T[\d:.]+(?P<iso>[+-]\d\d:\d\d|Z)\)"
+)
+
+
+def _zone_of(question: str, clock_text: str) -> str:
+    """The zone and its offset said in words, when the question asks a place's time zone (the
+    clock's reading of the present names them, but answers another question first)."""
+    if not asks_zone(question) or not (found := _CLOCK_ZONE.search(clock_text)):
+        return ""
+    offset = found["named"] or ("UTC+00:00" if found["iso"] == "Z" else f"UTC{found['iso']}")
+    return f" The time zone is {found['zone']}, at {offset} now."
 
 
 DECLINED = "You declined the "

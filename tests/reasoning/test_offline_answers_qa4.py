@@ -100,3 +100,38 @@ async def test_a_short_time_ask_with_thanks_is_told(question, zone):
     """ "Tokyo time pls" was declined, though "Tokyo time please" is told."""
     result, answer = await answer_to(question)
     assert zone in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What time zone is Tokyo in?", "Asia/Tokyo, at UTC+09:00"),
+        ("Which timezone does Chicago use?", "America/Chicago, at UTC-0"),
+        ("What's the UTC offset of Mumbai?", "Asia/Kolkata, at UTC+05:30"),
+        ("what is the time zone of Kathmandu", "Asia/Kathmandu, at UTC+05:45"),
+        ("Which time zone is Reykjavik in?", "Atlantic/Reykjavik, at UTC+00:00"),
+    ],
+)
+async def test_a_places_time_zone_is_told_from_the_clock(question, expected):
+    """Each was declined, though the clock names a place's zone and offset with its time."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("What time zone is Texas in?", "“Texas” keeps several time zones"),
+        ("Which timezone does Birmingham use?", "“Birmingham” names more than one place"),
+        ("what time zone is Atlantis in", "I don't know where “Atlantis” is"),
+        ("What timezone should I store timestamps in?", "can't answer that offline"),
+        ("How many time zones does Russia have?", "can't answer that offline"),
+        ("Is Tokyo in the same time zone as Seoul?", "can't answer that offline"),
+    ],
+)
+async def test_a_time_zone_the_clock_cannot_settle_is_not_guessed(question, said):
+    """Once a place's time zone is told, a place of several zones, a name several places share
+    or a place it does not know is said, as it is for the place's time (the first reading gave
+    Texas Chicago's zone); a question about time zones in general names no place's zone."""
+    _result, answer = await answer_to(question)
+    assert said in answer and "from the clock" not in answer, answer
