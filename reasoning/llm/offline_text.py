@@ -64,7 +64,11 @@ _WH = (
     r"should|would|will|tell|give|list|calculate|compute|find|show|explain|summari[sz]e|"
     r"describe|name|convert"
 )
-_SPLIT_AND = re.compile(rf"[,;]?\s+\b(?:and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE)
+# "…and also summarize…", "…and then tell me…": the connective is both words (the part before
+# it ended "and": "Can you calculate 45*12 and?").
+_SPLIT_AND = re.compile(
+    rf"[,;]?\s+\b(?:and\s+(?:also|then)|and|also|then|plus|as well as)\s+(?=(?:{_WH})\b)", re.IGNORECASE
+)
 # "What is 1+1, what is 2+2 and …": a comma before another question word starts a part, once
 # the text before it asks something ("If it rains, what should I do?" is one question).
 _SPLIT_COMMA = re.compile(r",\s+(?=(?:what|how|when|where|who)(?:'s|s)?\b)", re.IGNORECASE)

@@ -7,6 +7,8 @@ from.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from reasoning.routing.router import Router
@@ -135,3 +137,20 @@ async def test_a_time_zone_the_clock_cannot_settle_is_not_guessed(question, said
     Texas Chicago's zone); a question about time zones in general names no place's zone."""
     _result, answer = await answer_to(question)
     assert said in answer and "from the clock" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Can you calculate 45*12 and also summarize our Q3 roadmap?", ["**540**"]),
+        ("calculate 45*12 and then tell me the time in Paris", ["**540**", "Europe/Paris"]),
+        ("what's 9*7 and also what time is it in Oslo", ["**63**", "Europe/Oslo"]),
+        ("Work out 15% of 60 and also give me the time in Madrid", ["**9**", "Europe/Madrid"]),
+    ],
+)
+async def test_a_part_before_and_also_keeps_no_dangling_and(question, expected):
+    """ "Can you calculate 45*12 and also summarize…" was headed "**Can you calculate 45\\*12
+    and?**": the split took "also" and left "and" on the part before it."""
+    _result, answer = await answer_to(question)
+    assert all(value in answer for value in expected), answer
+    assert not re.search(r"\b(?:and|also|then)[?.]\*\*", answer), answer
