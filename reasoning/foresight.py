@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from reasoning.llm.base import ToolCall
-from reasoning.text import LIST_ITEM, sentences
+from reasoning.text import LIST_ITEM, inline_items_apart, sentences
 from reasoning.tools.builtin import ZONE_ABBREVIATIONS as CLOCK_ABBREVIATIONS
 from reasoning.tools.builtin import CalculatorError, calculate, offset_name
 
@@ -1036,7 +1036,7 @@ def _grouped_digits_joined(text: str) -> str:
     one run reads the same question and its parts a dozen times (routing, foresight, the
     answer and its check), and the phrases cost about 60 µs a reading."""
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
-    text = LIST_ITEM.sub("", text.lower().replace("\u2212", "-"))
+    text = LIST_ITEM.sub("", inline_items_apart(text).lower().replace("\u2212", "-"))
     text = _exclaimed(text)
     if money_in(text) is not None:  # one currency: its amounts are read as numbers
         text = _MONEY.sub("", text)

@@ -90,17 +90,69 @@ LIST_ITEM = re.compile(
 )
 
 
+# A list's marker inside a line: "Calculate: 1) 5+5 2) 6*6", "(1) 12*12, (2) the time in Lima",
+# "a) 3+4 b) 9*9", "1. What is 5+5? 2. What is 6*6?".
+_INLINE_MARKER = re.compile(r"(?:^|(?<=[\s:,;?!.]))(\()?(\d{1,2}|[a-h])(\)|\.(?=\s))(?=\s)", re.IGNORECASE)
+
+
+def _inline_items(line: str) -> list[str]:
+    """`line` cut at a list's markers written inside it ("1) … 2) …", "a) … b) …"), the text
+    before the first marker first; the line alone unless the markers count up from 1 or "a"
+    (a "2." or "b)" on its own is no list)."""
+    run: list[re.Match[str]] = []
+    for marker in _INLINE_MARKER.finditer(line):
+        label, closing = marker[2].lower(), marker[3]
+        if closing == "." and (label.isalpha() or re.search(r"[^\W\d_][\s,]*$", line[: marker.start()])):
+            continue  # "a.", "costs 1. Then": a sentence's end more often than a list's marker
+        if not run:
+            if label in ("1", "a"):
+                run.append(marker)
+            continue
+        previous = run[-1][2].lower()
+        expected = str(int(previous) + 1) if previous.isdigit() else chr(ord(previous) + 1)
+        if label == expected and closing == run[-1][3] and bool(marker[1]) == bool(run[-1][1]):
+            run.append(marker)
+    if len(run) < 2:
+        return [line]
+    ends = [marker.start() for marker in run[1:]] + [len(line)]
+    items = [line[marker.end() : end].strip(" ,;") for marker, end in zip(run, ends, strict=True)]
+    return [line[: run[0].start()], *items]
+
+
+# Words that only introduce the list after them: "Calculate:", "Two things:", "Quick
+# questions:", "Please compute the following:" (not "Summarize the following:", which asks).
+LEAD_IN = re.compile(
+    r"^\W*(?:(?:please|quick(?:ly)?|can you|could you|pls|hey|hi|ok)[\s,]+)*"
+    r"(?:(?:calculate|compute|work out|solve|evaluate|answer|tell me|give me)\b\s*)?"
+    r"(?:(?:these|the following|this|both|all(?: of)?(?: these)?|for me)\s*)*"
+    r"(?:(?:a\s+)?(?:couple of\s+|few\s+)?(?:one|two|three|four|five|some|several|\d+)?\s*"
+    r"(?:quick\s+)?(?:things?|questions?|sums?|calculations?|items?|asks?)\s*)?:\s*$",
+    re.IGNORECASE,
+)
+
+
+def inline_items_apart(text: str) -> str:
+    """`text` with the items of a list written inside a line ("1) 5+5 2) 6*6") each on a line
+    of its own, without their markers ("(1) 12*12" was read as the product (1)*12*12)."""
+    if not _INLINE_MARKER.search(text):
+        return text
+    return "\n".join(item for line in text.split("\n") for item in _inline_items(line))
+
+
 def joined_lines(text: str) -> str:
     """The text on one line, but for its list items and lines that start a question, each on a
     line of its own (list items without their marker): "- 5 * 5" is the item 5 * 5, not -5 * 5,
-    and two items are two asks; a sentence wrapped over two lines stays one."""
+    and two items are two asks; a sentence wrapped over two lines stays one. Items listed inside
+    a line ("1) 5+5 2) 6*6") are items as well."""
     joined = ""
-    for line in (text or "").splitlines():
-        item = LIST_ITEM.match(line)
-        line = " ".join(line[item.end() if item else 0 :].split())
-        if line:
-            apart = bool(item or _ASKS.match(line)) and bool(joined)
-            joined += ("\n" if apart else " " if joined else "") + line
+    for whole in (text or "").splitlines():
+        head, *inline = _inline_items(whole)
+        for index, line in enumerate([head, *inline]):
+            item = LIST_ITEM.match(line) if index == 0 else None
+            line = " ".join(line[item.end() if item else 0 :].split())
+            if line:
+                apart = bool(item or index > 0 or _ASKS.match(line)) and bool(joined)
+                joined += ("\n" if apart else " " if joined else "") + line
     return joined
 
 

@@ -35,6 +35,7 @@ from reasoning.routing.features import aspects_listed
 from reasoning.text import (
     CONDITION,
     CONDITIONAL,
+    LEAD_IN,
     MARKDOWN_HEADING,
     MENTION,
     NOT_A_SENTENCE_END,
@@ -169,7 +170,9 @@ def question_parts(query: str) -> list[str]:
     ]
     parts: list[str] = []
     questions: list[str] = []
-    for chunk in chunks:
+    for number, chunk in enumerate(chunks):
+        if number < len(chunks) - 1 and LEAD_IN.match(chunk):
+            continue  # "Calculate:" before the items it introduces asks nothing of its own
         pieces = []
         whole = bool(CONDITIONAL.match(chunk) or aspects_listed(chunk) or calculation_in_steps(chunk))
         joins = [chunk] if whole else _SPLIT_AND.split(chunk)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from reasoning.foresight import calculation_in_steps, split_calculations
-from reasoning.text import CONDITION, CONDITIONAL, MENTION, NOT_A_SENTENCE_END, joined_lines
+from reasoning.text import CONDITION, CONDITIONAL, LEAD_IN, MENTION, NOT_A_SENTENCE_END, joined_lines
 
 # --- vocabulary -------------------------------------------------------------------------------
 
@@ -280,11 +280,15 @@ def _cap(count: float, top: float) -> float:
 
 def clean(question: str) -> str:
     """The question's own words: mentions, quoted material and code stand in as one word each."""
+    return joined_lines(_stand_ins(question))
+
+
+def _stand_ins(question: str) -> str:
+    """clean's text with its lines as written (the list items on lines of their own)."""
     text = MENTION.sub(" the document ", question or "")
     text = QUOTED.sub(" the text ", text)
     text = re.sub(r"```.*?```", " the code ", text, flags=re.DOTALL)
-    text = COMMAND.sub(lambda m: m.group(1).replace("-", " ").replace("_", " "), text)
-    return joined_lines(text)
+    return COMMAND.sub(lambda m: m.group(1).replace("-", " ").replace("_", " "), text)
 
 
 def _comma_questions(piece: str) -> list[str]:
@@ -305,7 +309,10 @@ def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two).
     Each list item, or line that starts a question, is read on its own: "- time in Denver" is
     an ask, not a remark before the next line's."""
-    return [ask for line in joined_lines(text).split("\n") for ask in _asks_in_line(line)]
+    lines = joined_lines(text).split("\n")
+    # "Calculate:" before the items it introduces asks nothing of its own.
+    lines = [line for number, line in enumerate(lines) if number == len(lines) - 1 or not LEAD_IN.match(line)]
+    return [ask for line in lines for ask in _asks_in_line(line)]
 
 
 def _asks_in_line(text: str) -> list[str]:
@@ -347,7 +354,9 @@ def read(question: str, *, attachments: int = 0, conversation: int = 0) -> Readi
     raw = question or ""
     text = clean(raw)
     words = re.findall(r"[\w'’-]+", text)
-    asks = split_asks(text)
+    # Split from the lines as written: clean's text has its list items' markers taken off, and
+    # read again ("- 5+5" then "5+5") they were one ask with the lines around them.
+    asks = split_asks(_stand_ins(raw))
     sentences = [s for s in _SENTENCES.split(text) if re.search(r"\w", s)]
     mentions = len(MENTION.findall(raw))
     first = asks[0] if asks else text

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from reasoning.routing.router import Router
+from reasoning.text import joined_lines
 from tests.reasoning.test_offline_answers import answer_to
 
 
@@ -154,3 +155,38 @@ async def test_a_part_before_and_also_keeps_no_dangling_and(question, expected):
     _result, answer = await answer_to(question)
     assert all(value in answer for value in expected), answer
     assert not re.search(r"\b(?:and|also|then)[?.]\*\*", answer), answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Calculate: 1) 5+5 2) 6*6 3) 100/4", ["**10**", "**36**", "**25**"]),
+        ("Calculate:\n1) 5+5\n2) 6*6\n3) 100/4", ["**10**", "**36**", "**25**"]),
+        ("Two things: (1) 12*12, (2) the time in Lima", ["**144**", "America/Lima"]),
+        ("a) 3+4 b) 9*9", ["**7**", "**81**"]),
+        ("1. What is 5+5? 2. What is 6*6?", ["**10**", "**36**"]),
+        ("Quick questions: 1) what's 15% of 80 2) what time is it in Denver", ["**12**", "America/Denver"]),
+        ("Please compute the following:\n1. 12*12\n2. 7*8", ["**144**", "**56**"]),
+    ],
+)
+async def test_items_listed_inside_a_line_are_asks_of_their_own(question, expected):
+    """ "Calculate: 1) 5+5 2) 6*6 3) 100/4" was answered "I can't compute `1)*5+5`"; "(1) 12*12"
+    was computed as (1)*12*12; "1. What is 5+5? 2. …" was headed "What is 5+5: 2?"; and the
+    list's lead-in ("Calculate:") was a part no answer covered, so right answers scored 0.68."""
+    result, answer = await answer_to(question)
+    assert all(value in answer for value in expected) and result.quality >= 0.9, (result.quality, answer)
+    assert not re.search(r"\(\d\)|\b\d\)|: \d\?", answer), answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Calculate: 1) 5+5 2) 6*6 3) 100/4", "a) 3+4 b) 9*9", "Two things: (1) 12*12, (2) the time in Lima"],
+)
+def test_items_listed_inside_a_line_are_routed_as_several_asks(question):
+    decision = Router().route(question)
+    assert decision.level.value == "medium" and "Calculate" not in decision.reading.asks, decision
+
+
+@pytest.mark.parametrize("question", ["It costs 1. Then 2. okay", "What is 1.5 + 2.5?", "I have 2) apples"])
+def test_numbers_that_are_no_list_markers_stay_in_the_text(question):
+    assert joined_lines(question) == question
