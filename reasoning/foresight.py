@@ -1860,7 +1860,7 @@ _ABOUT_TIME = re.compile(
 _ZONE_ASKED = re.compile(
     r"\b(?:what|which)(?:'s|’s|s| is)?(?: the)?(?: current)?\s+(?:(?:utc|gmt)\s+)?"
     r"(?:time\s*zone|tz|offset)\b(?!s)"
-    r"(?:\s+(?:is|does|do|for|of|in)\b(?!\s+(?:i|we|you|they|it)\b)|'s|’s)",
+    r"(?:\s+(?:is|are|does|do|for|of|in)\b(?!\s+(?:i|we|you|they|it)\b)|'s|’s)",
     re.IGNORECASE,
 )
 _OFFSET_OF = re.compile(r"\b(?:utc|gmt)(?=\s+offset\b)", re.IGNORECASE)

@@ -205,9 +205,10 @@ def part_kind(part: str) -> str:
     # question, though it says no "what time".
     if (_TIME.search(part) or asks_now(part)) and (
         not _DOCS.search(COUNTRY_US.sub(" ", part))
-        or (_TIME_IS_IT.search(part) and asks_now(part) and zones_in(part))
+        or ((_TIME_IS_IT.search(part) or asks_zone(part)) and asks_now(part) and zones_in(part))
     ):
-        # "What time is it for our team in Bangalore?": the clock's question, whoever is there.
+        # "What time is it for our team in Bangalore?", "Which timezone is our Singapore office
+        # in?": the clock's question, whoever is there.
         return "time"
     if _GREETING.match(part):
         return "greeting"

@@ -113,6 +113,9 @@ async def test_a_short_time_ask_with_thanks_is_told(question, zone):
         ("What's the UTC offset of Mumbai?", "Asia/Kolkata, at UTC+05:30"),
         ("what is the time zone of Kathmandu", "Asia/Kathmandu, at UTC+05:45"),
         ("Which time zone is Reykjavik in?", "Atlantic/Reykjavik, at UTC+00:00"),
+        # Where the team works: its city's zone (the documents are not needed for it).
+        ("Which timezone is our Singapore office in?", "Asia/Singapore, at UTC+08:00"),
+        ("What time zone are our Denver colleagues in?", "America/Denver, at UTC-0"),
     ],
 )
 async def test_a_places_time_zone_is_told_from_the_clock(question, expected):
