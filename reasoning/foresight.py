@@ -1443,6 +1443,38 @@ def split_calculations(text: str) -> list[str]:
     return pieces
 
 
+# "…and what is 2,340 minus that?", "what is that times 10": the result of the part before,
+# beside an operation (not "what is it used for").
+_RESULT_OPERATION = (
+    r"(?:\b(?:plus|minus|times|divided\s+by|multiplied\s+by|over|from|to|of|by)\s+|[-+*/×÷]\s*)"
+)
+_REFERENCE = r"\b(?:that\s+number|that|it|the\s+result|the\s+answer)\b"
+_EARLIER_RESULT = re.compile(
+    rf"(?P<before>{_RESULT_OPERATION}){_REFERENCE}|{_REFERENCE}(?=\s*(?:{_RESULT_OPERATION}|(?:squared|cubed|doubled|tripled|halved)\b))",
+    re.IGNORECASE,
+)
+
+
+def earlier_results_in(parts: list[str]) -> list[str]:
+    """`parts` with a part that computes with the result of the calculation before it ("What is
+    15% of 2,340 and what is 2,340 minus that?") written with that calculation in brackets, so
+    it is computed, not declined."""
+    out: list[str] = []
+    previous: str | None = None
+    for part in parts:
+        expression = expression_in(part)
+        found_at = _EARLIER_RESULT.search(part) if expression is None and previous is not None else None
+        if found_at is not None:
+            before = found_at["before"] or ""
+            written = f"{part[: found_at.start()]}{before} ({previous}) {part[found_at.end() :]}"
+            written = " ".join(written.split())
+            if (found := expression_in(written)) and accounts_for(written, found):
+                part, expression = written, found
+        out.append(part)
+        previous = expression
+    return out
+
+
 def calculation_in_steps(text: str) -> bool:
     """Whether `text` is one calculation done in steps ("What is 10 - 2, then add 5?"): one
     ask, although ", then" usually opens another."""

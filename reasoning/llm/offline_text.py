@@ -20,6 +20,7 @@ from reasoning.foresight import (
     asks_now,
     asks_zone,
     calculation_in_steps,
+    earlier_results_in,
     expression_in,
     fold,
     leaves_out_currency,
@@ -195,7 +196,7 @@ def question_parts(query: str) -> list[str]:
     # A greeting before the question, a mention after it, or a remark beside it ("I love
     # pizza. What is 2+2?") is not a part to answer.
     asked = [p for p in questions if not _GREETING.match(p) and not _ONLY_MENTIONS.fullmatch(p)]
-    return distinct(asked or parts)[:MAX_PARTS]
+    return earlier_results_in(distinct(asked or parts)[:MAX_PARTS])
 
 
 def part_kind(part: str) -> str:

@@ -193,3 +193,33 @@ def test_items_listed_inside_a_line_are_routed_as_several_asks(question):
 @pytest.mark.parametrize("question", ["It costs 1. Then 2. okay", "What is 1.5 + 2.5?", "I have 2) apples"])
 def test_numbers_that_are_no_list_markers_stay_in_the_text(question):
     assert joined_lines(question) == question
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is 15% of 2,340 and what is 2,340 minus that?", ["**351**", "**1989**"]),
+        ("what's 3+4, and what is that times 10?", ["**7**", "**70**"]),
+        ("What's 12*12? And what's that divided by 4?", ["**144**", "**36**"]),
+        ("what is 100/4, and what is the result squared?", ["**25**", "**625**"]),
+        ("What is 20% of 150? What's 150 minus that?", ["**30**", "**120**"]),
+        ("What is 250 divided by 5, and what is that plus 8?", ["**50**", "**58**"]),
+        ("What's 9 squared? What's 100 minus the result?", ["**81**", "**19**"]),
+    ],
+)
+async def test_a_part_that_computes_with_the_result_before_it_is_computed(question, expected):
+    """ "…and what is 2,340 minus that?" was declined ("needs a real language model") beside
+    the first part's answer, and approved at 0.7."""
+    result, answer = await answer_to(question)
+    assert all(value in answer for value in expected) and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What is 5+5 and what is it used for?", "What is 6*7, and why is that the answer to everything?"],
+)
+async def test_it_or_that_without_an_operation_is_not_the_result_before(question):
+    _result, answer = await answer_to(question)
+    assert "can't answer that offline" in answer and answer.count("(computed with the calculator)") == 1, (
+        answer
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reasoning.foresight import expression_in
+from reasoning.foresight import earlier_results_in, expression_in
 from reasoning.routing.features import split_asks
 from reasoning.text import as_ask, distinct, under_heading
 from reasoning.types import ResearchPlan, SubTask
@@ -21,6 +21,8 @@ def question_parts(question: str) -> list[str]:
     """The separate asks a question spells out, when there are two or three of them. A one-word
     piece is no ask, unless it is a calculation ("2+2 and 3+3": "3+3" was left out of the plan)."""
     parts = distinct([part for part in split_asks(question) if len(part.split()) >= 2 or expression_in(part)])
+    # "…and what is 2,340 minus that?": the step computes with the result of the one before.
+    parts = earlier_results_in(parts)
     return parts if 2 <= len(parts) <= MAX_LIGHT_PARTS else []
 
 
