@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reasoning.foresight import accounts_for, expression_in
+from reasoning.foresight import accounts_for, asks_now, asks_zone, expression_in, zones_in
 from reasoning.routing.features import Reading, read
 from reasoning.routing.model import LEVELS, LinearModel, shipped_model
 from reasoning.types import ComplexityAnalysis, ComplexityLevel, ExecutionStrategy
@@ -133,6 +133,23 @@ def bare_calculation(question: str) -> bool:
     return all(word.lower() in _CALCULATION_WORDS for word in re.findall(r"[A-Za-z]+", question))
 
 
+# One answer about several places: their difference, not each one's time.
+_DIFFERENCE = re.compile(
+    r"\b(?:difference|apart|ahead|behind|between|offset|gap|vs\.?|versus)\b", re.IGNORECASE
+)
+
+
+def several_places_timed(question: str) -> bool:
+    """Whether the question asks the present time of two or more places, each its own lookup
+    ("the time in Berlin, Paris and Madrid"); not how far apart they are."""
+    return (
+        asks_now(question)
+        and len(set(zones_in(question))) >= 2
+        and not _DIFFERENCE.search(question)
+        and not asks_zone(question)
+    )
+
+
 class Router:
     def __init__(self, model: LinearModel | None = None, *, complex_guard: float = COMPLEX_GUARD) -> None:
         self.model = model or shipped_model()
@@ -146,6 +163,11 @@ class Router:
         if bare_calculation(question):
             confidence = max(probabilities["simple"], RULE_CONFIDENCE)
             return RouteDecision(ComplexityLevel.SIMPLE, confidence, probabilities, reading)
+        if level == "simple" and several_places_timed(question):
+            # "What time is it in Cairo and Istanbul?": a lookup per place, as two calculations
+            # are two asks (the features read one ask; the clock is called once per place).
+            confidence = max(probabilities["medium"], RULE_CONFIDENCE)
+            return RouteDecision(ComplexityLevel.MEDIUM, confidence, probabilities, reading)
         work = any(values[name] for name in WORK)  # as RouteDecision.asks_for_work
         if work and values["our"] and any(values[name] for name in BEYOND_ONE_FINDING):
             confidence = max(probabilities["complex"], RULE_CONFIDENCE)

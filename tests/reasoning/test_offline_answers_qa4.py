@@ -223,3 +223,31 @@ async def test_it_or_that_without_an_operation_is_not_the_result_before(question
     assert "can't answer that offline" in answer and answer.count("(computed with the calculator)") == 1, (
         answer
     )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What time is it in Cairo and Istanbul?",
+        "time in Tokyo, Seoul and Manila",
+        "What's the time in Nairobi and in Lagos right now?",
+        "Current time in Denver and Phoenix?",
+    ],
+)
+def test_the_time_of_several_places_is_routed_as_several_lookups(question):
+    """ "What time is it in Cairo and Istanbul?" was routed DIRECT (simple, 83% sure), while two
+    calculations ("What's 15% of 200 and 20% of 300?") route LIGHT: a clock call per place."""
+    assert Router().route(question).level.value == "medium"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What's the time difference between Lisbon and Warsaw?",
+        "How many hours ahead is Tokyo of London right now?",
+        "What time is it in Tokyo?",
+        "what time is it in Paris Texas",
+    ],
+)
+def test_one_places_time_or_a_difference_between_two_stays_direct(question):
+    assert Router().route(question).level.value == "simple"
