@@ -1360,10 +1360,13 @@ def _function(match: re.Match[str]) -> str:
     name = "ln" if name.startswith("natural") else "log2" if name.startswith("binary") else name
     if name == "log" and (match["of"] or not match.group().rstrip().endswith(")")):
         name = "log10"  # "the log of 100", "log 1000": the common logarithm, as on a calculator
+    # The spaces the match took after its number stay: "the square root of 2 to 3 decimal
+    # places" became "sqrt(2)to 3 …", which no reading took for a calculation.
+    after = match.group()[len(match.group().rstrip()) :]
     if match["inner"]:
-        return f"{name}{match['inner']}"
+        return f"{name}{match['inner']}{after}"
     argument = f"radians({match['number']})" if match["degrees"] else match["number"]
-    return f"{name}({argument})"
+    return f"{name}({argument}){after}"
 
 
 # What a language or a program makes of it ("In C, what is 7/2?" is 3; "5 ^ 3 in JavaScript" is

@@ -251,3 +251,19 @@ def test_the_time_of_several_places_is_routed_as_several_lookups(question):
 )
 def test_one_places_time_or_a_difference_between_two_stays_direct(question):
     assert Router().route(question).level.value == "simple"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what is the square root of 2 to 3 decimal places", "**1.414**"),
+        ("square root of 2 rounded to 3 decimals", "**1.414**"),
+        ("what's the natural log of 10 to 4 decimal places", "**2.3026**"),
+        ("What is the square root of 7 rounded to 1 decimal place?", "**2.6**"),
+    ],
+)
+async def test_a_function_of_a_number_then_rounded_is_computed(question, expected):
+    """ "The square root of 2 to 3 decimal places" was declined, though "the square root of 10,
+    to 2 decimal places" (with a comma) was answered: the reading wrote "sqrt(2)to 3 …"."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
