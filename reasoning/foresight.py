@@ -1030,6 +1030,43 @@ _HYPHENATED_FRACTION = re.compile(
 )
 
 
+# An operator's word misspelled between two numbers ("100 devided by 4", "12 tims 12", "15
+# precent of 200"): one letter wrong, missing, extra or two swapped.
+_OPERATOR_WORDS = ("plus", "minus", "times", "divided", "multiplied", "percent", "multiply", "divide")
+_OPERATOR_TYPO = re.compile(r"(?<=\d)(\s+)([a-z]{4,11})(?=\s+(?:by\s+|of\s+)?[-$€£¥₹]?\d)")
+
+
+def _one_slip(word: str, target: str) -> bool:
+    """Whether `word` is `target` with one letter wrong, missing or extra, or two swapped."""
+    if word == target or abs(len(word) - len(target)) > 1:
+        return False
+    if len(word) == len(target):
+        wrong = [index for index, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+        return len(wrong) == 1 or (
+            len(wrong) == 2
+            and wrong[1] == wrong[0] + 1
+            and word[wrong[0]] == target[wrong[1]]
+            and word[wrong[1]] == target[wrong[0]]
+        )
+    short, long = sorted((word, target), key=len)
+    return any(long[:index] + long[index + 1 :] == short for index in range(len(long)))
+
+
+# Words one slip from an operator's that mean something else ("10 tiles 5 cm wide").
+_NOT_A_SLIP = frozenset({
+    "tiles", "tides", "tines", "timer", "tomes", "dimes", "limes", "mimes", "tames", "mines", "mimus",
+    "plum", "plug", "plums", "plugs", "plush", "divides", "divider", "divine",
+})  # fmt: skip
+
+
+def _operator_spelled(match: re.Match[str]) -> str:
+    word = match[2]
+    if word in _NOT_A_SLIP or word in _OPERATOR_WORDS:
+        return match.group()
+    right = next((target for target in _OPERATOR_WORDS if _one_slip(word, target)), None)
+    return f"{match[1]}{right}" if right else match.group()
+
+
 @functools.lru_cache(maxsize=256)
 def _grouped_digits_joined(text: str) -> str:
     """The text with its numbers as digits and its arithmetic phrases as expressions. Cached:
@@ -1038,6 +1075,7 @@ def _grouped_digits_joined(text: str) -> str:
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
     text = LIST_ITEM.sub("", inline_items_apart(text).lower().replace("\u2212", "-"))
     text = _exclaimed(text)
+    text = _OPERATOR_TYPO.sub(_operator_spelled, text)
     if money_in(text) is not None:  # one currency: its amounts are read as numbers
         text = _MONEY.sub("", text)
     # "15% of 80, plus 12", "7 plus 3, times 2", "5 plus 3, squared": done to the result so far.

@@ -267,3 +267,32 @@ async def test_a_function_of_a_number_then_rounded_is_computed(question, expecte
     to 2 decimal places" (with a comma) was answered: the reading wrote "sqrt(2)to 3 …"."""
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("waht is 12 tims 12", "**144**"),
+        ("what is 100 devided by 4", "**25**"),
+        ("5 multipled by 3", "**15**"),
+        ("10 minsu 2", "**8**"),
+        ("whats 15 precent of 200", "**30**"),
+        ("what is 9 multiplyed by 9", "**81**"),
+        ("what is 3 pluss 4", "**7**"),
+        ("How much is 64 divded by 8?", "**8**"),
+    ],
+)
+async def test_an_operator_word_with_a_typo_between_numbers_is_read(question, expected):
+    """Each was declined ("needs a real language model"): one letter wrong, missing, extra or
+    two swapped in the operator's word between two numbers."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["I have 10 tiles 5 cm wide", "We sold 10 plums 5 days ago", "What is 15 divided by 4, rounded?"],
+)
+async def test_a_word_that_only_looks_like_a_slip_is_not_an_operator(question):
+    _result, answer = await answer_to(question)
+    assert "`10 * 5`" not in answer and "`10 + 5`" not in answer, answer
