@@ -32,7 +32,7 @@ from chat.lessons import lessons_for
 from chat.loops import per_loop
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
-from chat.sink import RunSink, queue_moved, session_group, tell_group
+from chat.sink import QUEUE_GROUP, RunSink, queue_moved, session_group, tell_group
 from chat.stops import stop_watch
 from chat.tools import registry_for
 from nexus.errors import DATABASE_LOST
@@ -292,6 +292,15 @@ def stop_parked(run: ReasoningRun) -> None:
     tell_group(group, {"type": "run.done", "run": run.pk}, "a stop")
     rollup_runs_safely([run.pk])
     start_next_runs(run.session.owner_id)
+
+
+def stop_queued(run: ReasoningRun) -> None:
+    """The person stopped a run that was still queued: no worker holds it (one that takes its
+    job later skips it), so tell the chat's other tabs it ended (they showed it queued until a
+    reload) and the pages waiting behind it that the queue moved."""
+    tell_group(session_group(run.session_id), {"type": "run.done", "run": run.pk}, "a stop")
+    tell_group(QUEUE_GROUP, {"type": "queue.moved"}, "a stop")
+    rollup_runs_safely([run.pk])
 
 
 def start_next_runs(owner_id: int) -> None:

@@ -479,19 +479,28 @@ def _store_next_run(session: ChatSession, store: Callable[[], ReasoningRun]) -> 
         return store()  # a refusal that is not about an active run raises here
 
 
-def run_stop(run: ReasoningRun) -> bool:
-    """Stop an unfinished run at the person's request; False if it had already finished.
+def run_stop(run: ReasoningRun) -> str | None:
+    """Stop an unfinished run at the person's request: the status it was stopped in (queued,
+    running or awaiting approval), None if it had already finished.
 
     The executor (here or in a Celery worker) sees the status within a fraction of a second
-    and cancels the engine; whatever draft had streamed stays on the run."""
+    and cancels the engine; whatever draft had streamed stays on the run. A run stopped while
+    queued or parked has no executor to notice: the caller tells its pages. Each status is
+    tried by a conditional update of its own, so the one returned is the one the run was
+    really in when stopped (a worker claiming it meanwhile cannot make a queued stop look
+    like a running one, or the other way round)."""
     now = timezone.now()
-    return bool(
-        ReasoningRun.objects.filter(pk=run.pk, status__in=ReasoningRun.ACTIVE).update(
-            status=ReasoningRun.Status.CANCELLED,
-            finished_at=now,
-            started_at=Coalesce(F("started_at"), now),
-        )
-    )
+    for _ in range(3):  # a run moving between active states under the updates: try again
+        for status in ReasoningRun.ACTIVE:
+            if ReasoningRun.objects.filter(pk=run.pk, status=status).update(
+                status=ReasoningRun.Status.CANCELLED,
+                finished_at=now,
+                started_at=Coalesce(F("started_at"), now),
+            ):
+                return status
+        if not ReasoningRun.objects.filter(pk=run.pk, status__in=ReasoningRun.ACTIVE).exists():
+            return None
+    return None
 
 
 def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str | None = "") -> AnswerFeedback:

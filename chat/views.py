@@ -28,7 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 from chat import documents, limits, mentions, services
 from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
-from chat.engine import stop_parked
+from chat.engine import stop_parked, stop_queued
 from chat.inputs import clean_title
 from chat.models import ChatSession, Document, Preference, ReasoningRun
 from chat.presenters import chat_list_cursor, preferences_of, session_links, turn_context
@@ -311,12 +311,13 @@ def _turn_response(
 def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse:
     """Stop a run that is still working; what it had streamed stays on the page."""
     run = _run_for_user(request, session_id, run_id)
-    parked = run.status == ReasoningRun.Status.AWAITING
-    if services.run_stop(run):
-        if parked:
-            stop_parked(run)  # no worker holds it to notice the stop
-        else:
-            approvals_decline_for_stopped(run.pk)  # its open cards close in every tab
+    stopped_from = services.run_stop(run)
+    if stopped_from == ReasoningRun.Status.AWAITING:
+        stop_parked(run)  # no worker holds it to notice the stop
+    elif stopped_from == ReasoningRun.Status.QUEUED:
+        stop_queued(run)  # nor one a queued run (a worker taking its job later skips it)
+    elif stopped_from is not None:
+        approvals_decline_for_stopped(run.pk)  # its open cards close in every tab
     run.refresh_from_db()
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)

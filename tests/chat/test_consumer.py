@@ -668,3 +668,42 @@ async def test_a_socket_whose_database_does_not_answer_in_time_is_told_unavailab
     assert connected
     closed = await communicator.receive_output(timeout=2)
     assert closed["type"] == "websocket.close" and closed["code"] == 4503
+
+
+async def test_a_queued_run_stopped_in_one_tab_shows_stopped_in_the_others(alice, monkeypatch, settings):
+    """Found by QA: a run stopped while it waited in the queue (no worker holds it, so none
+    tells the pages) kept "Queued (1 ahead)…" and its pulse in the chat's other tabs until a
+    reload, and the runs queued behind it kept counting it ahead of them."""
+    settings.NEXUS_MAX_RUNS_PER_USER = 1
+    monkeypatch.setattr("chat.dispatch.dispatch_run", lambda run_id: None)  # nothing executes them
+
+    def post_three() -> list[ReasoningRun]:
+        return [
+            services.message_post(session=services.session_create(owner=alice), content=f"What is {n}+1?")
+            for n in range(3)
+        ]
+
+    running, stopped, behind = await database_sync_to_async(post_three)()
+    assert await database_sync_to_async(services.run_claim)(running.pk, worker="w:1")
+    tabs = []
+    for run in (stopped, behind):
+        tab = await socket(run.session_id, alice)
+        assert (await tab.connect())[0]
+        await tab.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+        tabs.append(tab)
+    for tab in tabs:
+        await receive_all(tab, 0.2)
+    assert (await database_sync_to_async(services.queue_place_of)(behind)).ahead == 2
+
+    def stop_in_another_tab() -> int:
+        client = Client()
+        client.force_login(alice)
+        url = reverse("chat:run-stop", args=[stopped.session_id, stopped.pk])
+        return client.post(url, HTTP_HX_REQUEST="true").status_code
+
+    assert await database_sync_to_async(stop_in_another_tab)() == 200
+    html = await receive_all(tabs[0])
+    assert f'id="answer-{stopped.pk}"' in html and "Stopped before any answer" in html
+    assert "Queued (1 ahead)" in await receive_all(tabs[1])
+    for tab in tabs:
+        await tab.disconnect()
