@@ -35,6 +35,9 @@ TITLE_CHARS = 60
 MAX_DELIVERIES = 3
 
 
+CHAT_DELETED = "This chat was deleted (in another tab or window), so your message was not sent."
+
+
 class RunActive(Exception):
     """The session already has a run in progress; one turn at a time."""
 
@@ -307,10 +310,18 @@ def session_rename(*, session: ChatSession, title: str) -> ChatSession:
 
 
 def session_delete(*, session: ChatSession) -> None:
-    if session.runs.filter(status__in=ReasoningRun.ACTIVE).exists():
-        raise ValidationError("This chat is still answering; delete it when the answer is in.")
+    """Delete a chat that is not answering. The chat's row is locked first: a question being
+    stored in it meanwhile (another tab) is then either in, and seen answering here, or waits
+    and finds the chat gone (see `_store_next_run`). Checked without the lock, a question that
+    slipped in between the check and the delete made the delete a 500 (the question's row
+    still pointed at the chat), or deleted the run under the worker answering it."""
     owner_id, session_id = session.owner_id, session.pk
-    session.delete()
+    with transaction.atomic():
+        if not ChatSession.objects.select_for_update().filter(pk=session_id).values_list("pk", flat=True):
+            return  # deleted meanwhile (another tab): what was asked is done
+        if session.runs.filter(status__in=ReasoningRun.ACTIVE).exists():
+            raise ValidationError("This chat is still answering; delete it when the answer is in.")
+        session.delete()
     sessions_changed(owner_id=owner_id, session_id=session_id, deleted=True)
 
 
@@ -475,6 +486,8 @@ def _store_next_run(session: ChatSession, store: Callable[[], ReasoningRun]) -> 
             active = session.runs.filter(status__in=ReasoningRun.ACTIVE).first()
             if active is not None:
                 raise RunActive(active) from None
+            if not ChatSession.objects.filter(pk=session.pk).exists():
+                raise ValidationError(CHAT_DELETED) from None
     with transaction.atomic():
         return store()  # a refusal that is not about an active run raises here
 

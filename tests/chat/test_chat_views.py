@@ -2,9 +2,12 @@
 
 import contextlib
 import re
+import threading
+import time
 from html.parser import HTMLParser
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.urls import reverse
@@ -360,6 +363,65 @@ def test_a_session_cannot_be_deleted_while_answering(alice, alice_session, clien
     post(client, alice_session, "hi")
     response = client.post(reverse("chat:session-delete", args=[alice_session.pk]), **HTMX)
     assert "still answering" in response.content.decode() and alice.chat_sessions.exists()
+
+
+def test_a_question_sent_as_another_tab_deletes_the_chat_is_refused_in_words(
+    alice, alice_session, client_for, dispatched, monkeypatch
+):
+    """Found by QA: a question posted while another tab deleted its chat (the chat found, then
+    deleted before the question was stored) was a 500 with nothing said."""
+    prepare = services.message_prepare
+
+    def deleted_meanwhile(**kwargs):
+        services.session_delete(session=services.session_get_for_user(alice, alice_session.pk))
+        return prepare(**kwargs)
+
+    monkeypatch.setattr(services, "message_prepare", deleted_meanwhile)
+    response = post(client_for(alice), alice_session, "hi")
+    assert response.status_code == 200 and "This chat was deleted" in response.content.decode()
+    assert not Message.objects.exists() and not ReasoningRun.objects.exists() and dispatched == []
+
+
+def test_a_chat_deleted_while_a_question_is_being_stored_waits_for_it_and_refuses(alice, alice_session):
+    """Found by QA: a delete whose check ran before another tab's question was committed went
+    on to delete, and failed with a 500 (the question's row pointed at the chat), or, the
+    question committed first, deleted the run under the worker answering it."""
+    from django.db import connection, connections, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks between connections run in the PostgreSQL pass (scripts/test.sh)")
+    stored, commit, outcome = threading.Event(), threading.Event(), []
+
+    def ask_in_another_tab() -> None:
+        try:
+            with transaction.atomic():
+                services.message_post(session=alice_session, content="hi")
+                stored.set()
+                commit.wait(10)
+        finally:
+            connections.close_all()
+
+    def delete() -> None:
+        try:
+            services.session_delete(session=services.session_get_for_user(alice, alice_session.pk))
+            outcome.append("deleted")
+        except Exception as exc:  # the outcome is what the test checks
+            outcome.append(exc)
+        finally:
+            connections.close_all()
+
+    asking = threading.Thread(target=ask_in_another_tab)
+    asking.start()
+    assert stored.wait(10)
+    deleting = threading.Thread(target=delete)
+    deleting.start()
+    time.sleep(0.5)  # the delete has checked for active runs (and, unlocked, gone on to delete)
+    commit.set()
+    asking.join(10)
+    deleting.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], ValidationError), outcome
+    assert "still answering" in outcome[0].messages[0]
+    assert ReasoningRun.objects.filter(session=alice_session, status="queued").exists()
 
 
 def test_panel_state_is_remembered_per_user(alice, bob, alice_session, client_for):
