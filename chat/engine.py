@@ -161,8 +161,11 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     worker = worker or worker_name()
     if run_id in _executing:  # a duplicate job for a run this process is already executing
         return "skipped"
-    run = await _claim(run_id, worker)
+    ended: list[ReasoningRun] = []
+    run = await _claim(run_id, worker, ended)
     if run is None:
+        for finished in ended:  # finished by the claim itself: no executor tells its pages
+            await _ended_by_claim(finished)
         return "skipped"
     queue_moved()
     try:
@@ -217,7 +220,21 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     return outcome
 
 
-async def _claim(run_id: int, worker: str) -> ReasoningRun | None:
+async def _ended_by_claim(run: ReasoningRun) -> None:
+    """A redelivered run its claim finished (its answer was in, or its workers died too often):
+    its pages get the events they may have missed and its end, as an executor would send them
+    (they kept its last mode and pulse until a reload, without Try again), and the person's
+    waiting runs start."""
+    sink = RunSink(run)
+    last = run.next_sequence - 1
+    if last > 0:
+        await sink.push({"type": "trace.event", "run": run.pk, "seq": last})
+    await sink.push({"type": "run.done", "run": run.pk})
+    await _roll_up(run.pk)
+    await _start_next_runs(run.session.owner_id)
+
+
+async def _claim(run_id: int, worker: str, ended: list[ReasoningRun] | None = None) -> ReasoningRun | None:
     """services.run_claim, through a database connection lost on the way: the job waits (up to
     NEXUS_RUN_STALE_SECONDS) for the database and claims again. Raised out of the job, it left
     the run to the sweeper, 30–60 s of "Starting…": queued and marked sent when the claim never
@@ -225,14 +242,14 @@ async def _claim(run_id: int, worker: str) -> ReasoningRun | None:
     its answer was lost is this worker's, so it is released to itself first."""
     try:
         await database_sync_to_async(close_old_connections)()
-        return await database_sync_to_async(services.run_claim)(run_id, worker=worker)
+        return await database_sync_to_async(services.run_claim)(run_id, worker=worker, ended=ended)
     except DATABASE_LOST as exc:
         logger.warning("claiming run %s lost the database (%s); claiming again once it is back", run_id, exc)
 
     def claim_again() -> ReasoningRun | None:
         close_old_connections()
         services.run_release(run_id, worker=worker)
-        return services.run_claim(run_id, worker=worker)
+        return services.run_claim(run_id, worker=worker, ended=ended)
 
     # None when the database stays away: the sweeper hands the run on once it is back.
     return await _once_database_back(claim_again, unless=lambda: run_id in _executing)

@@ -543,8 +543,11 @@ def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str | No
     return feedback
 
 
-def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
+def run_claim(run_id: int, *, worker: str, ended: list[ReasoningRun] | None = None) -> ReasoningRun | None:
     """Take a queued run, or a running one whose worker stopped beating; None if not ours.
+    A redelivered run the claim finishes instead (its answer was stored before its worker
+    died, or its workers died too often) is added to `ended`: no executor runs it, so the
+    caller tells its pages.
 
     The update is a single conditional statement, so two workers can never both claim a run.
     A queued run whose owner already has NEXUS_MAX_RUNS_PER_USER runs ahead of it is parked
@@ -571,11 +574,15 @@ def run_claim(run_id: int, *, worker: str) -> ReasoningRun | None:
     if run.delivery_count > 1 and run.answers.exists():
         # The answer was stored before the previous worker died: nothing left to do.
         run_mark_succeeded(run)
+        if ended is not None:
+            ended.append(run)
         return None
     if run.delivery_count > MAX_DELIVERIES:
         run_fail(
             run.pk, f"The worker stopped {MAX_DELIVERIES} times while answering; giving up. Try asking again."
         )
+        if ended is not None:
+            ended.append(run)
         return None
     return run
 

@@ -707,3 +707,42 @@ async def test_a_queued_run_stopped_in_one_tab_shows_stopped_in_the_others(alice
     assert "Queued (1 ahead)" in await receive_all(tabs[1])
     for tab in tabs:
         await tab.disconnect()
+
+
+@pytest.mark.parametrize("answered", [False, True])
+async def test_a_run_a_redelivery_finishes_without_executing_it_shows_its_end_on_the_page(
+    alice, alice_session, answered
+):
+    """Found by QA: a run whose workers kept dying was failed by the next claim ("The worker
+    stopped 3 times..."), and one whose answer was stored just before its worker died was
+    marked succeeded by it, but no executor ran, so nothing told the page: it kept the run's
+    last mode and pulse until a reload, with no Try again."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chat.models import Message
+
+    def stale_run() -> ReasoningRun:
+        run = services.message_post(session=alice_session, content="What is 2+2?")
+        ReasoningRun.objects.filter(pk=run.pk).update(
+            status="running", heartbeat_at=timezone.now() - timedelta(hours=1), delivery_count=3
+        )
+        if answered:
+            Message.objects.create(session=alice_session, role="assistant", content="Four.", run=run)
+        return run
+
+    tab = await socket(alice_session.pk, alice)
+    assert (await tab.connect())[0]  # first, so the embedded sweeper's first pass is over
+    await asyncio.sleep(0.2)
+    run = await database_sync_to_async(stale_run)()
+    await tab.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    await receive_all(tab, 0.2)
+    assert await execute_run(run.pk) == "skipped"
+    html = await receive_all(tab)
+    assert f'id="answer-{run.pk}"' in html and 'class="pending"' not in html
+    if answered:
+        assert "Four." in html
+    else:
+        assert "stopped 3 times" in html and "Try again" in html
+    await tab.disconnect()

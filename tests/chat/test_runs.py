@@ -220,13 +220,13 @@ def test_a_run_whose_claim_lost_the_database_is_claimed_once_it_is_back(alice_se
 
     real, calls = services.run_claim, []
 
-    def lost_once(run_id, *, worker):
+    def lost_once(run_id, *, worker, **options):
         calls.append(run_id)
         if len(calls) == 1:
             if when == "after the claim":
-                real(run_id, worker=worker)  # stored; the answer to it is what was lost
+                real(run_id, worker=worker, **options)  # stored; the answer to it is what was lost
             raise OperationalError("terminating connection due to administrator command")
-        return real(run_id, worker=worker)
+        return real(run_id, worker=worker, **options)
 
     monkeypatch.setattr(services, "run_claim", lost_once)
     run = services.message_post(session=alice_session, content="What is 6*7?")
