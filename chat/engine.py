@@ -165,7 +165,7 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await _claim(run_id, worker, ended)
     if run is None:
         for finished in ended:  # finished by the claim itself: no executor tells its pages
-            await _ended_by_claim(finished)
+            await tell_run_ended(finished)
         return "skipped"
     queue_moved()
     try:
@@ -220,11 +220,14 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     return outcome
 
 
-async def _ended_by_claim(run: ReasoningRun) -> None:
-    """A redelivered run its claim finished (its answer was in, or its workers died too often):
-    its pages get the events they may have missed and its end, as an executor would send them
-    (they kept its last mode and pulse until a reload, without Try again), and the person's
-    waiting runs start."""
+async def tell_run_ended(run: ReasoningRun | int) -> None:
+    """A run that ended without its executor finishing it (a redelivery's claim found its
+    answer in or its workers dead too often; the time limit cut it off): its pages get the
+    events they may have missed and its end, as an executor would send them (they kept its
+    last mode and pulse until a reload, without Try again), and the person's waiting runs
+    start."""
+    if isinstance(run, int):
+        run = await database_sync_to_async(ReasoningRun.objects.select_related("session").get)(pk=run)
     sink = RunSink(run)
     last = run.next_sequence - 1
     if last > 0:

@@ -53,7 +53,7 @@ def run_on_loop(coroutine: Coroutine[Any, Any, str]) -> str:
 
 async def execute_with_time_limit(run_id: int) -> str:
     """Execute a run, failing it clearly when it outlives NEXUS_RUN_TIME_LIMIT."""
-    from chat.engine import execute_run
+    from chat.engine import execute_run, tell_run_ended
     from chat.writer import own_writer
 
     own_writer()
@@ -67,6 +67,10 @@ async def execute_with_time_limit(run_id: int) -> str:
         from chat.services import run_fail
 
         await database_sync_to_async(run_fail)(run_id, TIME_LIMIT_MESSAGE)
+        try:
+            await tell_run_ended(run_id)
+        except Exception as exc:  # the page shows the failure on its next load
+            logger.warning("could not tell the pages run %s hit the time limit: %s", run_id, exc)
         return "failed"
 
 

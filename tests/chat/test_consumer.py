@@ -746,3 +746,34 @@ async def test_a_run_a_redelivery_finishes_without_executing_it_shows_its_end_on
     else:
         assert "stopped 3 times" in html and "Try again" in html
     await tab.disconnect()
+
+
+async def test_a_run_past_the_time_limit_shows_its_failure_on_the_page(
+    alice, alice_session, settings, monkeypatch
+):
+    """Found by QA: a run failed for outliving NEXUS_RUN_TIME_LIMIT was marked failed, but
+    nothing told its page (it kept the pulse and its last mode, with no Try again, until a
+    reload), and the person's runs waiting for its slot waited for the next sweep."""
+    from chat.tasks import TIME_LIMIT_MESSAGE, execute_with_time_limit
+
+    settings.NEXUS_RUN_TIME_LIMIT = 0.6
+    settings.OFFLINE_LATENCY_MS = 5000
+    settings.NEXUS_MAX_RUNS_PER_USER = 1
+    started: list[int] = []
+    monkeypatch.setattr("chat.dispatch.dispatch_run", started.append)
+    tab = await socket(alice_session.pk, alice)
+    assert (await tab.connect())[0]
+    await asyncio.sleep(0.2)  # the embedded sweeper's first pass is over
+
+    def post_two() -> list[ReasoningRun]:
+        first = services.message_post(session=alice_session, content="What is 2+2?")
+        waiting = services.message_post(session=services.session_create(owner=alice), content="And 3+3?")
+        return [first, waiting]
+
+    run, waiting = await database_sync_to_async(post_two)()
+    await tab.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    assert await execute_with_time_limit(run.pk) == "failed"
+    html = await receive_all(tab)
+    assert f'id="answer-{run.pk}"' in html and TIME_LIMIT_MESSAGE in html and "Try again" in html
+    assert started == [waiting.pk], "the waiting run starts in the slot the failed one left"
+    await tab.disconnect()
