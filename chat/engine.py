@@ -32,7 +32,7 @@ from chat.lessons import lessons_for
 from chat.loops import per_loop
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
-from chat.sink import QUEUE_GROUP, RunSink, queue_moved, session_group, tell_group
+from chat.sink import QUEUE_GROUP, RunGone, RunSink, queue_moved, session_group, tell_group
 from chat.stops import stop_watch
 from chat.tools import registry_for
 from nexus.errors import DATABASE_LOST
@@ -156,8 +156,8 @@ async def _roll_up(run_id: int) -> None:
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     """Execute a run to the end; returns "succeeded", "failed", "stopped" (by the person),
-    "skipped" (not ours to run) or "interrupted" (the database went away; the sweeper resumes
-    it later)."""
+    "skipped" (not ours to run), "deleted" (its chat was deleted under it) or "interrupted"
+    (the database went away; the sweeper resumes it later)."""
     worker = worker or worker_name()
     if run_id in _executing:  # a duplicate job for a run this process is already executing
         return "skipped"
@@ -358,6 +358,8 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
     except Exception as exc:
         with contextlib.suppress(Exception):
             await sink.drain()  # the events before the failure come first
+        if isinstance(sink.error, RunGone):
+            return "deleted"  # its chat was deleted under it (logged by the sink): nothing to record
         if not _database_lost(exc) and not _database_lost(sink.error):
             return await _record_failure(run, exc)
         # Nothing can be recorded now. The run stops beating, so once the database is back the

@@ -53,6 +53,13 @@ STOPPED = "SELECT 1 FROM chat_reasoningrun WHERE id = %s AND status = %s"
 QUEUE_GROUP = "run-queue"
 
 
+class RunGone(Exception):
+    """The run's row was deleted while it ran (its chat was deleted)."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"Run {run_id} was deleted while it ran.")
+
+
 class QueueNews:
     """One event loop's "the queue moved" messages: while one is being sent, the runs that
     start meanwhile are told in one more, not one each (fifty runs claimed at once were
@@ -269,11 +276,25 @@ class RunSink:
             raise self.error
 
     def failed(self, error: BaseException) -> None:
-        """The writer could not store one of this run's events: the run stops at its next one."""
+        """The writer could not store one of this run's events: the run stops at its next one.
+        A run deleted meanwhile (its chat deleted, just after a Stop) stops as RunGone, quietly:
+        that is no crash."""
         if self.error is None:
-            if not isinstance(error, DATABASE_LOST):
+            if isinstance(error, IntegrityError) and self._gone():
+                logger.warning(
+                    "run %s was deleted while it ran (its chat was deleted); it stops", self.run_id
+                )
+                error = RunGone(self.run_id)
+            elif not isinstance(error, DATABASE_LOST):
                 logger.error("could not record an event of run %s", self.run_id, exc_info=error)
             self.error = error
+
+    def _gone(self) -> bool:
+        """Whether the run's row is no longer there (asked from the writer's database thread)."""
+        try:
+            return not ReasoningRun.objects.filter(pk=self.run_id).exists()
+        except Exception:  # not from a thread that may query, or the database away: not known
+            return False
 
     async def push(self, message: dict[str, Any]) -> None:
         """Tell the session's sockets; a broken channel layer must not stop the run (clients
@@ -651,9 +672,12 @@ class RunSink:
         change.set(answer_kind=p.get("answer_kind", "answer"), draft_id="", draft_text="")
 
     def record_stopped(self) -> int | None:
-        """The person stopped the run: say so in the trace, keeping the draft it had."""
+        """The person stopped the run: say so in the trace, keeping the draft it had (None:
+        not recorded, or the run deleted meanwhile with its chat)."""
         for _ in range(3):  # an event written by a step still finishing can take the number
-            run = ReasoningRun.objects.only("next_sequence", "draft_text").get(pk=self.run_id)
+            run = ReasoningRun.objects.only("next_sequence", "draft_text").filter(pk=self.run_id).first()
+            if run is None:
+                return None
             try:
                 with transaction.atomic():
                     TraceEvent.objects.create(

@@ -233,3 +233,39 @@ def test_a_run_whose_claim_lost_the_database_is_claimed_once_it_is_back(alice_se
     assert run_now(run.pk) == "succeeded", "claimed by the same job once the database answered"
     run.refresh_from_db()
     assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 2
+
+
+@pytest.mark.parametrize("stopped_first", [True, False])
+async def test_a_chat_deleted_under_its_winding_down_run_ends_it_quietly(
+    alice_session, settings, caplog, stopped_first
+):
+    """Found by QA: Stop, then Delete chat at once (the delete is allowed: the run is no longer
+    active) deleted the run while its worker was still winding it down. Every such run logged
+    "could not record an event of run N" and "run N crashed" with a traceback (or, stopped
+    first, failed the job on the missing row): a chat deleted under its run is no crash."""
+    import asyncio
+    import logging
+
+    from asgiref.sync import sync_to_async
+
+    from chat.engine import execute_run
+
+    settings.OFFLINE_LATENCY_MS = 300
+    run = await sync_to_async(services.message_post)(session=alice_session, content="What is 17*23?")
+    executing = asyncio.create_task(execute_run(run.pk))
+    for _ in range(100):  # until it has started writing its trace
+        if await TraceEvent.objects.filter(run_id=run.pk).aexists():
+            break
+        await asyncio.sleep(0.05)
+
+    def stop_and_delete() -> None:
+        services.run_stop(run)
+        if not stopped_first:  # an admin, or an account deleted with its chats
+            ReasoningRun.objects.filter(pk=run.pk).update(status="running")
+        run.session.delete()
+
+    caplog.set_level(logging.WARNING)
+    await sync_to_async(stop_and_delete)()
+    outcome = await asyncio.wait_for(executing, 30)
+    assert outcome in ("stopped", "deleted")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
