@@ -314,13 +314,16 @@ def stop_parked(run: ReasoningRun) -> None:
     start_next_runs(run.session.owner_id)
 
 
-def stop_queued(run: ReasoningRun) -> None:
-    """The person stopped a run that was still queued: no worker holds it (one that takes its
-    job later skips it), so tell the chat's other tabs it ended (they showed it queued until a
-    reload) and the pages waiting behind it that the queue moved."""
+def stop_unattended(run: ReasoningRun) -> None:
+    """The person stopped a run no executor will notice the stop of: still queued (a worker
+    that takes its job later skips it), or running on a worker that died (its heartbeat stale,
+    the sweeper not yet past). Tell the chat's other tabs it ended (they kept it queued or
+    pulsing until a reload), the pages waiting behind it that the queue moved, and start the
+    person's runs that waited for it."""
     tell_group(session_group(run.session_id), {"type": "run.done", "run": run.pk}, "a stop")
     tell_group(QUEUE_GROUP, {"type": "queue.moved"}, "a stop")
     rollup_runs_safely([run.pk])
+    start_next_runs(run.session.owner_id)
 
 
 def start_next_runs(owner_id: int) -> None:

@@ -516,6 +516,12 @@ def run_stop(run: ReasoningRun) -> str | None:
     return None
 
 
+def run_orphaned(run: ReasoningRun) -> bool:
+    """Whether a run that was running (as just read) had lost its worker: its heartbeat stale."""
+    stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
+    return run.heartbeat_at is None or run.heartbeat_at < stale
+
+
 def feedback_set(*, run: ReasoningRun, user: Any, rating: int, comment: str | None = "") -> AnswerFeedback:
     """Record (or change) a person's verdict on an answer: one row per person and run.
     `comment` None (a thumb clicked): the saved comment stays with its verdict, and goes when

@@ -28,7 +28,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 from chat import documents, limits, mentions, services
 from chat.approvals import approvals_decline_for_stopped
 from chat.dispatch import DispatchError, dispatch_run
-from chat.engine import stop_parked, stop_queued
+from chat.engine import stop_parked, stop_unattended
 from chat.inputs import clean_title
 from chat.models import ChatSession, Document, Preference, ReasoningRun
 from chat.presenters import chat_list_cursor, preferences_of, session_links, turn_context
@@ -312,13 +312,15 @@ def run_stop(request: HttpRequest, session_id: int, run_id: int) -> HttpResponse
     """Stop a run that is still working; what it had streamed stays on the page."""
     run = _run_for_user(request, session_id, run_id)
     stopped_from = services.run_stop(run)
+    run.refresh_from_db()
     if stopped_from == ReasoningRun.Status.AWAITING:
         stop_parked(run)  # no worker holds it to notice the stop
     elif stopped_from == ReasoningRun.Status.QUEUED:
-        stop_queued(run)  # nor one a queued run (a worker taking its job later skips it)
-    elif stopped_from is not None:
+        stop_unattended(run)  # nor a queued one (a worker taking its job later skips it)
+    elif stopped_from == ReasoningRun.Status.RUNNING:
         approvals_decline_for_stopped(run.pk)  # its open cards close in every tab
-    run.refresh_from_db()
+        if services.run_orphaned(run):
+            stop_unattended(run)  # its worker died: none is left to tell its pages
     if not request.htmx:
         return redirect("chat:session", session_id=run.session_id)
     return _turn_response(request, run, part="answer")

@@ -777,3 +777,49 @@ async def test_a_run_past_the_time_limit_shows_its_failure_on_the_page(
     assert f'id="answer-{run.pk}"' in html and TIME_LIMIT_MESSAGE in html and "Try again" in html
     assert started == [waiting.pk], "the waiting run starts in the slot the failed one left"
     await tab.disconnect()
+
+
+async def test_a_run_stopped_after_its_worker_died_shows_stopped_in_the_other_tabs(
+    alice, settings, monkeypatch
+):
+    """Found by QA: a run whose worker had died (its heartbeat stale, before the sweeper hands
+    it on) stopped from one tab: no executor was left to tell the others, which kept its pulse
+    until a reload, and the person's run waiting for its slot waited for the next sweep."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.NEXUS_MAX_RUNS_PER_USER = 1
+    started: list[int] = []
+    monkeypatch.setattr("chat.dispatch.dispatch_run", started.append)
+
+    def orphan_and_waiting() -> list[ReasoningRun]:
+        run = services.message_post(session=chat, content="What is 2+2?")
+        waiting = services.message_post(session=services.session_create(owner=alice), content="And 3+3?")
+        long_ago = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 5)
+        ReasoningRun.objects.filter(pk=run.pk).update(
+            status="running", worker="gone:1", heartbeat_at=long_ago
+        )
+        ReasoningRun.objects.filter(pk=waiting.pk).update(dispatched_at=None)  # parked: alice's slot is taken
+        return [run, waiting]
+
+    chat = await database_sync_to_async(services.session_create)(owner=alice)
+    tab = await socket(chat.pk, alice)
+    assert (await tab.connect())[0]
+    await asyncio.sleep(0.2)  # the embedded sweeper's first pass is over
+    run, waiting = await database_sync_to_async(orphan_and_waiting)()
+    await tab.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    await receive_all(tab, 0.2)
+
+    def stop_in_another_tab() -> int:
+        client = Client()
+        client.force_login(alice)
+        return client.post(
+            reverse("chat:run-stop", args=[run.session_id, run.pk]), HTTP_HX_REQUEST="true"
+        ).status_code
+
+    assert await database_sync_to_async(stop_in_another_tab)() == 200
+    html = await receive_all(tab)
+    assert f'id="answer-{run.pk}"' in html and "Stopped before any answer" in html
+    assert started == [waiting.pk]
+    await tab.disconnect()
