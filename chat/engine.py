@@ -326,6 +326,24 @@ def stop_unattended(run: ReasoningRun) -> None:
     start_next_runs(run.session.owner_id)
 
 
+def finish_unattended_stops() -> int:
+    """End, in their pages, the runs stopped while their worker lay dead (see
+    services.runs_stopped_unattended): the trace says Stopped (which also marks them done
+    here), the other tabs see the run end, and the person's waiting runs start. A sweep's
+    work; returns how many."""
+    runs = services.runs_stopped_unattended()
+    for run in runs:
+        seq = RunSink(run).record_stopped()
+        if seq is not None:
+            tell_group(
+                session_group(run.session_id),
+                {"type": "trace.event", "run": run.pk, "seq": seq, "kind": "run.stopped"},
+                "a stop",
+            )
+        stop_unattended(run)
+    return len(runs)
+
+
 def start_next_runs(owner_id: int) -> None:
     """Hand the owner's runs that waited for their turn to the executor, oldest first."""
     from chat.dispatch import DispatchError, dispatch_run

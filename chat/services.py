@@ -516,6 +516,26 @@ def run_stop(run: ReasoningRun) -> str | None:
     return None
 
 
+def runs_stopped_unattended(limit: int = 50) -> list[ReasoningRun]:
+    """Runs stopped while they ran whose executor never recorded the stop (no `run.stopped` in
+    their trace, their heartbeat stale since): their worker had died, within the stale time, so
+    the stop found no one to end them in their pages. Stopped in the last ten minutes (older
+    pages were reloaded long since)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
+    return list(
+        ReasoningRun.objects.select_related("session")
+        .filter(
+            status=ReasoningRun.Status.CANCELLED,
+            heartbeat_at__lt=stale,
+            finished_at__lt=stale,
+            finished_at__gt=now - timedelta(minutes=10),
+        )
+        .exclude(events__kind="run.stopped")
+        .order_by("finished_at")[:limit]
+    )
+
+
 def run_orphaned(run: ReasoningRun) -> bool:
     """Whether a run that was running (as just read) had lost its worker: its heartbeat stale."""
     stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)

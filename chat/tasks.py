@@ -87,9 +87,15 @@ execute_run_task.backend = DisabledBackend(execute_run_task.app)
 
 @shared_task(name="chat.sweep_runs")
 def sweep_runs_task() -> int:
-    """Re-queue runs whose worker died (stale heartbeat) or whose dispatch was lost."""
+    """Re-queue runs whose worker died (stale heartbeat) or whose dispatch was lost, and end in
+    their pages the runs stopped while their worker lay dead."""
+    from chat.engine import finish_unattended_stops
     from chat.services import runs_mark_dispatched, runs_to_recover
 
+    try:
+        finish_unattended_stops()
+    except Exception as exc:  # the recovery below matters more
+        logger.warning("could not finish runs stopped while their worker was dead: %s", exc)
     run_ids = runs_to_recover()
     for index, run_id in enumerate(run_ids):
         try:

@@ -823,3 +823,48 @@ async def test_a_run_stopped_after_its_worker_died_shows_stopped_in_the_other_ta
     assert f'id="answer-{run.pk}"' in html and "Stopped before any answer" in html
     assert started == [waiting.pk]
     await tab.disconnect()
+
+
+async def test_a_run_stopped_just_after_its_worker_died_is_ended_in_its_pages_by_the_sweep(alice, settings):
+    """Found by QA (workers killed, Stop pressed a second later, before the heartbeat went
+    stale): no executor recorded the stop or told the other tabs, and the run, no longer
+    running, was never swept: those tabs pulsed until a reload. The sweep now ends it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chat.tasks import sweep_runs_task
+
+    chat = await database_sync_to_async(services.session_create)(owner=alice)
+    tab = await socket(chat.pk, alice)
+    assert (await tab.connect())[0]
+    await asyncio.sleep(0.2)  # the embedded sweeper's first pass is over
+
+    def stopped_while_its_worker_was_dead() -> ReasoningRun:
+        run = services.message_post(session=chat, content="What is 2+2?")
+        just_now = timezone.now() - timedelta(seconds=1)
+        ReasoningRun.objects.filter(pk=run.pk).update(
+            status="running", worker="gone:1", heartbeat_at=just_now
+        )
+        run.refresh_from_db()
+        assert services.run_stop(run) == "running"
+        return run
+
+    run = await database_sync_to_async(stopped_while_its_worker_was_dead)()
+    await tab.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    await receive_all(tab, 0.2)
+    assert await database_sync_to_async(sweep_runs_task)() == 0
+    assert await receive_all(tab, 0.2) == "", "not before its heartbeat is stale: its worker may be alive"
+
+    def later() -> None:  # the stale time has passed since the stop
+        gone = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 5)
+        ReasoningRun.objects.filter(pk=run.pk).update(heartbeat_at=gone, started_at=gone, finished_at=gone)
+
+    await database_sync_to_async(later)()
+    await database_sync_to_async(sweep_runs_task)()
+    html = await receive_all(tab)
+    assert f'id="answer-{run.pk}"' in html and "Stopped before any answer" in html and "run.stopped" in html
+    await database_sync_to_async(sweep_runs_task)()
+    assert await receive_all(tab, 0.3) == "", "ended once"
+    assert await run.events.filter(kind="run.stopped").acount() == 1
+    await tab.disconnect()
