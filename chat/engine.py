@@ -165,7 +165,10 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     run = await _claim(run_id, worker, ended)
     if run is None:
         for finished in ended:  # finished by the claim itself: no executor tells its pages
-            await tell_run_ended(finished)
+            try:
+                await tell_run_ended(finished)
+            except Exception as exc:  # stored already: the page shows the end on its next load
+                logger.warning("could not tell the pages run %s ended: %s", finished.pk, exc)
         return "skipped"
     queue_moved()
     try:
