@@ -1215,9 +1215,12 @@ def test_a_tool_servers_form_is_one_readable_field_per_line(tab: Tab, site: Site
         "seq = TraceEvent.objects.filter(run_id=run_id).order_by('-sequence').first().sequence + 1; "
         "TraceEvent.objects.create(run_id=run_id, sequence=seq, kind='elicitation.requested', "
         "payload=payload); elicitation_request(run_id=run_id, payload=payload, sequence=seq); "
-        # Its run waits for the answer, as one asking does (a form of a run that ended is closed).
-        "from chat.models import ReasoningRun; "
-        "ReasoningRun.objects.filter(pk=run_id).update(status='awaiting')",
+        # Its run waits for the answer, as one asking does: running on a live worker (a form of a
+        # run that ended is closed). Parked as awaiting with no approval, the in-process sweep
+        # took it for decided and queued it again, now and then before the reload.
+        "from django.utils import timezone; from chat.models import ReasoningRun; "
+        "ReasoningRun.objects.filter(pk=run_id).update(status='running', worker='elsewhere', "
+        "heartbeat_at=timezone.now())",
     )
     page.reload()
     head = page.locator("article.turn").last.locator(".trace-head")
