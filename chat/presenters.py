@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from chat import services
+from chat.converters import parse_id
 from chat.inputs import upright
 from chat.models import AnswerFeedback, Preference, ReasoningRun, TraceEvent
 from chat.rendering import render_markdown
@@ -126,10 +127,10 @@ def session_links(user: Any, after: tuple[datetime, int] | None = None) -> ChatL
     """A page of the person's chat list: the newest chats, or those after `after` (the
     updated_at and id the previous page's `more` carries)."""
     rows = services.session_titles_for_user(user, limit=CHAT_LIST_PAGE + 1, after=after)
-    links = ChatList({"pk": pk, "title": title, "url": url_for("chat:session", pk)} for pk, title, _ in rows)
+    shown = rows[:CHAT_LIST_PAGE]  # one more was read only to know whether there are more
+    links = ChatList({"pk": pk, "title": title, "url": url_for("chat:session", pk)} for pk, title, _ in shown)
     if len(rows) > CHAT_LIST_PAGE:
-        del links[CHAT_LIST_PAGE:]
-        pk, _, updated = rows[CHAT_LIST_PAGE - 1]
+        pk, _, updated = shown[-1]
         links.more = f"{reverse('chat:session-list')}?{urlencode({'after': f'{updated.isoformat()}~{pk}'})}"
     return links
 
@@ -139,10 +140,10 @@ def chat_list_cursor(value: str) -> tuple[datetime, int] | None:
     stamp, _, pk = value.rpartition("~")
     try:
         updated = datetime.fromisoformat(stamp)
-        number = int(pk)
     except ValueError:
         return None
-    if updated.tzinfo is None or not 0 < number < 2**63:
+    number = parse_id(pk)
+    if updated.tzinfo is None or not number:
         return None
     return updated, number
 
