@@ -40,6 +40,14 @@ async def socket(session_id: int, user=None, origin: bytes = b"http://127.0.0.1"
     return WebsocketCommunicator(application, f"/ws/sessions/{session_id}/", headers=headers)
 
 
+def post_in_new_chats(owner, count: int) -> list[ReasoningRun]:
+    """`count` questions, each in a chat of its own (queued: nothing executes them here)."""
+    return [
+        services.message_post(session=services.session_create(owner=owner), content=f"What is {n}+1?")
+        for n in range(count)
+    ]
+
+
 async def receive_all(communicator: WebsocketCommunicator, timeout: float = 0.5) -> str:
     chunks = []
     while not await communicator.receive_nothing(timeout=timeout):
@@ -444,13 +452,7 @@ async def test_a_queued_runs_place_counts_down_live_as_the_runs_ahead_start(alic
     settings.OFFLINE_LATENCY_MS = 200  # the run that starts is still running when the page looks
     monkeypatch.setattr("chat.dispatch.dispatch_run", lambda run_id: None)  # this test starts runs
 
-    def post_three() -> list[ReasoningRun]:
-        return [
-            services.message_post(session=services.session_create(owner=alice), content=f"What is {n}+1?")
-            for n in range(3)
-        ]
-
-    first, second, third = await database_sync_to_async(post_three)()
+    first, second, third = await database_sync_to_async(post_in_new_chats)(alice, 3)
     assert await database_sync_to_async(services.run_claim)(first.pk, worker="w:1")
     communicator = await socket(third.session_id, alice)
     assert (await communicator.connect())[0]
@@ -677,13 +679,7 @@ async def test_a_queued_run_stopped_in_one_tab_shows_stopped_in_the_others(alice
     settings.NEXUS_MAX_RUNS_PER_USER = 1
     monkeypatch.setattr("chat.dispatch.dispatch_run", lambda run_id: None)  # nothing executes them
 
-    def post_three() -> list[ReasoningRun]:
-        return [
-            services.message_post(session=services.session_create(owner=alice), content=f"What is {n}+1?")
-            for n in range(3)
-        ]
-
-    running, stopped, behind = await database_sync_to_async(post_three)()
+    running, stopped, behind = await database_sync_to_async(post_in_new_chats)(alice, 3)
     assert await database_sync_to_async(services.run_claim)(running.pk, worker="w:1")
     tabs = []
     for run in (stopped, behind):
