@@ -10,7 +10,7 @@ from reasoning.llm.anthropic_client import AnthropicClient
 from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream
+from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, sse
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 # The analysis model is asked only when the local router is unsure; these make it always unsure.
@@ -220,6 +220,74 @@ async def test_overloaded_mid_stream_is_retried():
     wire = FakeWire(broken, anthropic_stream(text="whole answer"))
     response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
     assert response.text == "whole answer" and response.retries == 1
+
+
+async def test_a_stream_cut_off_before_message_stop_is_retried_not_taken_for_the_answer():
+    # The connection drops after two deltas: no error event, no message_delta, no message_stop.
+    cut = anthropic_stream(text="The answer is 391 and the time", cut_after=4)
+    wire = FakeWire(cut, anthropic_stream(text="The answer is 391; in Tokyo it is 21:00."))
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert response.text == "The answer is 391; in Tokyo it is 21:00." and response.retries == 1
+
+
+async def test_tool_input_cut_off_by_max_tokens_is_malformed_not_half_the_arguments():
+    events = sse(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-sonnet-4-6",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 40, "output_tokens": 1, "cache_read_input_tokens": 30},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "calculator", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": '{"expression": "17*23", "note": "tw',
+                    },
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
+                    "usage": {"output_tokens": 64},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    response = await client(FakeWire(events)).complete(
+        LLMRequest(messages=[{"role": "user", "content": "x"}], max_tokens=64)
+    )
+    (call,) = response.tool_calls
+    assert call.malformed == '{"expression": "17*23", "note": "tw' and call.arguments == {}
+    assert response.stop_reason == "max_tokens"
+    usage = response.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (40, 64, 30)
 
 
 async def test_timeouts_and_bad_requests():
