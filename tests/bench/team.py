@@ -1,5 +1,6 @@
 """The issue-11 benchmark: 100 runs posted at once with a model that takes 1 s per call
-(±30%), on the team deployment (2 daphne + 2 workers) and embedded, side by side.
+(±30%), on the team deployment (2 daphne + 2 workers) and embedded, side by side; then the
+team deployment again through the real `anthropic` SDK against a fake of the API over HTTP.
 
 Printed per mode: one run alone, the 100 runs' total (first post to last answer) and their
 ratio (target ≤ 1.3); emit → websocket event latency p50/p95 measured on a run in the middle
@@ -16,7 +17,9 @@ import random
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
@@ -24,6 +27,7 @@ import psycopg
 import redis
 from websockets.asyncio.client import connect
 
+from tests.bench.claude_wire import claude_wire
 from tests.bench.web import EVENT, QUESTION, describe, percentile, run_rows, wait_done
 from tests.e2e.conftest import POSTGRES, REDIS, Process, Site, manage, scratch_database
 
@@ -365,30 +369,66 @@ def database_stats(db_url: str) -> list[str]:
     ]
 
 
-def team(tmp: Path) -> list[str]:
+@contextmanager
+def team_sites(tmp: Path, db_url: str, **env: str) -> Iterator[tuple[list[Site], list[Process], list[float]]]:
+    """2 daphne + 2 workers on `db_url`: the sites, the workers and the workers' idle RSS (MB)."""
+    sites: list[Site] = []
+    try:
+        first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **env)
+        second = Site(first.env, tmp)
+        sites = [first, second]
+        workers = [first.start_worker(), first.start_worker()]
+        idle = [rss_mb(w) for w in workers]
+        first.start_web()
+        second.start_web()
+        yield sites, workers, idle
+    finally:
+        for site in reversed(sites):
+            site.stop()
+
+
+def services_up() -> psycopg.Connection | str:
+    """A connection to PostgreSQL's admin database, with Redis flushed; or why not."""
     try:
         admin = psycopg.connect(POSTGRES, autocommit=True, connect_timeout=3)
         redis.Redis.from_url(REDIS, socket_connect_timeout=3).flushdb()
     except Exception as exc:
-        return [f"  team: skipped, PostgreSQL or Redis unavailable ({exc})"]
+        return f"PostgreSQL or Redis unavailable ({exc})"
+    return admin
+
+
+def team(tmp: Path) -> list[str]:
+    admin = services_up()
+    if isinstance(admin, str):
+        return [f"  team: skipped, {admin}"]
     with admin, scratch_database(admin, "nexus_bench") as db_url:
-        sites: list[Site] = []
-        try:
-            first = Site.prepared(tmp, DATABASE_URL=db_url, REDIS_URL=REDIS, **LOAD)
-            second = Site(first.env, tmp)
-            sites = [first, second]
-            workers = [first.start_worker(), first.start_worker()]
-            idle = [rss_mb(w) for w in workers]
-            first.start_web()
-            second.start_web()
+        with team_sites(tmp, db_url, **LOAD) as (sites, workers, idle):
             people = teammates(sites)
             lines = load("team", sites, workers, db_url, people)
             lines += load("team, long question", sites, workers, db_url, people, LONG_QUESTION, alone_runs=3)
             lines.append(f"  team: worker RSS idle {', '.join(f'{m:.0f}' for m in idle)} MB")
-        finally:
-            for site in reversed(sites):
-                site.stop()
         return [*lines, *database_stats(db_url)]  # read once every backend has exited
+
+
+def team_claude(tmp: Path) -> list[str]:
+    """The team load through the real `anthropic` SDK, against a fake of the API over HTTP at the
+    same 1 s ±30% a call: what a team with an API key runs (the SDK's streaming costs the workers
+    CPU the offline model does not)."""
+    admin = services_up()
+    if isinstance(admin, str):
+        return [f"  team, Claude SDK: skipped, {admin}"]
+    with admin, claude_wire() as url, scratch_database(admin, "nexus_bench_claude") as db_url:
+        claude = {
+            "NEXUS_LLM_PROVIDER": "anthropic",
+            "ANTHROPIC_API_KEY": "sk-ant-bench",
+            "ANTHROPIC_BASE_URL": url,
+        }
+        with team_sites(tmp, db_url, NEXUS_RATE_LIMIT_PER_MINUTE="0", **claude) as (sites, workers, idle):
+            lines = load(
+                "team, Claude SDK on a fake wire", sites, workers, db_url, teammates(sites), alone_runs=3
+            )
+            lines.append(f"  team, Claude SDK: worker RSS idle {', '.join(f'{m:.0f}' for m in idle)} MB")
+            return lines
 
 
 def embedded(tmp: Path) -> list[str]:
@@ -412,6 +452,8 @@ def main() -> list[str]:
     with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
         lines += team(Path(first))
         lines += embedded(Path(second))
+    with tempfile.TemporaryDirectory() as third:
+        lines += team_claude(Path(third))
     return lines
 
 
