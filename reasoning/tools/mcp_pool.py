@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 
@@ -264,6 +265,15 @@ def kill_children(pids: list[int] | None = None, grace: float = 1.0) -> None:
     for pid in pids if pids is not None else list(_CHILDREN):
         if not _alive(pid):
             _CHILDREN.pop(pid, None)
+
+
+def _url_host(url: str) -> str:
+    """The host of a URL a server asks the person to open, "" when it names none that can be
+    read (such an address is declined: the card shows the person the host it would open)."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _one_person(handlers: list[Any]) -> list[Any]:
@@ -655,7 +665,7 @@ class MCPConnection:
             return mcp_types.ElicitResult(action="decline")
         if getattr(params, "mode", "form") == "url":
             url = str(params.url)
-            if not url.lower().startswith(("https://", "http://")):
+            if not url.lower().startswith(("https://", "http://")) or not _url_host(url):
                 return mcp_types.ElicitResult(action="decline")
             action, _ = await elicitors[0](self.config.redact(params.message), {}, url)
             return mcp_types.ElicitResult(action=action)
