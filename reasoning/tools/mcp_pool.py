@@ -667,13 +667,16 @@ class MCPConnection:
             url = str(params.url)
             if not url.lower().startswith(("https://", "http://")) or not _url_host(url):
                 return mcp_types.ElicitResult(action="decline")
-            action, _ = await elicitors[0](self.config.redact(params.message), {}, url)
+            redact = self.config.redact
+            action, _ = await elicitors[0](redact(params.message), {}, redact(url))
             return mcp_types.ElicitResult(action=action)
         schema = params.requested_schema
         schema = (
             schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
         )
-        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}), "")
+        # The form is the server's words too (titles, descriptions, choices): shown on the card.
+        schema = _redact_strings(dict(schema or {}), self.config.redact)
+        action, content = await elicitors[0](self.config.redact(params.message), schema, "")
         return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
 
     async def _sample(self, context: Any, params: Any) -> Any:
