@@ -49,24 +49,28 @@ def _not_json(name: str) -> Any:
 def strict_json(text: str) -> Any:
     """JSON people typed, as a JSON column stores it: ValueError for NaN and Infinity (not JSON,
     though Python's parser takes them), numbers too large for a float, nesting deep enough to
-    exhaust the parser, and half a character (a lone surrogate escape, "\\ud800"): stored, it
-    could not be written out as UTF-8, and every page and download showing it failed."""
+    exhaust the parser, half a character (a lone surrogate escape, "\\ud800"): stored, it could
+    not be written out as UTF-8, and every page and download showing it failed; and a NUL
+    character, which PostgreSQL cannot store."""
     try:
         value = json.loads(text, parse_constant=_not_json, parse_float=finite_number)
     except RecursionError:
         raise ValueError("nested too deeply") from None
-    if _holds_lone_surrogate(value):
-        raise ValueError("it holds half a character (a lone surrogate escape)")
+    if _holds_unstorable_text(value):
+        raise ValueError("it holds half a character (a lone surrogate escape) or a NUL character")
     return value
 
 
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether a parsed JSON value has a string (a key or a value) with a lone surrogate; walked
-    without recursion, since the parser allows nesting as deep as Python's own limit."""
+def _holds_unstorable_text(value: Any) -> bool:
+    """Whether a parsed JSON value has a string (a key or a value) with a lone surrogate, or a
+    NUL character (PostgreSQL's jsonb refuses "\\u0000": a 500 there); walked without
+    recursion, since the parser allows nesting as deep as Python's own limit."""
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
+            if "\x00" in item:
+                return True
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
@@ -89,10 +93,12 @@ class StrictJSONFormField(forms.JSONField):
             return super().to_python(value)
         try:
             return strict_json(value)
-        except ValueError:
+        except json.JSONDecodeError:
             raise ValidationError(
                 self.error_messages["invalid"], code="invalid", params={"value": value}
             ) from None
+        except ValueError as exc:  # JSON that cannot be stored: say why
+            raise ValidationError(f"Enter JSON that can be stored: {exc}.", code="invalid") from None
 
     def bound_data(self, data: Any, initial: Any) -> Any:
         if self.disabled or data is None:

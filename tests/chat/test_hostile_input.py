@@ -546,7 +546,7 @@ def test_half_a_character_in_edited_arguments_is_refused_not_a_page_nobody_can_o
     )
     client = client_for(alice)
     url = reverse("chat:approval-decide", args=[approval.pk])
-    for arguments in LONE_SURROGATES:
+    for arguments in [*LONE_SURROGATES, '{"expression": "8*8\\u0000"}', '{"\\u0000": "8*8"}']:
         response = client.post(url, {"decision": "edit", "arguments": arguments}, **HTMX)
         assert response.status_code == 400 and "not valid JSON" in response.content.decode(), arguments
     assert ToolApproval.objects.get(pk=approval.pk).status == "pending"
@@ -579,5 +579,8 @@ def test_json_a_tool_server_form_cannot_store_is_a_clear_error_not_a_500(auditor
         field: text,
     }
     response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
-    assert response.status_code == 200 and "errorlist" in response.content.decode(), (field, text[:20])
+    page = response.content.decode()
+    assert response.status_code == 200 and "errorlist" in page, (field, text[:20])
+    if "\\ud" in text:
+        assert "half a character" in page
     assert not MCPServer.objects.filter(name="probe").exists()
