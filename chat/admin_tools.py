@@ -29,7 +29,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from chat import staff_audit
 from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
-from chat.inputs import BIDI_CONTROLS, refuse_nul, shown_with_controls
+from chat.inputs import BIDI_CONTROLS, StrictJSONFormField, refuse_nul, shown_with_controls
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
 from chat.tools import check_server, command_refusal, cwd_refusal, env_refusal, providers_for
 from reasoning.tools.approval import POLICIES, SAMPLING
@@ -90,6 +90,11 @@ class MCPServerForm(forms.ModelForm):
             "default_approval",
             "approval_policies",
         ]
+        field_classes = {
+            "args": StrictJSONFormField,
+            "tool_policies": StrictJSONFormField,
+            "approval_policies": StrictJSONFormField,
+        }
 
     def clean_approval_policies(self) -> dict[str, str]:
         policies = self.cleaned_data.get("approval_policies") or {}

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction
+from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
@@ -46,12 +48,65 @@ def _not_json(name: str) -> Any:
 
 def strict_json(text: str) -> Any:
     """JSON people typed, as a JSON column stores it: ValueError for NaN and Infinity (not JSON,
-    though Python's parser takes them), numbers too large for a float, and nesting deep
-    enough to exhaust the parser."""
+    though Python's parser takes them), numbers too large for a float, nesting deep enough to
+    exhaust the parser, half a character (a lone surrogate escape, "\\ud800"): stored, it could
+    not be written out as UTF-8, and every page and download showing it failed; and a NUL
+    character, which PostgreSQL cannot store."""
     try:
-        return json.loads(text, parse_constant=_not_json, parse_float=finite_number)
+        value = json.loads(text, parse_constant=_not_json, parse_float=finite_number)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    if _holds_unstorable_text(value):
+        raise ValueError("it holds half a character (a lone surrogate escape) or a NUL character")
+    return value
+
+
+def _holds_unstorable_text(value: Any) -> bool:
+    """Whether a parsed JSON value has a string (a key or a value) with a lone surrogate, or a
+    NUL character (PostgreSQL's jsonb refuses "\\u0000": a 500 there); walked without
+    recursion, since the parser allows nesting as deep as Python's own limit."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+class StrictJSONFormField(forms.JSONField):
+    """The admin's JSON field, parsing as `strict_json` does: Django's raised RecursionError on
+    absurd nesting (a 500, and again while drawing the refused form) and took a lone surrogate,
+    which the form then failed to draw."""
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled or value in self.empty_values or isinstance(value, list | dict | int | float):
+            return super().to_python(value)
+        try:
+            return strict_json(value)
+        except json.JSONDecodeError:
+            raise ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": value}
+            ) from None
+        except ValueError as exc:  # JSON that cannot be stored: say why
+            raise ValidationError(f"Enter JSON that can be stored: {exc}.", code="invalid") from None
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            return strict_json(data)
+        except (TypeError, ValueError):
+            return InvalidJSONInput(data)
 
 
 # Invisible characters that reorder what follows them: in a title they make "txt.exe" read

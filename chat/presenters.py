@@ -467,6 +467,15 @@ def approval_for(run_id: int, argument_hash: str) -> Any:
     return approval
 
 
+def url_host(url: str) -> str:
+    """The host a tool server's address names, "" when none can be read: the address is the
+    server's own text ("https://[zz]/" raised out of urlsplit, a 500 for the chat page)."""
+    try:
+        return urlsplit(url).hostname or "" if url else ""
+    except ValueError:
+        return ""
+
+
 def elicitation_for(run_id: int, key: str) -> Any:
     """The input card's row, with the form its schema asks for."""
     from chat.approvals import form_fields
@@ -481,5 +490,5 @@ def elicitation_for(run_id: int, key: str) -> Any:
         row.fields = form_fields(row.schema)
         # Shown on the card: after this the server hears "cancel" and the call goes on.
         row.deadline = row.created_at + timedelta(seconds=settings.NEXUS_ELICITATION_WAIT_SECONDS)
-        row.url_host = urlsplit(row.url).hostname or "" if row.url else ""
+        row.url_host = url_host(row.url)
     return row

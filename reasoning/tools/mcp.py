@@ -102,7 +102,20 @@ def _decode(data: str) -> bytes | None:
 NOT_ATTACHED = "not attached: only text reaches the question"
 
 
-def _image_part(mime: str, data: str, *, offer: bool = True) -> tuple[str, dict[str, Any] | None]:
+def _holds_secret(raw: bytes, redact: Callable[[str], str]) -> bool:
+    """Whether bytes a server returns hold one of its secrets in a form `redact` finds (as
+    written, in any letter case, quoted, base64- or hex-encoded). Bytes cannot be redacted
+    the way text is: holding one, they are not passed on at all."""
+    for text in (raw.decode("latin-1"), raw.decode("utf-8", "replace")):
+        text = text.replace("\x00", " ")  # redact's own NUL replacement is no secret
+        if redact(text) != text:
+            return True
+    return False
+
+
+def _image_part(
+    mime: str, data: str, *, offer: bool = True, redact: Callable[[str], str] = str
+) -> tuple[str, dict[str, Any] | None]:
     raw = _decode(data)
     mime = (mime or "").lower()
     if raw is None:
@@ -123,12 +136,14 @@ def _image_part(mime: str, data: str, *, offer: bool = True) -> tuple[str, dict[
             f"[{mime} image, {_size(len(raw))}; too large to show (at most {_size(MAX_IMAGE_BYTES)})]",
             None,
         )
+    if _holds_secret(raw, redact):
+        return f"[{mime} image, {_size(len(raw))}; not shown: it holds a secret of the server]", None
     part = {"type": "image", "mime_type": mime, "data": data, "bytes": len(raw)}
     return f"[{mime} image, {_size(len(raw))}, shown to the user]", part
 
 
 def _blob_part(
-    uri: str, mime: str | None, data: str, *, offer: bool = True
+    uri: str, mime: str | None, data: str, *, offer: bool = True, redact: Callable[[str], str] = str
 ) -> tuple[str, dict[str, Any] | None]:
     raw = _decode(data)
     mime = mime or "application/octet-stream"
@@ -138,6 +153,9 @@ def _blob_part(
         return f"[binary resource {uri} ({mime}, {_size(len(raw))}); {NOT_ATTACHED}]", None
     if len(raw) > MAX_BLOB_BYTES:
         return f"[binary resource {uri} ({mime}, {_size(len(raw))}); too large to offer]", None
+    if _holds_secret(raw, redact):
+        said = f"[binary resource {uri} ({mime}, {_size(len(raw))}); not offered: it holds a secret"
+        return f"{said} of the server]", None
     part = {"type": "blob", "uri": uri, "mime_type": mime, "data": data, "bytes": len(raw)}
     return f"[binary resource {uri} ({mime}, {_size(len(raw))}), offered to the user as a download]", part
 
@@ -156,7 +174,7 @@ def content_of(
         if kind == "text":
             text = block.text
         elif kind == "image":
-            text, part = _image_part(block.mime_type, block.data, offer=offer)
+            text, part = _image_part(block.mime_type, block.data, offer=offer, redact=redact)
         elif kind == "audio":
             text = f"[{block.mime_type} audio; not played here]"
         elif kind == "resource_link":
@@ -170,7 +188,7 @@ def content_of(
                 text = resource.text
             else:
                 text, part = _blob_part(
-                    redact(str(resource.uri)), resource.mime_type, resource.blob, offer=offer
+                    redact(str(resource.uri)), resource.mime_type, resource.blob, offer=offer, redact=redact
                 )
         else:
             text = f"[{kind or 'unknown'} content]"

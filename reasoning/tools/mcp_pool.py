@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 
@@ -264,6 +265,15 @@ def kill_children(pids: list[int] | None = None, grace: float = 1.0) -> None:
     for pid in pids if pids is not None else list(_CHILDREN):
         if not _alive(pid):
             _CHILDREN.pop(pid, None)
+
+
+def _url_host(url: str) -> str:
+    """The host of a URL a server asks the person to open, "" when it names none that can be
+    read (such an address is declined: the card shows the person the host it would open)."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def _one_person(handlers: list[Any]) -> list[Any]:
@@ -655,15 +665,18 @@ class MCPConnection:
             return mcp_types.ElicitResult(action="decline")
         if getattr(params, "mode", "form") == "url":
             url = str(params.url)
-            if not url.lower().startswith(("https://", "http://")):
+            if not url.lower().startswith(("https://", "http://")) or not _url_host(url):
                 return mcp_types.ElicitResult(action="decline")
-            action, _ = await elicitors[0](self.config.redact(params.message), {}, url)
+            redact = self.config.redact
+            action, _ = await elicitors[0](redact(params.message), {}, redact(url))
             return mcp_types.ElicitResult(action=action)
         schema = params.requested_schema
         schema = (
             schema.model_dump(by_alias=True, exclude_none=True) if hasattr(schema, "model_dump") else schema
         )
-        action, content = await elicitors[0](self.config.redact(params.message), dict(schema or {}), "")
+        # The form is the server's words too (titles, descriptions, choices): shown on the card.
+        schema = _redact_strings(dict(schema or {}), self.config.redact)
+        action, content = await elicitors[0](self.config.redact(params.message), schema, "")
         return mcp_types.ElicitResult(action=action, content=content if action == "accept" else None)
 
     async def _sample(self, context: Any, params: Any) -> Any:

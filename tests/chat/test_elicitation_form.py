@@ -197,3 +197,23 @@ def test_a_question_its_run_left_open_is_closed_not_answerable(alice, alice_sess
     response = client.post(url, {"action": "accept", "name": "Ada"})
     assert response.status_code == 400 and "nothing waits for this question" in response.content.decode()
     assert Elicitation.objects.get(pk=asked.pk).status == "pending"
+
+
+@pytest.mark.parametrize("address", ["https://[zz]/", "http://[::1", "https://a\uff03b@example.com/"])
+def test_a_servers_malformed_url_still_draws(alice, alice_session, client_for, address):
+    """A URL-mode question's address is the server's own text, checked only for its scheme:
+    one Python cannot split ("https://[zz]/") made the card's host raise, a 500 for the chat
+    page on every load and for the reply. The card is drawn without a host and answerable."""
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 17*23?")
+    payload = {"key": "k4", "server": "s", "tool": "t", "message": "Open this", "schema": {}, "url": address}
+    row = elicitation_request(run_id=run.pk, payload=payload, sequence=1)
+    TraceEvent.objects.create(run_id=run.pk, sequence=1, kind="elicitation.requested", payload={"key": "k4"})
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk]))
+    assert page.status_code == 200
+    assert f'id="elicitation-{row.pk}"' in page.content.decode()
+    response = client.post(reverse("chat:elicitation-reply", args=[row.pk]), {"action": "decline"})
+    assert response.status_code == 200, response.content.decode()
+    assert Elicitation.objects.get(pk=row.pk).status == "decline"

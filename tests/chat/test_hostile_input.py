@@ -522,3 +522,65 @@ def test_a_form_too_large_to_read_says_so_instead_of_a_bare_400(alice, client_fo
     assert "upload the file" in page.content.decode() and not Document.objects.exists()
     fragment = client.post(reverse("chat:document-upload"), {"title": "Big", "content": huge}, **HTMX)
     assert fragment.status_code == 413 and fragment["Content-Type"].startswith("text/plain")
+
+
+# A JSON escape for half a character (a lone surrogate): Python's parser takes it, but the text
+# cannot be written as UTF-8, so any page or download that showed it failed.
+LONE_SURROGATES = ['{"expression": "8*8 \\ud800"}', '{"\\udfff": 1}', '["\\ud83d"]']
+
+
+def test_half_a_character_in_edited_arguments_is_refused_not_a_page_nobody_can_open(
+    alice, alice_session, client_for, auditor
+):
+    """Edited arguments holding a lone surrogate ("\\ud800") were stored: the card's answer, the
+    chat page ever after, the run's audit page and every JSON Lines export that included the
+    run failed with a 500, a run a person could hide from staff and whose export they broke."""
+    from chat.approvals import approval_request
+    from chat.models import ToolApproval
+
+    run = services.message_post(session=alice_session, content="What is 8*8?")
+    approval = approval_request(
+        run_id=run.pk,
+        payload={"argument_hash": "h1", "tool": "nexus__calculator", "arguments": {"expression": "8*8"}},
+        sequence=None,
+    )
+    client = client_for(alice)
+    url = reverse("chat:approval-decide", args=[approval.pk])
+    for arguments in [*LONE_SURROGATES, '{"expression": "8*8\\u0000"}', '{"\\u0000": "8*8"}']:
+        response = client.post(url, {"decision": "edit", "arguments": arguments}, **HTMX)
+        assert response.status_code == 400 and "not valid JSON" in response.content.decode(), arguments
+    assert ToolApproval.objects.get(pk=approval.pk).status == "pending"
+    # A pair of surrogates is one character (an emoji), and welcome.
+    response = client.post(url, {"decision": "edit", "arguments": '{"expression": "\\ud83d\\ude00"}'}, **HTMX)
+    assert response.status_code == 200
+    assert ToolApproval.objects.get(pk=approval.pk).edited_arguments == {"expression": "\U0001f600"}
+    assert client.get(reverse("chat:session", args=[alice_session.pk])).status_code == 200
+    staff = client_for(auditor)
+    assert staff.get(reverse("admin:chat_reasoningrun_change", args=[run.pk])).status_code == 200
+
+
+@pytest.mark.parametrize("field", ["args", "tool_policies"])
+@pytest.mark.parametrize("text", [*LONE_SURROGATES, "[" * 50_000 + "]" * 50_000, '{"a":' * 50_000])
+def test_json_a_tool_server_form_cannot_store_is_a_clear_error_not_a_500(auditor, client_for, field, text):
+    """The admin's JSON fields passed absurd nesting to Python's parser, which raised (a 500,
+    before and again while drawing the refused form), and stored a lone surrogate, which the
+    form then failed to draw."""
+    form = {
+        "name": "probe",
+        "transport": "http",
+        "enabled": "on",
+        "url": "https://mcp.example.com/mcp",
+        "call_timeout": "5",
+        "args": "[]",
+        "tool_policies": "{}",
+        "cwd": "",
+        "env_secret": "",
+        "headers_secret": "",
+        field: text,
+    }
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    page = response.content.decode()
+    assert response.status_code == 200 and "errorlist" in page, (field, text[:20])
+    if "\\ud" in text:
+        assert "half a character" in page
+    assert not MCPServer.objects.filter(name="probe").exists()

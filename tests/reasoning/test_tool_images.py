@@ -36,3 +36,30 @@ def test_a_riff_file_that_is_not_webp_is_not_shown_as_one():
 def test_a_type_the_chat_never_shows_still_says_which_it_shows():
     text, parts = content_of([image("image/svg+xml", b"<svg/>")], str)
     assert parts == [] and "only PNG, JPEG, GIF and WebP" in text
+
+
+def blob(uri: str, raw: bytes, mime: str = "application/octet-stream") -> SimpleNamespace:
+    resource = SimpleNamespace(uri=uri, mime_type=mime, blob=base64.b64encode(raw).decode(), text=None)
+    return SimpleNamespace(type="resource", resource=resource)
+
+
+def test_binary_content_holding_a_servers_secret_is_never_offered():
+    """Text a server returns has its secrets redacted; a download or an image was offered as the
+    server's bytes, so a tool that reads a file as binary (a filesystem server's media read of
+    /proc/self/environ) handed the person the token that redaction hides everywhere else."""
+    from reasoning.tools.mcp import MCPServerConfig
+
+    token = "ghp_0123456789abcdefSECRET"
+    config = MCPServerConfig(name="files", secret_values=(token,))
+    environ = f"PATH=/usr/bin\x00GITHUB_TOKEN={token}\x00HOME=/root\x00".encode()
+    for raw in (environ, environ.upper(), environ.hex().encode()):
+        text, parts = content_of([blob("file:///proc/self/environ", raw)], config.redact)
+        assert parts == [], raw
+        assert token not in text and "not offered" in text
+    text, parts = content_of([image("image/png", PNG + b"tEXt" + token.encode())], config.redact)
+    assert parts == [] and token not in text and "not shown" in text
+    # Bytes without the secret are offered as before, NULs and all.
+    text, parts = content_of([blob("file:///tmp/report.bin", b"\x00\x01report")], config.redact)
+    assert [p["type"] for p in parts] == ["blob"]
+    text, parts = content_of([image("image/png", PNG)], config.redact)
+    assert [p["type"] for p in parts] == ["image"]
