@@ -2,8 +2,10 @@
 
 An item is its owner's until staff read it and share it with the team (an action needing the
 *change memory* permission); a shared item is recalled for everyone's runs. Sharing happens
-only through that action, which records who shared it; an edit of an item's text (what every
-run may be told, once shared) goes to the staff audit log with its new wording.
+only through that action, which records who shared it. Staff may reword a shared item (what
+every run may be told), and the edit goes to the staff audit log with its new wording; a
+private item's words are its owner's alone, as a private document's are: staff who could
+reword it could tell that person's runs anything.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class MemoryAdmin(ChangeAuditedAdmin, ViewAuditedAdmin, admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and not obj.shared:
+            fields += ["text", "confidence"]
+        return fields
 
     def delete_model(self, request: HttpRequest, obj: Memory) -> None:
         memories_erase({obj.pk})  # with the episodes that could repeat it, as on the Memory page
