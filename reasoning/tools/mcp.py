@@ -213,12 +213,15 @@ async def call_on(
     timed_out = f"{tool} on {config.name} timed out after {config.call_timeout:g}s"
     try:
         result = await clock.run(
-            client.call_tool(
-                tool,
-                arguments,
-                read_timeout_seconds=ceiling,
-                progress_callback=progress if on_progress else None,
-                meta=meta or None,
+            connection.renewed(
+                client,
+                lambda live: live.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=ceiling,
+                    progress_callback=progress if on_progress else None,
+                    meta=meta or None,
+                ),
             )
         )
     except TimeoutError:
@@ -292,7 +295,8 @@ async def request_on(
     config = connection.config
     limit = min(config.call_timeout, budget) if budget else config.call_timeout
     try:
-        return await _bounded(getattr(client, method)(*args, **kwargs), limit)
+        request = connection.renewed(client, lambda live: getattr(live, method)(*args, **kwargs))
+        return await _bounded(request, limit)
     except TimeoutError:
         if limit >= config.call_timeout:  # a server slower than a person waits is not failing
             connection.failed(f"{method} timed out", broken=False)

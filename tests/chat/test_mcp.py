@@ -310,13 +310,17 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
-async def http_faulty(pool_config: dict, *options: str) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
-    """The faulty server over streamable HTTP on a free port, once it accepts connections."""
+async def http_faulty(
+    pool_config: dict, *options: str, port: str | None = None
+) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
+    """The faulty server over streamable HTTP on `port` (else a free one), once it accepts
+    connections."""
     import socket
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    if port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         FAULTY,
@@ -346,6 +350,33 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
         assert "s3cret" not in repr(config)
     finally:
         process.terminate()
+        await asyncio.wait_for(process.wait(), 10)
+
+
+async def test_over_http_a_session_the_server_forgot_is_started_again(pool):
+    """A server that forgets its sessions (restarted; the Python SDK's also expire idle ones)
+    answers a request on one with 404, and the spec has the client start a new session. Every
+    later call, listing and check failed with "Session not found" until Nexus restarted, and
+    counted for nothing: the server was never paused nor reconnected."""
+    process, config = await http_faulty({})
+    port = config.url.split(":")[-1].split("/")[0]
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        first = await call(registry, "remote__echo", text="before")
+        for step in ("call", "resources", "check"):
+            process.kill()
+            await process.wait()
+            process, _ = await http_faulty({}, port=port)
+            if step == "call":
+                again = await registry.execute("remote__echo", {"text": "after"})
+                assert again.success, again.error
+                assert again.content.split("pid ")[1] != first.content.split("pid ")[1]
+            elif step == "resources":
+                assert [r.name for r in await MCPToolProvider(pool, config).list_resources()]
+            else:
+                await MCPToolProvider(pool, config).check()
+    finally:
+        process.kill()
         await asyncio.wait_for(process.wait(), 10)
 
 
