@@ -65,6 +65,8 @@ __all__ = [
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 MAX_IMAGE_BYTES = 1_000_000
 MAX_BLOB_BYTES = 2_000_000
+# All the images and downloads of one result together: each is stored with the tool execution.
+MAX_RESULT_PART_BYTES = 5_000_000
 # Magic numbers: an image is shown only when its bytes are what its type says.
 IMAGE_SIGNATURES = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
@@ -150,6 +152,7 @@ def content_of(
     (a tool result) or only the text goes on (a prompt), which the text must then say."""
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
+    attached = 0
     for block in content or []:
         kind = getattr(block, "type", "")
         part: dict[str, Any] | None = None
@@ -174,10 +177,23 @@ def content_of(
                 )
         else:
             text = f"[{kind or 'unknown'} content]"
+        if part is not None and part.get("bytes", 0) + attached > MAX_RESULT_PART_BYTES:
+            text, part = _past_the_total(part, attached), None
         texts.append(redact(text))
         if part is not None:
+            attached += part.get("bytes", 0)
             parts.append(part)
     return "\n".join(texts), parts
+
+
+def _past_the_total(part: dict[str, Any], attached: int) -> str:
+    """What an image or download past the result's total becomes: its description."""
+    why = f"this result's pictures and downloads already come to {_size(attached)}"
+    if part["type"] == "image":
+        return f"[{part['mime_type']} image, {_size(part['bytes'])}; not shown: {why}]"
+    return (
+        f"[binary resource {part['uri']} ({part['mime_type']}, {_size(part['bytes'])}); not offered: {why}]"
+    )
 
 
 async def call_on(
