@@ -58,7 +58,11 @@ async def every_page(
     """All of a server's tools, resources or prompts, following its cursors: read the first
     page alone, a server listing 25 tools in pages of 10 offered 10. Tools whose input schema a
     model API would refuse are left out (and logged by name): one of them in a request got the
-    whole request refused, for every run offered that server's tools."""
+    whole request refused, for every run offered that server's tools. A server that does not
+    know the listing's method has none of that kind (a server with only resources and prompts
+    need not answer tools/list: connecting failed on it, and it was reported unavailable)."""
+    from mcp import MCPError
+    from mcp_types import METHOD_NOT_FOUND
     from pydantic import ValidationError
 
     items: list[Any] = []
@@ -68,6 +72,10 @@ async def every_page(
         try:
             result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
             page, cursor = getattr(result, kind), result.next_cursor
+        except MCPError as exc:
+            if cursor is not None or exc.error.code != METHOD_NOT_FOUND:
+                raise
+            return []
         except ValidationError:
             if kind != "tools" or not hasattr(getattr(client, "session", None), "_dispatcher"):
                 raise

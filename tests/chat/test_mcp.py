@@ -493,6 +493,22 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
     )
 
 
+async def test_a_server_with_no_tools_offers_its_resources_and_prompts(pool):
+    """A server with only resources and prompts (one written with the TypeScript SDK that
+    registers no tool) answers tools/list with "Method not found", as the spec allows a
+    server without the tools capability: connecting failed on it, and the server was
+    reported unavailable, its resources and prompts out of reach."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW, "toolless"))
+    provider = MCPToolProvider(pool, config)
+    registry = ToolRegistry([provider])
+    await registry.ensure_loaded()
+    assert registry.errors == {} and registry.names() == []
+    assert [r.name for r in await provider.list_resources()] == ["handbook"]
+    assert await provider.read_resource("raw://handbook") == "Be kind."
+    assert [p.name for p in await provider.list_prompts()] == ["review"]
+    await provider.check()
+
+
 @pytest.mark.parametrize("args", [(RAW,), (RAW, "objects")], ids=["listing-refused", "listing-read"])
 async def test_a_tool_schema_a_model_api_would_refuse_is_left_out(pool, caplog, args):
     """Found by a review: an object schema that is not valid JSON Schema ("properties": "oops")
