@@ -68,6 +68,7 @@ async def every_page(
     items: list[Any] = []
     refused: list[str] = []
     cursor = None
+    cursors: set[str] = set()
     for _ in range(MAX_LISTING_PAGES):
         try:
             result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
@@ -86,13 +87,19 @@ async def every_page(
             refused += [str(tool.name)[:100] for tool in page if tool not in kept]
             page = kept
         items += page
-        if not cursor:
+        if not cursor or cursor in cursors:  # a cursor seen before goes round in a circle
             break
+        cursors.add(cursor)
     if refused:
         logger.warning(
             "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
         )
-    return items
+    # Each once, as first listed: a server listing one twice (on two pages) offered it twice.
+    key = "uri" if kind == "resources" else "name"
+    first: dict[str, Any] = {}
+    for item in items:
+        first.setdefault(str(getattr(item, key, id(item))), item)
+    return list(first.values())
 
 
 # Where a schema holds data, not schemas: a "$ref" there is a value, not a reference.

@@ -474,6 +474,17 @@ async def test_a_listing_in_pages_is_read_whole(pool):
     assert len(resources) == 25 and len(prompts) == 25
 
 
+async def test_a_listing_whose_cursor_never_advances_is_read_once(pool):
+    """A server that answers every page with the first one and a next cursor was read 50
+    times: its tools were offered, stored and shown in the admin 50 times over (300 for 6),
+    and its resources filled the composer's list with copies of one."""
+    config = MCPServerConfig(name="paged", command=sys.executable, args=(PAGED, "notes", "stuck"))
+    connection = pool.connection(config)
+    for kind in ("tools", "resources", "prompts"):
+        listed = await asyncio.wrap_future(pool.submit(connection.listing(kind)))
+        assert len(listed) == 10, kind
+
+
 RAW = str(Path(__file__).parent / "servers" / "raw.py")
 
 
