@@ -265,6 +265,8 @@ async def call_on(
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
+    except MCPUnavailable:  # reconnecting for a session the server forgot did not succeed
+        raise
     except Exception as exc:
         # The SDK could not read the answer (structured content its output schema refuses, a
         # malformed result): its words quote the answer, secrets and all, so staff get them

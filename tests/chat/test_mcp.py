@@ -380,6 +380,46 @@ async def test_over_http_a_session_the_server_forgot_is_started_again(pool):
         await asyncio.wait_for(process.wait(), 10)
 
 
+async def test_over_http_a_forgotten_session_whose_server_cannot_be_reached_again_is_unavailable(pool):
+    """Starting a new session for one the server forgot can fail (the server is gone for good
+    now): the call says the server is unavailable, not that its answer could not be read."""
+    import http.server
+    import threading
+
+    process, config = await http_faulty({"connect_timeout": 2.0})
+    port = int(config.url.split(":")[-1].split("/")[0])
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    assert (await call(registry, "remote__echo", text="before")).success
+    process.kill()
+    await process.wait()
+
+    class Forgetful(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # every session unknown, and no new one either
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = (
+                b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}}'
+            )
+            self.send_response(404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.allow_reuse_address = True
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", port), Forgetful)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    try:
+        outcome = await registry.execute("remote__echo", {"text": "after"})
+        assert not outcome.success and "could not read" not in outcome.error
+        assert "remote is unavailable" in outcome.error
+    finally:
+        stub.shutdown()
+        stub.server_close()
+
+
 async def test_over_http_one_call_timing_out_leaves_the_others_on_that_connection_alone(pool):
     """The HTTP transport's read timeout was the call's own: when it fired before the call's
     clock, it failed the whole session, and every other call in flight on it was told the
