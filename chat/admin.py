@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from chat import admin_trail as trail
@@ -556,6 +556,24 @@ class ToolExecutionAdmin(RunChildAdmin):
     list_display = ["run_id", "created_at", "server", "tool", "success", "cached", "duration_ms", "strategy"]
     list_filter = ["server", "tool", "success", "cached"]
     search_fields = ["tool", "server", "argument_hash"]
+    # The parts field holds each image's and download's data (megabytes of base64): the page
+    # names them instead.
+    exclude = ["parts"]
+    readonly_fields = ["returned"]
+
+    @admin.display(description="images, downloads and links")
+    def returned(self, obj: ToolExecution) -> str:
+        rows = [
+            (
+                str(part.get("type", "")),
+                str(part.get("mime_type") or ""),
+                f"{part['bytes']:,} bytes" if isinstance(part.get("bytes"), int) else "",
+                str(part.get("uri") or part.get("name") or ""),
+            )
+            for part in obj.parts or []
+            if isinstance(part, dict)
+        ]
+        return format_html_join("", "<div>{} {} {} {}</div>", rows) if rows else "–"
 
 
 @admin.register(LLMCall)

@@ -32,7 +32,9 @@ from reasoning.types import Attachment
 
 logger = logging.getLogger(__name__)
 
-COMMAND = re.compile(r"^/([a-z][\w-]{0,60})(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
+# A prompt's name as MCP allows it: dots inside ("code.review", "summarize-v2.1") and long
+# (`server__name` too); a dot before a space is still punctuation ("/etc. is where ...").
+COMMAND = re.compile(r"^/([a-z][\w-]*(?:\.[\w-]+)*)(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
 # Completions and mention expansion answer from what is known within this many seconds.
 COMPLETION_BUDGET = 0.25
 # A sent message naming something not known yet waits this long for the listings.

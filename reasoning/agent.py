@@ -58,6 +58,31 @@ class AgentResult:
         return list(dict.fromkeys(record.name for record in self.tools))
 
 
+def _sampling_request(approved: dict[str, Any], shown: dict[str, Any]) -> dict[str, Any]:
+    """The request for a completion as the person approved it: their edit when it is still a
+    request (a system prompt, messages of a role and text, a token count), else as shown."""
+    messages = approved.get("messages")
+    well_formed = (
+        isinstance(approved.get("system", ""), str)
+        and isinstance(approved.get("max_tokens", 1), int)
+        and isinstance(messages, list)
+        and bool(messages)
+        and all(
+            isinstance(m, dict)
+            and m.get("role") in ("user", "assistant")
+            and isinstance(m.get("content"), str)
+            for m in messages
+        )
+    )
+    if not well_formed:
+        return shown
+    return {
+        "system": approved.get("system", ""),
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "max_tokens": approved.get("max_tokens", shown["max_tokens"]),
+    }
+
+
 class ToolExecutor:
     def __init__(
         self,
@@ -181,15 +206,18 @@ class ToolExecutor:
                 "argument_hash": ResearchProgressTracker.hash_arguments("sampling", request),
             }
             sampling = ToolCall(f"{base['call_id']}:sampling", asked["tool"], request)
-            _, refusal, _ = await self._approve(sampling, policy, asked, in_call=True)
+            approved, refusal, _ = await self._approve(sampling, policy, asked, in_call=True)
             if refusal is not None:
                 return None
+            # What the card showed and the person approved (as they edited it), no more: the
+            # model was sent the server's whole request, and never the person's edit.
+            request = _sampling_request(approved.arguments, request)
             llm = self.llm()
             response = await llm.complete(
                 LLMRequest(
-                    messages=[{"role": m["role"], "content": m["content"]} for m in messages],
-                    system=system,
-                    max_tokens=max(1, min(max_tokens, 4096)),
+                    messages=request["messages"],
+                    system=request["system"],
+                    max_tokens=max(1, min(int(request["max_tokens"]), 4096)),
                 )
             )
             return response.text, llm.client.model

@@ -65,6 +65,8 @@ __all__ = [
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 MAX_IMAGE_BYTES = 1_000_000
 MAX_BLOB_BYTES = 2_000_000
+# All the images and downloads of one result together: each is stored with the tool execution.
+MAX_RESULT_PART_BYTES = 5_000_000
 # Magic numbers: an image is shown only when its bytes are what its type says.
 IMAGE_SIGNATURES = {
     "image/png": (b"\x89PNG\r\n\x1a\n",),
@@ -168,6 +170,7 @@ def content_of(
     (a tool result) or only the text goes on (a prompt), which the text must then say."""
     texts: list[str] = []
     parts: list[dict[str, Any]] = []
+    attached = 0
     for block in content or []:
         kind = getattr(block, "type", "")
         part: dict[str, Any] | None = None
@@ -192,10 +195,23 @@ def content_of(
                 )
         else:
             text = f"[{kind or 'unknown'} content]"
+        if part is not None and part.get("bytes", 0) + attached > MAX_RESULT_PART_BYTES:
+            text, part = _past_the_total(part, attached), None
         texts.append(redact(text))
         if part is not None:
+            attached += part.get("bytes", 0)
             parts.append(part)
     return "\n".join(texts), parts
+
+
+def _past_the_total(part: dict[str, Any], attached: int) -> str:
+    """What an image or download past the result's total becomes: its description."""
+    why = f"this result's pictures and downloads already come to {_size(attached)}"
+    if part["type"] == "image":
+        return f"[{part['mime_type']} image, {_size(part['bytes'])}; not shown: {why}]"
+    return (
+        f"[binary resource {part['uri']} ({part['mime_type']}, {_size(part['bytes'])}); not offered: {why}]"
+    )
 
 
 async def call_on(
@@ -231,12 +247,15 @@ async def call_on(
     timed_out = f"{tool} on {config.name} timed out after {config.call_timeout:g}s"
     try:
         result = await clock.run(
-            client.call_tool(
-                tool,
-                arguments,
-                read_timeout_seconds=ceiling,
-                progress_callback=progress if on_progress else None,
-                meta=meta or None,
+            connection.renewed(
+                client,
+                lambda live: live.call_tool(
+                    tool,
+                    arguments,
+                    read_timeout_seconds=ceiling,
+                    progress_callback=progress if on_progress else None,
+                    meta=meta or None,
+                ),
             )
         )
     except TimeoutError:
@@ -264,6 +283,8 @@ async def call_on(
         # An error the live server answered with ("status 404"): this call's outcome, not the
         # server's health. Its session and every other call on it carry on.
         return ToolOutput(f"{tool} on {config.name} answered with an error: {text}", is_error=True)
+    except MCPUnavailable:  # reconnecting for a session the server forgot did not succeed
+        raise
     except Exception as exc:
         # The SDK could not read the answer (structured content its output schema refuses, a
         # malformed result): its words quote the answer, secrets and all, so staff get them
@@ -310,7 +331,8 @@ async def request_on(
     config = connection.config
     limit = min(config.call_timeout, budget) if budget else config.call_timeout
     try:
-        return await _bounded(getattr(client, method)(*args, **kwargs), limit)
+        request = connection.renewed(client, lambda live: getattr(live, method)(*args, **kwargs))
+        return await _bounded(request, limit)
     except TimeoutError:
         if limit >= config.call_timeout:  # a server slower than a person waits is not failing
             connection.failed(f"{method} timed out", broken=False)

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,16 +59,25 @@ async def every_page(
     """All of a server's tools, resources or prompts, following its cursors: read the first
     page alone, a server listing 25 tools in pages of 10 offered 10. Tools whose input schema a
     model API would refuse are left out (and logged by name): one of them in a request got the
-    whole request refused, for every run offered that server's tools."""
+    whole request refused, for every run offered that server's tools. A server that does not
+    know the listing's method has none of that kind (a server with only resources and prompts
+    need not answer tools/list: connecting failed on it, and it was reported unavailable)."""
+    from mcp import MCPError
+    from mcp_types import METHOD_NOT_FOUND
     from pydantic import ValidationError
 
     items: list[Any] = []
     refused: list[str] = []
     cursor = None
+    cursors: set[str] = set()
     for _ in range(MAX_LISTING_PAGES):
         try:
             result = await getattr(client, f"list_{kind}")(cursor=cursor, meta=meta or None)
             page, cursor = getattr(result, kind), result.next_cursor
+        except MCPError as exc:
+            if cursor is not None or exc.error.code != METHOD_NOT_FOUND:
+                raise
+            return []
         except ValidationError:
             if kind != "tools" or not hasattr(getattr(client, "session", None), "_dispatcher"):
                 raise
@@ -79,13 +88,19 @@ async def every_page(
             refused += [str(tool.name)[:100] for tool in page if tool not in kept]
             page = kept
         items += page
-        if not cursor:
+        if not cursor or cursor in cursors:  # a cursor seen before goes round in a circle
             break
+        cursors.add(cursor)
     if refused:
         logger.warning(
             "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
         )
-    return items
+    # Each once, as first listed: a server listing one twice (on two pages) offered it twice.
+    key = "uri" if kind == "resources" else "name"
+    first: dict[str, Any] = {}
+    for item in items:
+        first.setdefault(str(getattr(item, key, id(item))), item)
+    return list(first.values())
 
 
 # Where a schema holds data, not schemas: a "$ref" there is a value, not a reference.
@@ -353,6 +368,25 @@ def redacted(items: list[Any], redact: Callable[[str], str]) -> list[Any]:
     return clean
 
 
+def _forgets(session: _Session) -> Callable[[Any], Awaitable[None]]:
+    """An HTTP response hook marking `session` forgotten when the server answers a request
+    sent on it that it does not know that session: 404, as the spec says; or 400 saying so, as
+    servers built on the TypeScript SDK's example do ("No valid session ID provided")."""
+
+    async def hook(response: Any) -> None:
+        request = response.request
+        if request.method != "POST" or not request.headers.get("mcp-session-id"):
+            return
+        if response.status_code == 404:
+            session.forgotten = True
+        elif response.status_code == 400:
+            body = await response.aread()
+            if b"session" in body[:1000].lower():
+                session.forgotten = True
+
+    return hook
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether an SDK error says the session ended (the server's process died, say): the
     connection is then replaced, never asked again."""
@@ -372,6 +406,9 @@ class _Session:
     pids: list[int] = field(default_factory=list)
     # Every process any session of the same connection started (the connection's list).
     every_pid: list[int] = field(default_factory=list)
+    # The HTTP server answered a request on this session that it does not know it (it
+    # restarted, or expired it): the session is dead, though its transport still runs.
+    forgotten: bool = False
 
     def alive(self) -> bool:
         return self.client is not None and self.task is not None and not self.task.done()
@@ -408,6 +445,8 @@ class MCPConnection:
         self._http_refused = ""
         self._probe: asyncio.Task[None] | None = None
         self._trimmer: asyncio.Task[None] | None = None
+        # The session of each live client (by id), to tell which one a failed request was on.
+        self._sessions: dict[int, _Session] = {}
 
     def _tell(
         self, on_breaker: Callable[[str, float | None, str], None]
@@ -533,7 +572,7 @@ class MCPConnection:
         ready: asyncio.Future[Any] = loop.create_future()
         ready.add_done_callback(_retrieve)
         session = _Session(every_pid=self.pids)
-        transport = self._transport()
+        transport = self._transport(session)
 
         async def serve(transport: Any, mode: str) -> None:
             async with Client(
@@ -552,6 +591,7 @@ class MCPConnection:
                 )
                 self.listings["tools"] = (time.monotonic(), tools)
                 session.client = client
+                self._sessions[id(client)] = session
                 ready.set_result(client)
                 await session.stop.wait()
 
@@ -573,7 +613,7 @@ class MCPConnection:
                         # the per-request protocol (a new process, or connection, for it).
                         if ready.done() or not _refuses_handshake(exc):
                             raise
-                        await serve(self._transport(), "auto")
+                        await serve(self._transport(session), "auto")
             except BaseException as exc:
                 if not ready.done():
                     ready.set_exception(exc)
@@ -598,7 +638,7 @@ class MCPConnection:
         self.error = None
         return client
 
-    def _transport(self) -> Any:
+    def _transport(self, session: _Session) -> Any:
         if self.config.transport == "http":
             if not self.config.url:
                 raise MCPUnavailable(f"MCP server {self.config.name!r} has no URL", server=self.config.name)
@@ -612,7 +652,9 @@ class MCPConnection:
             ceiling = config.call_timeout + config.elicitation_timeout + config.connect_timeout
             timeout = httpx2.Timeout(ceiling, connect=config.connect_timeout)
             http = httpx2.AsyncClient(
-                headers=dict(config.headers), timeout=timeout, event_hooks={"response": [self._note_response]}
+                headers=dict(config.headers),
+                timeout=timeout,
+                event_hooks={"response": [self._note_response, _forgets(session)]},
             )
             return streamable_http_client(self.config.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -627,6 +669,29 @@ class MCPConnection:
             cwd=self.config.cwd,
         )
         return stdio_client(params, errlog=self._stderr)
+
+    async def renewed(self, client: Any, request: Callable[[Any], Awaitable[T]]) -> T:
+        """`request(client)`; made once more on a new session when the server answered that it
+        no longer knows `client`'s session (the spec has a client start a new one: the server
+        restarted, or expired it). Nothing was done for the refused request, so it is safe to
+        make again; kept on the old session, every later request failed the same way."""
+        from mcp import MCPError
+
+        try:
+            return await request(client)
+        except MCPError:
+            if not self.forgot(client):
+                raise
+        return await request(await self.ensure())
+
+    def forgot(self, client: Any) -> bool:
+        """Whether the server no longer knows `client`'s session; that session is retired
+        (not a failure of the server: it answered) so the next request starts a new one."""
+        session = self._sessions.get(id(client))
+        if session is None or not session.forgotten:
+            return False
+        self._replace(session)
+        return True
 
     async def _note_response(self, response: Any) -> None:
         if response.status_code >= 400:
@@ -736,17 +801,22 @@ class MCPConnection:
 
     async def check(self) -> None:
         """A round trip to the server now (connecting if needed), for a person who asked
-        whether it works: a listing may come from the cache while the server is stuck."""
-        await self.ensure()
-        session = self._session
-        if session is None or not await self._answers(session):
-            if session is not None:
-                self._replace(session)
-            raise MCPUnavailable(
-                f"MCP server {self.config.name!r} did not answer within {LIVENESS_TIMEOUT:g}s; "
-                "it will be started again for the next request",
-                server=self.config.name,
-            )
+        whether it works: a listing may come from the cache while the server is stuck. A
+        session the server forgot is replaced and tried again once."""
+        for _ in range(2):
+            await self.ensure()
+            session = self._session
+            if session is not None and await self._answers(session):
+                return
+            if session is None or not self.forgot(session.client):
+                break
+        if session is not None:
+            self._replace(session)
+        raise MCPUnavailable(
+            f"MCP server {self.config.name!r} did not answer within {LIVENESS_TIMEOUT:g}s; "
+            "it will be started again for the next request",
+            server=self.config.name,
+        )
 
     async def _answers(self, session: _Session) -> bool:
         """Whether the server answers within LIVENESS_TIMEOUT: any answer counts (an error too);
@@ -761,6 +831,8 @@ class MCPConnection:
             answer.cancel()
             return False
         failure = answer.exception()
+        if session.forgotten:  # it answered, but not on this session: it is gone
+            return False
         if failure is None:
             return True
         if isinstance(failure, MCPError):
@@ -813,7 +885,8 @@ class MCPConnection:
             return self.tools  # connecting just listed them
         try:
             listed = await asyncio.wait_for(
-                every_page(client, kind, meta, self.config.name), self.config.list_timeout
+                self.renewed(client, lambda live: every_page(live, kind, meta, self.config.name)),
+                self.config.list_timeout,
             )
         except TimeoutError:
             error = (
@@ -859,6 +932,8 @@ class MCPConnection:
         for pid in session.pids:
             if not _alive(pid):
                 _CHILDREN.pop(pid, None)
+        for key in [key for key, known in self._sessions.items() if known is session]:
+            del self._sessions[key]
 
     async def close(self) -> None:
         """Shut down now and wait (bounded) until the server process is gone."""

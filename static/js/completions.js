@@ -11,7 +11,7 @@
 
   function currentToken(el) {
     const upto = el.value.slice(0, el.selectionStart);
-    const command = /^\/[\w-]*$/.exec(upto);
+    const command = /^\/[\w.-]*$/.exec(upto);
     if (command) return { start: 0, end: el.selectionStart, text: command[0] };
     const mention = /(^|\s)(@"[^"\n]*|@[\w.\-/]*)$/.exec(upto);
     if (mention) {

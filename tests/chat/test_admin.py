@@ -240,3 +240,25 @@ def test_a_bulk_export_with_filters_the_list_cannot_apply_is_a_400(auditor, filt
     client.raise_request_exception = False
     response = client.get(reverse("admin:chat_reasoningrun_export"), {**filters, "format": "csv"})
     assert response.status_code == 400
+
+
+def test_a_tool_execution_page_names_the_images_and_downloads_without_their_data(
+    auditor, alice_session, client_for
+):
+    """The change page printed the parts field whole: every image's and download's base64
+    data, megabytes of it, in the page."""
+    import base64
+
+    run = full_run(alice_session)
+    data = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 300_000).decode()
+    tool = ToolExecution.objects.filter(run=run).first()
+    tool.parts = [
+        {"type": "image", "mime_type": "image/png", "data": data, "bytes": 300_008},
+        {"type": "link", "uri": "https://example.com/<b>x</b>", "name": "<b>notes</b>", "mime_type": ""},
+    ]
+    tool.save(update_fields=["parts"])
+    response = client_for(auditor).get(reverse("admin:chat_toolexecution_change", args=[tool.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200 and data[:200] not in page and len(page) < 100_000
+    assert "image/png 300,008 bytes" in page
+    assert "https://example.com/&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page

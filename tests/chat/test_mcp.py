@@ -310,13 +310,17 @@ async def test_resources_and_prompts_are_listed(pool):
     assert "Tuesdays" in await provider.read_resource("faulty://notes")
 
 
-async def http_faulty(pool_config: dict, *options: str) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
-    """The faulty server over streamable HTTP on a free port, once it accepts connections."""
+async def http_faulty(
+    pool_config: dict, *options: str, port: str | None = None
+) -> tuple[asyncio.subprocess.Process, MCPServerConfig]:
+    """The faulty server over streamable HTTP on `port` (else a free one), once it accepts
+    connections."""
     import socket
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    if port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         FAULTY,
@@ -347,6 +351,73 @@ async def test_streamable_http_servers_are_reached_by_url(pool):
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 10)
+
+
+async def test_over_http_a_session_the_server_forgot_is_started_again(pool):
+    """A server that forgets its sessions (restarted; the Python SDK's also expire idle ones)
+    answers a request on one with 404, and the spec has the client start a new session. Every
+    later call, listing and check failed with "Session not found" until Nexus restarted, and
+    counted for nothing: the server was never paused nor reconnected."""
+    process, config = await http_faulty({})
+    port = config.url.split(":")[-1].split("/")[0]
+    try:
+        registry = ToolRegistry([MCPToolProvider(pool, config)])
+        first = await call(registry, "remote__echo", text="before")
+        for step in ("call", "resources", "check"):
+            process.kill()
+            await process.wait()
+            process, _ = await http_faulty({}, port=port)
+            if step == "call":
+                again = await registry.execute("remote__echo", {"text": "after"})
+                assert again.success, again.error
+                assert again.content.split("pid ")[1] != first.content.split("pid ")[1]
+            elif step == "resources":
+                assert [r.name for r in await MCPToolProvider(pool, config).list_resources()]
+            else:
+                await MCPToolProvider(pool, config).check()
+    finally:
+        process.kill()
+        await asyncio.wait_for(process.wait(), 10)
+
+
+async def test_over_http_a_forgotten_session_whose_server_cannot_be_reached_again_is_unavailable(pool):
+    """Starting a new session for one the server forgot can fail (the server is gone for good
+    now): the call says the server is unavailable, not that its answer could not be read."""
+    import http.server
+    import threading
+
+    process, config = await http_faulty({"connect_timeout": 2.0})
+    port = int(config.url.split(":")[-1].split("/")[0])
+    registry = ToolRegistry([MCPToolProvider(pool, config)])
+    assert (await call(registry, "remote__echo", text="before")).success
+    process.kill()
+    await process.wait()
+
+    class Forgetful(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # every session unknown, and no new one either
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = (
+                b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Session not found"}}'
+            )
+            self.send_response(404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.allow_reuse_address = True
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", port), Forgetful)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    try:
+        outcome = await registry.execute("remote__echo", {"text": "after"})
+        assert not outcome.success and "could not read" not in outcome.error
+        assert "remote is unavailable" in outcome.error
+    finally:
+        stub.shutdown()
+        stub.server_close()
 
 
 async def test_over_http_one_call_timing_out_leaves_the_others_on_that_connection_alone(pool):
@@ -443,6 +514,17 @@ async def test_a_listing_in_pages_is_read_whole(pool):
     assert len(resources) == 25 and len(prompts) == 25
 
 
+async def test_a_listing_whose_cursor_never_advances_is_read_once(pool):
+    """A server that answers every page with the first one and a next cursor was read 50
+    times: its tools were offered, stored and shown in the admin 50 times over (300 for 6),
+    and its resources filled the composer's list with copies of one."""
+    config = MCPServerConfig(name="paged", command=sys.executable, args=(PAGED, "notes", "stuck"))
+    connection = pool.connection(config)
+    for kind in ("tools", "resources", "prompts"):
+        listed = await asyncio.wrap_future(pool.submit(connection.listing(kind)))
+        assert len(listed) == 10, kind
+
+
 RAW = str(Path(__file__).parent / "servers" / "raw.py")
 
 
@@ -460,6 +542,22 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
         "tool server 'raw' lists tools the protocol does not allow, left out: broken, loose, dangling"
         in caplog.text
     )
+
+
+async def test_a_server_with_no_tools_offers_its_resources_and_prompts(pool):
+    """A server with only resources and prompts (one written with the TypeScript SDK that
+    registers no tool) answers tools/list with "Method not found", as the spec allows a
+    server without the tools capability: connecting failed on it, and the server was
+    reported unavailable, its resources and prompts out of reach."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW, "toolless"))
+    provider = MCPToolProvider(pool, config)
+    registry = ToolRegistry([provider])
+    await registry.ensure_loaded()
+    assert registry.errors == {} and registry.names() == []
+    assert [r.name for r in await provider.list_resources()] == ["handbook"]
+    assert await provider.read_resource("raw://handbook") == "Be kind."
+    assert [p.name for p in await provider.list_prompts()] == ["review"]
+    await provider.check()
 
 
 @pytest.mark.parametrize("args", [(RAW,), (RAW, "objects")], ids=["listing-refused", "listing-read"])

@@ -288,6 +288,26 @@ def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_re
     assert "short sentences, no jargon" in context.content and "Understood." in context.content
 
 
+@pytest.mark.parametrize("name", ["code.review", "summarize-v2.1", "a" * 100])
+def test_a_command_named_with_dots_or_at_length_is_expanded(alice, monkeypatch, name):
+    """MCP lets a prompt's name hold dots and run long; the composer offered "/code.review",
+    but only letters, digits, "_" and "-" up to 61 were read as a command, so the message was
+    sent as it was typed, its prompt never asked for."""
+    from chat import mentions, services
+
+    class Prompts:
+        name = "team"
+
+        async def get_prompt(self, prompt, arguments, budget=None):
+            return [{"role": "user", "content": f"Review {arguments['target']} ({prompt})."}]
+
+    offered = [{"server": "team", "name": name, "arguments": ["target"], "description": ""}]
+    monkeypatch.setattr(mentions, "prompts", lambda user, *a, **k: offered)
+    monkeypatch.setattr(mentions, "_providers", lambda user: [Prompts()])
+    prepared = services.message_prepare(user=alice, content=f"/{name} the diff")
+    assert prepared.question == f"Review the diff ({name})."
+
+
 @pytest.mark.parametrize("title", ['The "Q4" roadmap', "Paths under C:\\temp"])
 def test_a_title_with_quotes_or_backslashes_is_mentioned_as_picked(
     title, alice, alice_session, client_for, dispatched

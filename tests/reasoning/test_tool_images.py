@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from types import SimpleNamespace
 
-from reasoning.tools.mcp import content_of
+from reasoning.tools.mcp import MAX_RESULT_PART_BYTES, content_of
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + b"\x00" * 20
@@ -63,3 +63,22 @@ def test_binary_content_holding_a_servers_secret_is_never_offered():
     assert [p["type"] for p in parts] == ["blob"]
     text, parts = content_of([image("image/png", PNG)], config.redact)
     assert [p["type"] for p in parts] == ["image"]
+
+
+def test_one_result_attaches_at_most_a_few_megabytes_in_all():
+    """Each image was capped at 1 MB, but not their number: a server returning forty stored
+    48 MB in the tool execution's row (and the admin's page for it), for one call. What is past
+    the result's total is named, not attached."""
+    big = PNG + b"\x00" * 900_000
+    blob = SimpleNamespace(
+        type="resource",
+        resource=SimpleNamespace(
+            uri="x://data.bin", mime_type=None, blob=base64.b64encode(b"\x01" * 900_000).decode()
+        ),
+    )
+    text, parts = content_of([image("image/png", big)] * 40 + [blob], str)
+    assert sum(part["bytes"] for part in parts) <= MAX_RESULT_PART_BYTES
+    assert len(parts) == MAX_RESULT_PART_BYTES // len(big)
+    assert text.count("shown to the user") == len(parts)
+    assert text.count("not shown: this result's pictures and downloads already come to") == 40 - len(parts)
+    assert "x://data.bin" in text and "not offered: this result's pictures and downloads" in text

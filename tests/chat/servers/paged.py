@@ -1,5 +1,6 @@
 """An MCP server that lists its tools, resources and prompts in pages of 10, as the protocol
-allows any server to: a client that reads the first page only misses the rest."""
+allows any server to: a client that reads the first page only misses the rest. With a second
+argument `stuck`, its cursor never advances: every page is the first, with a next cursor."""
 
 import sys
 
@@ -21,9 +22,12 @@ RESOURCES = [
     for n in range(25)
 ]
 PROMPTS = [types.Prompt(name=f"prompt{n:02d}", description=f"Prompt {n}.") for n in range(25)]
+STUCK = sys.argv[2:] == ["stuck"]
 
 
 def page(items: list, params: types.PaginatedRequestParams | None) -> tuple[list, str | None]:
+    if STUCK:
+        return items[:PAGE], "again"
     start = int(params.cursor) if params and params.cursor else 0
     end = start + PAGE
     return items[start:end], (str(end) if end < len(items) else None)

@@ -4,7 +4,9 @@ two have object schemas no model API takes (`loose`: not valid JSON Schema; `dan
 to nowhere), and `typed` answers with structured content its own output schema refuses, quoting
 RAW_TOKEN. With the argument `objects`, every tool's schema is an object (the SDK reads the
 listing whole: the one tool it refuses is left out). With `modern`, it speaks only the
-2026-07-28 protocol: it refuses the initialize handshake and answers `server/discover`."""
+2026-07-28 protocol: it refuses the initialize handshake and answers `server/discover`. With
+`toolless`, it has no tools, only a resource and a prompt, and does not know `tools/list` (as
+a server written with the TypeScript SDK that registers no tool)."""
 
 import json
 import os
@@ -43,6 +45,7 @@ TOOLS = [
 
 
 MODERN = sys.argv[1:] == ["modern"]
+TOOLLESS = sys.argv[1:] == ["toolless"]
 if sys.argv[1:] == ["objects"]:
     TOOLS = [tool for tool in TOOLS if tool["inputSchema"].get("type") == "object"]
 
@@ -58,9 +61,17 @@ def answer(request: dict) -> dict | None:
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {}},
+            "capabilities": {"resources": {}, "prompts": {}} if TOOLLESS else {"tools": {}},
             "serverInfo": {"name": "raw", "version": "1"},
         }
+    if TOOLLESS and method == "resources/list":
+        return {"resources": [{"uri": "raw://handbook", "name": "handbook"}]}
+    if TOOLLESS and method == "resources/read":
+        return {"contents": [{"uri": "raw://handbook", "text": "Be kind."}]}
+    if TOOLLESS and method == "prompts/list":
+        return {"prompts": [{"name": "review"}]}
+    if TOOLLESS:
+        return None
     if method == "tools/list":
         return {"tools": TOOLS}
     if method == "tools/call" and params.get("name") == "typed":
