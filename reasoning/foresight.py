@@ -844,6 +844,11 @@ _PHRASES = [
     ),
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}{_NO_OPERATION_AFTER}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
+    # "subtract 15% from 80", "deduct 20% from 1500": the amount less that share of it.
+    (
+        rf"\b(?:subtract|deduct|take(?:\s+away)?)\s+{_N}\s*(?:%|percent\b)\s+from\s+{_N}{_NO_OPERATION_AFTER}",
+        r"(\2 * (1 - \1/100))",
+    ),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
     (rf"\b(?:the\s+)?difference\s+(?:between|of)\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+(?:change|increase)\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
@@ -1036,6 +1041,9 @@ _OPERATOR_WORDS = ("plus", "minus", "times", "divided", "multiplied", "percent",
 _OPERATOR_TYPO = re.compile(r"(?<=\d)(\s+)([a-z]{4,11})(?=\s+(?:by\s+|of\s+)?[-$€£¥₹]?\d)")
 
 
+_PER_CENT = re.compile(r"(?<=\d)\s*per[\s-]cent\b")
+
+
 def _one_slip(word: str, target: str) -> bool:
     """Whether `word` is `target` with one letter wrong, missing or extra, or two swapped."""
     if word == target or abs(len(word) - len(target)) > 1:
@@ -1075,6 +1083,7 @@ def _grouped_digits_joined(text: str) -> str:
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
     text = LIST_ITEM.sub("", inline_items_apart(text).lower().replace("\u2212", "-"))
     text = _exclaimed(text)
+    text = _PER_CENT.sub(" percent", text)  # "50 per cent of 90", as British English writes it
     text = _OPERATOR_TYPO.sub(_operator_spelled, text)
     if money_in(text) is not None:  # one currency: its amounts are read as numbers
         text = _MONEY.sub("", text)
@@ -1121,7 +1130,7 @@ _UNREAD_QUANTITY = re.compile(
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"doubled|tripled|quadrupled|halved|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
-    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals(?!\s*[?=]*\s*$)|vs|versus|"
+    r"average|mean|remainder|bigger|greater|smaller|larger|equals?(?!\s*(?:to\s*)?[?=]*\s*$)|vs|versus|"
     # "the total with a 20% tip on 50" read as the tip alone (10, not 60).
     r"total|altogether|"
     # The answer in another form, or by another's count ("2 + 2 according to Orwell"), or in
