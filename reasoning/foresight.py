@@ -1264,7 +1264,9 @@ _OF_NUMBER_THEN = (
     r"among|amongst|across|on|at|from|if|when|so|but|equally|evenly"
 )
 _OF_NUMBER_WORD = re.compile(
-    rf"\bof\s+[-−]?[$€£¥₹]?\d[\d,.]*\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]", re.IGNORECASE
+    # The number ends on a digit: "25% of 80, doubled" has a clause after it, not a unit.
+    rf"\bof\s+[-−]?[$€£¥₹]?\d(?:[\d,.]*\d)?\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]",
+    re.IGNORECASE,
 )
 
 

@@ -65,3 +65,24 @@ async def test_a_comparison_with_equal_is_never_approved_as_a_value(question):
     """Asked whether two amounts are equal, a value alone does not answer."""
     result, answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.6, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("what's 25% of 80, doubled?", "**40**"),
+        ("What's 10% of 250, tripled?", "**75**"),
+        ("what is half of 90, squared", "**2025**"),
+    ],
+)
+async def test_a_step_after_a_comma_following_of_a_number_is_read(question, expected):
+    """ "what's 25% of 80, doubled?" was computed 40 and rejected at 0.0: the comma was taken as
+    part of the number, so "doubled" looked like a unit after it ("half of 10 apples")."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize("question", ["what is half of 10 apples, doubled?", "What's 20% of 50 km, tripled?"])
+async def test_a_unit_after_of_a_number_still_keeps_a_calculation_unapproved(question):
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.6, (result.quality, answer)
