@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from reasoning.routing.features import split_asks
+from reasoning.routing.router import Router
 from tests.reasoning.test_offline_answers import answer_to
 
 
@@ -86,3 +88,36 @@ async def test_a_step_after_a_comma_following_of_a_number_is_read(question, expe
 async def test_a_unit_after_of_a_number_still_keeps_a_calculation_unapproved(question):
     result, answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.6, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "A shirt costs $40 and is 25% off. What do I pay?",
+        "We have two offices and 40 people. How many per office?",
+        "The bill came to $84 and there are four of us. What does each pay?",
+    ],
+)
+def test_a_statement_with_and_before_the_question_is_context_not_asks(question):
+    """ "A shirt costs $40 and is 25% off. What do I pay?" was read as three asks ("A shirt
+    costs $40", "is 25% off", "What do I pay") and routed LIGHT, 95% sure."""
+    assert len(split_asks(question)) == 1, split_asks(question)
+    decision = Router().route(question)
+    assert decision.level.value == "simple", decision
+
+
+@pytest.mark.parametrize(
+    "question", ["I need the time in Tokyo and 5 * 5", "The build is red and the tests fail. What now?"]
+)
+def test_asks_in_a_message_of_statements_are_still_its_asks(question):
+    assert split_asks(question), question
+
+
+@pytest.mark.parametrize(
+    "question", ["add up 12, 15, 22 and 31", "Add 3, 7 and 11", "What's the total of 19.99, 5.49 and 12.50?"]
+)
+def test_a_sum_asked_with_its_own_verb_is_routed_direct(question):
+    """ "add up 12, 15, 22 and 31" was routed LIGHT (61% sure): "add" and "up" were not
+    calculation words, so a bare calculation was not seen."""
+    decision = Router().route(question)
+    assert decision.level.value == "simple" and decision.confidence >= 0.8, decision
