@@ -1433,7 +1433,11 @@ _ABOUT_CODE = re.compile(
 # A statement to check, not a value to compute: "0.1 + 0.2 == 0.3", "prove that 1+1=2",
 # "explain why 1/0 fails".
 _STATED = re.compile(
-    r"(?:==|!=|<=|>=|(?<![<>!=])=(?!=))\s*[-+(]?\s*\d|\btrue or false\b|\bprove\b|\b(?:explain )?why\b"
+    r"(?:==|!=|<=|>=|(?<![<>!=])=(?!=))\s*[-+(]?\s*\d|\btrue or false\b|\bprove\b|\b(?:explain )?why\b|"
+    # Two amounts compared ("Which is bigger, 2^10 or 10^3?", "is 7*8 greater than 50?"): one
+    # expression's value does not answer it (it was the first side's, alone).
+    r"\b(?:which|what)(?:'s|’s|\s+is|\s+one\s+is)?\s+(?:bigger|larger|greater|smaller|higher|lower)\b|"
+    r"\b(?:bigger|larger|greater|smaller|higher|lower)\s+than\b"
 )
 # Numbers joined by "-" or "/" alone, without spaces: a date (9/11, 2000-01-01), a range
 # (2009-2017), a score (2-1), a rule's name (80/20, 3-2-1), a phone number. Arithmetic only

@@ -121,3 +121,23 @@ def test_a_sum_asked_with_its_own_verb_is_routed_direct(question):
     calculation words, so a bare calculation was not seen."""
     decision = Router().route(question)
     assert decision.level.value == "simple" and decision.confidence >= 0.8, decision
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which is bigger, 2^10 or 10^3?", "which one is larger: 3*7 or 4*5?", "Is 7*8 greater than 50?"],
+)
+async def test_two_amounts_compared_are_not_answered_with_one_side(question):
+    """ "Which is bigger, 2^10 or 10^3?" was answered "`2^10` = **1024**", the first side alone
+    (not approved, but shown), where "Which is larger, 3/4 or 0.7?" is declined."""
+    result, answer = await answer_to(question)
+    assert "can't answer that offline" in answer, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [("What is 20% lower than 50?", "**40**"), ("what's 10 percent higher than 80", "**88**")],
+)
+async def test_a_share_above_or_below_an_amount_is_still_computed(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
