@@ -844,6 +844,11 @@ _PHRASES = [
     ),
     (rf"\bmultiply\s+{_N}\s+(?:by|and|with)\s+{_N}{_NO_OPERATION_AFTER}", r"(\1 * \2)"),
     (rf"\b(?:the\s+)?product\s+of\s+{_N}\s+and\s+{_N}", r"(\1 * \2)"),
+    # "subtract 15% from 80", "deduct 20% from 1500": the amount less that share of it.
+    (
+        rf"\b(?:subtract|deduct|take(?:\s+away)?)\s+{_N}\s*(?:%|percent\b)\s+from\s+{_N}{_NO_OPERATION_AFTER}",
+        r"(\2 * (1 - \1/100))",
+    ),
     (rf"\bsubtract\s+{_N}\s+from\s+{_N}{_NO_OPERATION_AFTER}", r"(\2 - \1)"),
     (rf"\b(?:the\s+)?difference\s+(?:between|of)\s+{_N}\s+and\s+{_N}", r"abs(\1 - \2)"),
     (rf"\bpercent(?:age)?\s+(?:change|increase)\s+from\s+{_N}\s+to\s+{_N}", r"((\2 - \1) / \1 * 100)"),
@@ -1036,6 +1041,9 @@ _OPERATOR_WORDS = ("plus", "minus", "times", "divided", "multiplied", "percent",
 _OPERATOR_TYPO = re.compile(r"(?<=\d)(\s+)([a-z]{4,11})(?=\s+(?:by\s+|of\s+)?[-$€£¥₹]?\d)")
 
 
+_PER_CENT = re.compile(r"(?<=\d)\s*per[\s-]cent\b")
+
+
 def _one_slip(word: str, target: str) -> bool:
     """Whether `word` is `target` with one letter wrong, missing or extra, or two swapped."""
     if word == target or abs(len(word) - len(target)) > 1:
@@ -1075,6 +1083,7 @@ def _grouped_digits_joined(text: str) -> str:
     # "- 5 * 5" in a list is the item 5 * 5, not -5 * 5.
     text = LIST_ITEM.sub("", inline_items_apart(text).lower().replace("\u2212", "-"))
     text = _exclaimed(text)
+    text = _PER_CENT.sub(" percent", text)  # "50 per cent of 90", as British English writes it
     text = _OPERATOR_TYPO.sub(_operator_spelled, text)
     if money_in(text) is not None:  # one currency: its amounts are read as numbers
         text = _MONEY.sub("", text)
@@ -1121,7 +1130,7 @@ _UNREAD_QUANTITY = re.compile(
     r"sum|product|difference|quotient|negative|double|twice|triple|square(?!\s+root)|cube(?!\s+root)|"
     r"doubled|tripled|quadrupled|halved|"
     r"less|more|all|then\s+(?:take\s+)?(?:the\s+)?(?:square\s+)?root|"
-    r"average|mean|remainder|bigger|greater|smaller|larger|equal|equals(?!\s*[?=]*\s*$)|vs|versus|"
+    r"average|mean|remainder|bigger|greater|smaller|larger|equals?(?!\s*(?:to\s*)?[?=]*\s*$)|vs|versus|"
     # "the total with a 20% tip on 50" read as the tip alone (10, not 60).
     r"total|altogether|"
     # The answer in another form, or by another's count ("2 + 2 according to Orwell"), or in
@@ -1255,7 +1264,9 @@ _OF_NUMBER_THEN = (
     r"among|amongst|across|on|at|from|if|when|so|but|equally|evenly"
 )
 _OF_NUMBER_WORD = re.compile(
-    rf"\bof\s+[-−]?[$€£¥₹]?\d[\d,.]*\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]", re.IGNORECASE
+    # The number ends on a digit: "25% of 80, doubled" has a clause after it, not a unit.
+    rf"\bof\s+[-−]?[$€£¥₹]?\d(?:[\d,.]*\d)?\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]",
+    re.IGNORECASE,
 )
 
 
@@ -1422,7 +1433,11 @@ _ABOUT_CODE = re.compile(
 # A statement to check, not a value to compute: "0.1 + 0.2 == 0.3", "prove that 1+1=2",
 # "explain why 1/0 fails".
 _STATED = re.compile(
-    r"(?:==|!=|<=|>=|(?<![<>!=])=(?!=))\s*[-+(]?\s*\d|\btrue or false\b|\bprove\b|\b(?:explain )?why\b"
+    r"(?:==|!=|<=|>=|(?<![<>!=])=(?!=))\s*[-+(]?\s*\d|\btrue or false\b|\bprove\b|\b(?:explain )?why\b|"
+    # Two amounts compared ("Which is bigger, 2^10 or 10^3?", "is 7*8 greater than 50?"): one
+    # expression's value does not answer it (it was the first side's, alone).
+    r"\b(?:which|what)(?:'s|’s|\s+is|\s+one\s+is)?\s+(?:bigger|larger|greater|smaller|higher|lower)\b|"
+    r"\b(?:bigger|larger|greater|smaller|higher|lower)\s+than\b"
 )
 # Numbers joined by "-" or "/" alone, without spaces: a date (9/11, 2000-01-01), a range
 # (2009-2017), a score (2-1), a rule's name (80/20, 3-2-1), a phone number. Arithmetic only

@@ -341,9 +341,11 @@ def _asks_in_line(text: str) -> list[str]:
             if asks and statement:
                 asks[-1] = f"{asks[-1]}: {piece}"
                 continue
-            if statement and len(pieces) == 1:
-                remarks.append(piece)
-                continue
+            # A statement before any ask is context, whatever "and" joins in it ("A shirt costs
+            # $40 and is 25% off. What do I pay?" asks one thing).
+            if statement and not asks:
+                remarks.extend(p for p in pieces if re.search(r"\w", p))
+                break
             asks.append(piece)
     # Remarks are context for the asks after them, not asks; a message of remarks alone is
     # what is asked.

@@ -121,6 +121,10 @@ _CALCULATION_WORDS = frozenset({
     # A number scaled by a verb: "Halve 3,478", "quadruple 12", "what is 48 doubled".
     "double", "doubled", "twice", "triple", "tripled", "quadruple", "quadrupled", "halve", "halved",
     "half", "cube",
+    # A calculation's own verbs and nouns: "add up 12, 15, 22 and 31", "the total of 5, 10 and
+    # 20", "subtract 15% from 80", "how much is 7*8".
+    "add", "up", "sum", "total", "subtract", "from", "deduct", "take", "away", "off", "average",
+    "mean", "increase", "decrease", "reduce", "multiply", "divide", "how", "much",
 })  # fmt: skip
 
 
