@@ -119,7 +119,8 @@ _QUOTED_DOCUMENT = re.compile(r"^From \*\*.+\*\*:$", re.MULTILINE)
 # Small talk: a greeting, thanks or goodbye, alone (beside a question it is not a part).
 _THANKS = re.compile(
     r"^\W*(?:thanks|thank you|thx|ty|cheers|much appreciated)(?:\s+(?:so|very)\s+much|\s+a (?:lot|ton|bunch)|"
-    r"\s+again|\s+nexus)*(?:[\s,.!-]+(?:that|this|it) (?:helped|helps|was helpful)(?: a lot)?)?[\s!.,]*$",
+    r"\s+again|\s+nexus)*(?:[\s,.!-]+(?:that|this|it)(?:'s| is| was)? "
+    r"(?:helped|helps|(?:very |really |super )?(?:helpful|useful|great|perfect))(?: a lot)?)?[\s!.,]*$",
     re.IGNORECASE,
 )
 _GOODBYE = re.compile(

@@ -332,6 +332,8 @@ async def test_another_moment_in_another_sentence_leaves_the_present_asked():
         ("Thank you very much", "welcome"),
         # Each was "I can't answer that offline: … needs a real language model".
         ("thanks, that helped a lot", "welcome"),
+        ("cheers, that was useful", "welcome"),
+        ("thank you, that's really helpful!", "welcome"),
         ("Good morning, how are you?", "Hello"),
         ("bye for now", "Goodbye"),
         ("ok", "Ask me something else"),
