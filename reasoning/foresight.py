@@ -2002,12 +2002,18 @@ def _known_name(text: str) -> bool:
     )
 
 
+# The team's own matters, which its documents hold even when a question names no document
+# and says no "our": "When are expense reports due?" (the offline model reads the same words).
+TEAM_SUBJECTS = (
+    r"employees?|staff|vacation|holidays?|payroll|expenses?|office|on-?call|standup|offsite|vpn|"
+    r"staging|deploy\w*|releases?|incidents?|colleagues?|procedure"
+)
 # The team's own knowledge, which its documents may hold: a document named with @, or the
-# team's policies, handbooks and processes.
+# team's policies, handbooks, processes and matters.
 _TEAM = re.compile(
     r'(?<![\w@])@(?:"[^"\n]{1,200}"|\w[\w.\-/]{0,199})|'
-    r"\b(our|we|us|team'?s|company'?s|handbook|policy|policies|runbook|wiki|on-?call|onboarding|"
-    r"internal|docs?|documents?)\b",
+    r"\b(our|we|us|team'?s|company'?s|handbook|policy|policies|runbook|wiki|onboarding|"
+    rf"internal|docs?|documents?|{TEAM_SUBJECTS})\b",
     re.IGNORECASE,
 )
 # "the US", "USA": a country, not "us" the team.
