@@ -195,11 +195,24 @@
     return document.querySelector(".turn .answer[data-active='true']");
   }
 
+  // Enter while a run works sends nothing: a note under the box says why, until the run ends.
+  function sayBusy() {
+    const box = document.getElementById("composer-error");
+    if (!box || box.querySelector(".gone, .busy")) return;
+    const note = Object.assign(document.createElement("p"), {
+      className: "note busy",
+      textContent: "Nexus is still answering: your message stays here. Send it once the answer is in, or press Stop first.",
+    });
+    note.setAttribute("role", "status");
+    box.append(note);
+  }
+
   // Send becomes Stop while a run works (the box keeps what the person is typing).
   function updateComposer() {
     const composer = document.getElementById("composer");
     if (!composer) return;
     const active = activeAnswer();
+    if (!active) composer.querySelectorAll("#composer-error .busy").forEach((p) => p.remove());
     const send = composer.querySelector("button.send");
     const stop = document.getElementById("stop-button");
     composer.dataset.running = active ? "true" : "false";
@@ -451,7 +464,12 @@
     if (input && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault(); // never a newline: Enter picks a completion or sends
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
-      if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
+      if (activeAnswer()) {
+        // Stop first: Enter keeps the text for the next question, and says so (it was silent,
+        // and a newcomer pressed it again and again).
+        sayBusy();
+        return;
+      }
       if (input.form.dataset.sending === "true") return; // the last one is on its way; keep this
       // Like Send, even when blank: the server says "Type a message first." (it was silent).
       input.form.requestSubmit();

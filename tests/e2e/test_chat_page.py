@@ -170,6 +170,26 @@ def test_send_becomes_stop_and_stop_ends_the_run(tab: Tab):
     expect(page.locator("ol.trace").last.locator("[data-kind='run.stopped']")).to_have_count(1)
 
 
+def test_enter_while_a_run_works_says_why_nothing_was_sent(tab: Tab):
+    """Enter while an answer was on its way did nothing at all: the text stayed in the box, no
+    word said why, and a newcomer pressed it again and again. It says so now, politely, and
+    the note goes once the answer is in (the text is still there to send)."""
+    page = tab.page
+    note = page.locator("#composer-error .busy")
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(page.locator("#stop-button")).to_be_visible()
+    page.fill("#composer-input", "what is 9*9")
+    page.keyboard.press("Enter")
+    expect(note).to_have_text(re.compile(r"still answering.*Stop", re.S))
+    expect(note).to_have_attribute("role", "status")
+    expect(page.locator("article.turn")).to_have_count(1)
+    expect(page.locator("#status-line")).to_contain_text("Complete", timeout=30000)
+    expect(note).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("what is 9*9")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.turn")).to_have_count(2)
+
+
 def test_steps_that_arrive_out_of_order_are_shown_in_order(tab: Tab):
     """A reviewer saw "Run started" and its phase heading land at the bottom of a live trace
     (1 new chat in 8): a catch-up answered after a live push was appended after it."""
