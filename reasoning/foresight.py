@@ -1254,8 +1254,10 @@ _OF_NUMBER_THEN = (
     r"more|off|a|an|the|i|we|you|then|also|again|now|exactly|approx|approximately|roughly|right|between|"
     r"among|amongst|across|on|at|from|if|when|so|but|equally|evenly"
 )
+# The number ends at its last digit: "of 80, can you help?" is 80 and another clause, not 80
+# of some unit (the comma was read into the number, and "can" as its unit).
 _OF_NUMBER_WORD = re.compile(
-    rf"\bof\s+[-−]?[$€£¥₹]?\d[\d,.]*\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]", re.IGNORECASE
+    rf"\bof\s+[-−]?[$€£¥₹]?\d(?:[\d,.]*\d)?\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]", re.IGNORECASE
 )
 
 

@@ -296,3 +296,23 @@ async def test_an_operator_word_with_a_typo_between_numbers_is_read(question, ex
 async def test_a_word_that_only_looks_like_a_slip_is_not_an_operator(question):
     _result, answer = await answer_to(question)
     assert "`10 * 5`" not in answer and "`10 + 5`" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("I need 15% of 80, can you help?", "**12**"),
+        ("What's 20% of 50, do you know?", "**10**"),
+        ("Work out 10% of 250, thanks", "**25**"),
+        ("What is a quarter of 200, quickly?", "**50**"),
+    ],
+)
+async def test_a_clause_after_the_number_is_not_read_as_its_unit(question, expected):
+    """A web review's: "I need 15% of 80, can you help?" was answered 12 and flagged "Low
+    confidence (quality 0.00)": the check read "80, can" as 80 of some unit it had not
+    computed. A comma ends the number; the words after it are another clause."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9 and result.kind != "low_confidence", (
+        result.quality,
+        answer,
+    )
