@@ -499,15 +499,21 @@
 
   // The first page's box starts a chat with a full page load: once, and not over the limit
   // (the box says so already).
+  // So does "+ New chat" beside the documents, search and memory: a double-click made two.
   document.addEventListener("submit", (event) => {
     const form = event.target;
-    if (!form || form.id !== "start-composer") return;
+    if (!form || (form.id !== "start-composer" && !form.classList.contains("new-chat-form"))) return;
     const input = form.querySelector("#composer-input");
     if (form.dataset.sending === "true" || (input && tooLong(input))) {
       event.preventDefault();
       return;
     }
     form.dataset.sending = "true";
+  });
+  // A page shown again by Back from the browser's cache sends again when asked.
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    document.querySelectorAll("#start-composer, form.new-chat-form").forEach((form) => { delete form.dataset.sending; });
   });
   // A lost socket reconnects within 8 s of the server's return (the ws extension's own backoff
   // reached 64 s, and a page stayed stale for a minute after a restart).

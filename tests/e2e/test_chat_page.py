@@ -841,6 +841,31 @@ def test_a_message_shows_in_the_thread_while_it_is_on_its_way(tab: Tab):
     expect(last_answer(page).locator(".markdown")).to_contain_text("25", timeout=20000)
 
 
+def test_a_double_click_on_new_chat_makes_one_chat(tab: Tab, site: Site):
+    """A double-click on "+ New chat" from a chat with a question in it (or from the documents
+    page) posted twice, and two empty "New chat" rows stood in the list."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    for start in (page.url, site.url + "/documents/"):
+        page.goto(start)
+        rows = page.locator("#sidebar .session-list a")
+        before = rows.count()
+        if page.locator(".sidebar-toggle").first.is_visible():
+            page.locator(".sidebar-toggle").first.click()
+        with page.expect_navigation():
+            page.locator("#sidebar .new-chat").dblclick()
+        expect(page.locator("#session-title h1")).to_have_text("New chat")
+        page.wait_for_timeout(500)  # a second post, if any, lands meanwhile
+        page.reload()
+        expect(rows).to_have_count(before + 1)
+        blank = page.locator("#sidebar .session-list a", has_text=re.compile(r"^New chat$"))
+        expect(blank).to_have_count(1)
+        # The next start is from a chat with a question in it again.
+        ask(page, "What is 3+3?")
+        expect(last_answer(page).locator(".markdown")).to_contain_text("6", timeout=20000)
+
+
 def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):
     """The second click of a double-click sent an empty message (a false "Type a message
     first.") or, once Stop had taken Send's place, stopped the run the first click started."""
