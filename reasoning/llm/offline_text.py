@@ -148,10 +148,14 @@ _CAPABILITIES = re.compile(
     r"^\W*(?:help|can you help(?: me)?|help me)\W*$",
     re.IGNORECASE,
 )
-# "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one.
+# "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one; so
+# does one about the last answer ("What did you just say?", "Why?", "Are you sure?").
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|now|also|then|what about|how about)\b|\b(?:that|it|this|the result|the answer|them|"
-    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b(?!\s*[-+]?\d)",
+    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b(?!\s*[-+]?\d)|"
+    r"^\W*(?:why|how so|are you sure|really|explain)\W*$|"
+    r"\byou (?:just )?(?:said|say|wrote|write|told me|answered)\b|"
+    r"\byour (?:last |previous |first |earlier )?(?:answer|reply|response|message)\b",
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"\w+")

@@ -316,3 +316,36 @@ async def test_a_clause_after_the_number_is_not_read_as_its_unit(question, expec
         result.quality,
         answer,
     )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did you just say?",
+        "Why?",
+        "Are you sure?",
+        "explain your answer",
+        "What do you mean by your last reply?",
+        "how so?",
+    ],
+)
+async def test_a_question_about_the_last_answer_is_told_to_ask_in_full(question):
+    """A web review's: "what did you just say?", "Why?" or "Are you sure?" after an answer got
+    only "needs a real language model", while "can you repeat that?" was told that offline each
+    message is read on its own. They lean on the last answer just the same."""
+    _result, answer = await answer_to(question)
+    assert "each message is read on its own" in answer and "ask it in full" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why is the sky blue?",
+        "Are you sure the VPN password rotates every 90 days?",
+        "Explain recursion",
+        "What do you mean by recursion?",
+    ],
+)
+async def test_a_whole_question_with_why_or_explain_is_not_a_follow_up(question):
+    _result, answer = await answer_to(question)
+    assert "read on its own" not in answer, answer
