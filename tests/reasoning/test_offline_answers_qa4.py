@@ -349,3 +349,28 @@ async def test_a_question_about_the_last_answer_is_told_to_ask_in_full(question)
 async def test_a_whole_question_with_why_or_explain_is_not_a_follow_up(question):
     _result, answer = await answer_to(question)
     assert "read on its own" not in answer, answer
+
+
+PASTED_EMAIL = (
+    "Summarize this email for me:\n\nHi team,\nThe migration to the new billing system is "
+    "scheduled for next Tuesday. Please make sure all invoices are closed by Monday evening. "
+    "Support will be on standby from 6am.\nThanks, Dana"
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        PASTED_EMAIL,
+        "Summarize this:\n\n" + "The quarterly report shows revenue rising in every region. " * 40,
+    ],
+)
+async def test_pasted_text_the_offline_model_cannot_work_on_gets_one_plain_decline(question):
+    """A web review's: a pasted email to summarise was planned DEEP and answered sentence by
+    sentence, each a bold heading over "I can't answer that offline: 'Please make sure all
+    invoices are closed…' needs a real language model", as if each line of the email were a
+    question; pasted text alone got its first sentence as a heading over the same decline."""
+    _result, answer = await answer_to(question)
+    assert "**" not in answer, answer
+    assert answer.count("can't answer that offline") == 1, answer
+    assert "invoices" not in answer, answer
