@@ -2007,7 +2007,7 @@ def _known_name(text: str) -> bool:
 # The team's own matters, which its documents hold even when a question names no document
 # and says no "our": "When are expense reports due?" (the offline model reads the same words).
 TEAM_SUBJECTS = (
-    r"employees?|staff|vacation|holidays?|payroll|expenses?|office|on-?call|standup|offsite|vpn|"
+    r"employees?|staff|vacation|holidays?|payroll|expenses?|office|on[- ]?call|standup|offsite|vpn|"
     r"staging|deploy\w*|releases?|incidents?|colleagues?|procedure"
 )
 # The team's own knowledge, which its documents may hold: a document named with @, or the

@@ -142,6 +142,7 @@ async def test_a_tool_foresight_knows_nothing_about_stays_on_offer_to_the_one_ca
         ("When are expense reports due?", "5th of each month"),
         ("How many vacation days do new employees get?", "25 vacation days"),
         ("How does a rollback after a release work?", "redeploy the previous tag"),
+        ("Who is on call after this week's engineer?", "backup is the previous week's engineer"),
     ],
 )
 async def test_a_plain_question_about_a_team_subject_searches_the_documents(question, found):
