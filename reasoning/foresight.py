@@ -1263,8 +1263,9 @@ _OF_NUMBER_THEN = (
     r"more|off|a|an|the|i|we|you|then|also|again|now|exactly|approx|approximately|roughly|right|between|"
     r"among|amongst|across|on|at|from|if|when|so|but|equally|evenly"
 )
+# The number ends at its last digit: "of 80, can you help?" and "25% of 80, doubled" are 80 and
+# another clause, not 80 of some unit (the comma was read into the number, and the word as its unit).
 _OF_NUMBER_WORD = re.compile(
-    # The number ends on a digit: "25% of 80, doubled" has a clause after it, not a unit.
     rf"\bof\s+[-−]?[$€£¥₹]?\d(?:[\d,.]*\d)?\s+(?!(?:{_OF_NUMBER_THEN})\b)[a-z]",
     re.IGNORECASE,
 )
@@ -2017,12 +2018,18 @@ def _known_name(text: str) -> bool:
     )
 
 
+# The team's own matters, which its documents hold even when a question names no document
+# and says no "our": "When are expense reports due?" (the offline model reads the same words).
+TEAM_SUBJECTS = (
+    r"employees?|staff|vacation|holidays?|payroll|expenses?|office|on[- ]?call|standup|offsite|vpn|"
+    r"staging|deploy\w*|releases?|incidents?|colleagues?|procedure"
+)
 # The team's own knowledge, which its documents may hold: a document named with @, or the
-# team's policies, handbooks and processes.
+# team's policies, handbooks, processes and matters.
 _TEAM = re.compile(
     r'(?<![\w@])@(?:"[^"\n]{1,200}"|\w[\w.\-/]{0,199})|'
-    r"\b(our|we|us|team'?s|company'?s|handbook|policy|policies|runbook|wiki|on-?call|onboarding|"
-    r"internal|docs?|documents?)\b",
+    r"\b(our|we|us|team'?s|company'?s|handbook|policy|policies|runbook|wiki|onboarding|"
+    rf"internal|docs?|documents?|{TEAM_SUBJECTS})\b",
     re.IGNORECASE,
 )
 # "the US", "USA": a country, not "us" the team.

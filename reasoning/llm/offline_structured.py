@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from reasoning.llm.offline_text import (
+    CANNOT,
     answer_without_tools,
     covers,
     declined_for,
+    declined_whole,
     found_nothing,
     honestly_unanswerable,
     is_refusal,
@@ -160,13 +162,18 @@ def _filter(hints: dict[str, Any]) -> dict[str, Any]:
 
 def synthesize(hints: dict[str, Any]) -> str:
     results = hints.get("results", [])
-    blocks = []
+    blocks, findings = [], []
     for result in results:
         finding = strip_label(str(result.get("result", "")))
         if finding:
+            findings.append(finding)
             blocks.append(under_heading(str(result.get("query", "")), finding))
     if not blocks:
         return answer_without_tools(hints.get("query", ""))
+    # Steps the offline model declined, every one: one plain decline, not each fragment of a
+    # pasted email as a bold heading over the same paragraph (nor one heading over one decline).
+    if all(finding.startswith(CANNOT) for finding in findings):
+        return declined_whole(findings) or findings[0]
     return "\n\n".join(blocks)
 
 

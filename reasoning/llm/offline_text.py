@@ -15,6 +15,7 @@ from reasoning.foresight import (
     AMBIGUOUS_PLACES,
     COUNTRY_US,
     SEVERAL_ZONES,
+    TEAM_SUBJECTS,
     accounts_for,
     arithmetic_written,
     asks_now,
@@ -108,9 +109,8 @@ _TIME_IS_IT = re.compile(
 # searches them only for these: it has no general knowledge to search for).
 _DOCS = re.compile(
     r"\b(docs?|documents?|handbook|policy|policies|guide|manual|notes?|wiki|our|we|us|"
-    r"team'?s?|according to|onboarding|runbook|readme|spec|procedure|employees?|staff|vacation|"
-    r"holidays?|payroll|expenses?|office|on-?call|standup|offsite|vpn|staging|deploy\w*|releases?|"
-    r"incidents?|colleagues?|manager|who should i ask|where do i find)\b|@\S+",
+    r"team'?s?|according to|onboarding|runbook|readme|spec|manager|who should i ask|where do i find|"
+    rf"{TEAM_SUBJECTS})\b|@\S+",
     re.IGNORECASE,
 )
 _ONLY_MENTIONS = re.compile(rf"(?:\s*{MENTION.pattern}[\s,.;:!?]*)+")
@@ -149,10 +149,14 @@ _CAPABILITIES = re.compile(
     r"^\W*(?:help|can you help(?: me)?|help me)\W*$",
     re.IGNORECASE,
 )
-# "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one.
+# "And in London?", "Double it", "Add 9 to that": a message that leans on an earlier one; so
+# does one about the last answer ("What did you just say?", "Why?", "Are you sure?").
 _FOLLOW_UP = re.compile(
     r"^\W*(?:and|now|also|then|what about|how about)\b|\b(?:that|it|this|the result|the answer|them|"
-    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b(?!\s*[-+]?\d)",
+    r"the same)\W*$|\b(?:that|the) (?:result|answer|number|one)\b(?!\s*[-+]?\d)|"
+    r"^\W*(?:why|how so|are you sure|really|explain)\W*$|"
+    r"\byou (?:just )?(?:said|say|wrote|write|told me|answered)\b|"
+    r"\byour (?:last |previous |first |earlier )?(?:answer|reply|response|message)\b",
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"\w+")

@@ -195,11 +195,24 @@
     return document.querySelector(".turn .answer[data-active='true']");
   }
 
+  // Enter while a run works sends nothing: a note under the box says why, until the run ends.
+  function sayBusy() {
+    const box = document.getElementById("composer-error");
+    if (!box || box.querySelector(".gone, .busy")) return;
+    const note = Object.assign(document.createElement("p"), {
+      className: "note busy",
+      textContent: "Nexus is still answering: your message stays here. Send it once the answer is in, or press Stop first.",
+    });
+    note.setAttribute("role", "status");
+    box.append(note);
+  }
+
   // Send becomes Stop while a run works (the box keeps what the person is typing).
   function updateComposer() {
     const composer = document.getElementById("composer");
     if (!composer) return;
     const active = activeAnswer();
+    if (!active) composer.querySelectorAll("#composer-error .busy").forEach((p) => p.remove());
     const send = composer.querySelector("button.send");
     const stop = document.getElementById("stop-button");
     composer.dataset.running = active ? "true" : "false";
@@ -451,7 +464,12 @@
     if (input && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault(); // never a newline: Enter picks a completion or sends
       if (window.NexusCompletions && window.NexusCompletions.handlesEnter()) return;
-      if (activeAnswer()) return; // Stop first: Enter keeps the text for the next question
+      if (activeAnswer()) {
+        // Stop first: Enter keeps the text for the next question, and says so (it was silent,
+        // and a newcomer pressed it again and again).
+        sayBusy();
+        return;
+      }
       if (input.form.dataset.sending === "true") return; // the last one is on its way; keep this
       // Like Send, even when blank: the server says "Type a message first." (it was silent).
       input.form.requestSubmit();
@@ -481,15 +499,21 @@
 
   // The first page's box starts a chat with a full page load: once, and not over the limit
   // (the box says so already).
+  // So does "+ New chat" beside the documents, search and memory: a double-click made two.
   document.addEventListener("submit", (event) => {
     const form = event.target;
-    if (!form || form.id !== "start-composer") return;
+    if (!form || (form.id !== "start-composer" && !form.classList.contains("new-chat-form"))) return;
     const input = form.querySelector("#composer-input");
     if (form.dataset.sending === "true" || (input && tooLong(input))) {
       event.preventDefault();
       return;
     }
     form.dataset.sending = "true";
+  });
+  // A page shown again by Back from the browser's cache sends again when asked.
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    document.querySelectorAll("#start-composer, form.new-chat-form").forEach((form) => { delete form.dataset.sending; });
   });
   // A lost socket reconnects within 8 s of the server's return (the ws extension's own backoff
   // reached 64 s, and a page stayed stale for a minute after a restart).

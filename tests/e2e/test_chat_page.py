@@ -170,6 +170,26 @@ def test_send_becomes_stop_and_stop_ends_the_run(tab: Tab):
     expect(page.locator("ol.trace").last.locator("[data-kind='run.stopped']")).to_have_count(1)
 
 
+def test_enter_while_a_run_works_says_why_nothing_was_sent(tab: Tab):
+    """Enter while an answer was on its way did nothing at all: the text stayed in the box, no
+    word said why, and a newcomer pressed it again and again. It says so now, politely, and
+    the note goes once the answer is in (the text is still there to send)."""
+    page = tab.page
+    note = page.locator("#composer-error .busy")
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    expect(page.locator("#stop-button")).to_be_visible()
+    page.fill("#composer-input", "what is 9*9")
+    page.keyboard.press("Enter")
+    expect(note).to_have_text(re.compile(r"still answering.*Stop", re.S))
+    expect(note).to_have_attribute("role", "status")
+    expect(page.locator("article.turn")).to_have_count(1)
+    expect(page.locator("#status-line")).to_contain_text("Complete", timeout=30000)
+    expect(note).to_have_count(0)
+    expect(page.locator("#composer-input")).to_have_value("what is 9*9")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.turn")).to_have_count(2)
+
+
 def test_steps_that_arrive_out_of_order_are_shown_in_order(tab: Tab):
     """A reviewer saw "Run started" and its phase heading land at the bottom of a live trace
     (1 new chat in 8): a catch-up answered after a live push was appended after it."""
@@ -819,6 +839,31 @@ def test_a_message_shows_in_the_thread_while_it_is_on_its_way(tab: Tab):
     held[3].continue_()
     page.unroute("**/messages/")
     expect(last_answer(page).locator(".markdown")).to_contain_text("25", timeout=20000)
+
+
+def test_a_double_click_on_new_chat_makes_one_chat(tab: Tab, site: Site):
+    """A double-click on "+ New chat" from a chat with a question in it (or from the documents
+    page) posted twice, and two empty "New chat" rows stood in the list."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    for start in (page.url, site.url + "/documents/"):
+        page.goto(start)
+        rows = page.locator("#sidebar .session-list a")
+        before = rows.count()
+        if page.locator(".sidebar-toggle").first.is_visible():
+            page.locator(".sidebar-toggle").first.click()
+        with page.expect_navigation():
+            page.locator("#sidebar .new-chat").dblclick()
+        expect(page.locator("#session-title h1")).to_have_text("New chat")
+        page.wait_for_timeout(500)  # a second post, if any, lands meanwhile
+        page.reload()
+        expect(rows).to_have_count(before + 1)
+        blank = page.locator("#sidebar .session-list a", has_text=re.compile(r"^New chat$"))
+        expect(blank).to_have_count(1)
+        # The next start is from a chat with a question in it again.
+        ask(page, "What is 3+3?")
+        expect(last_answer(page).locator(".markdown")).to_contain_text("6", timeout=20000)
 
 
 def test_a_double_click_on_send_sends_once_and_stops_nothing(tab: Tab):

@@ -296,3 +296,81 @@ async def test_an_operator_word_with_a_typo_between_numbers_is_read(question, ex
 async def test_a_word_that_only_looks_like_a_slip_is_not_an_operator(question):
     _result, answer = await answer_to(question)
     assert "`10 * 5`" not in answer and "`10 + 5`" not in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("I need 15% of 80, can you help?", "**12**"),
+        ("What's 20% of 50, do you know?", "**10**"),
+        ("Work out 10% of 250, thanks", "**25**"),
+        ("What is a quarter of 200, quickly?", "**50**"),
+    ],
+)
+async def test_a_clause_after_the_number_is_not_read_as_its_unit(question, expected):
+    """A web review's: "I need 15% of 80, can you help?" was answered 12 and flagged "Low
+    confidence (quality 0.00)": the check read "80, can" as 80 of some unit it had not
+    computed. A comma ends the number; the words after it are another clause."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9 and result.kind != "low_confidence", (
+        result.quality,
+        answer,
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did you just say?",
+        "Why?",
+        "Are you sure?",
+        "explain your answer",
+        "What do you mean by your last reply?",
+        "how so?",
+    ],
+)
+async def test_a_question_about_the_last_answer_is_told_to_ask_in_full(question):
+    """A web review's: "what did you just say?", "Why?" or "Are you sure?" after an answer got
+    only "needs a real language model", while "can you repeat that?" was told that offline each
+    message is read on its own. They lean on the last answer just the same."""
+    _result, answer = await answer_to(question)
+    assert "each message is read on its own" in answer and "ask it in full" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why is the sky blue?",
+        "Are you sure the VPN password rotates every 90 days?",
+        "Explain recursion",
+        "What do you mean by recursion?",
+    ],
+)
+async def test_a_whole_question_with_why_or_explain_is_not_a_follow_up(question):
+    _result, answer = await answer_to(question)
+    assert "read on its own" not in answer, answer
+
+
+PASTED_EMAIL = (
+    "Summarize this email for me:\n\nHi team,\nThe migration to the new billing system is "
+    "scheduled for next Tuesday. Please make sure all invoices are closed by Monday evening. "
+    "Support will be on standby from 6am.\nThanks, Dana"
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        PASTED_EMAIL,
+        "Summarize this:\n\n" + "The quarterly report shows revenue rising in every region. " * 40,
+    ],
+)
+async def test_pasted_text_the_offline_model_cannot_work_on_gets_one_plain_decline(question):
+    """A web review's: a pasted email to summarise was planned DEEP and answered sentence by
+    sentence, each a bold heading over "I can't answer that offline: 'Please make sure all
+    invoices are closed…' needs a real language model", as if each line of the email were a
+    question; pasted text alone got its first sentence as a heading over the same decline."""
+    _result, answer = await answer_to(question)
+    assert "**" not in answer, answer
+    assert answer.count("can't answer that offline") == 1, answer
+    assert "invoices" not in answer, answer

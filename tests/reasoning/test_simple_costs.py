@@ -134,3 +134,26 @@ async def test_a_tool_foresight_knows_nothing_about_stays_on_offer_to_the_one_ca
     result = await engine.run("What's the status of OPS-7?", sink=ListSink())
     offered = [definition.name for definition in llm.requests_for("agent")[0].tools]
     assert offered == ["ticket_status"] and result.answer == "OPS-7 is in review."
+
+
+@pytest.mark.parametrize(
+    ("question", "found"),
+    [
+        ("When are expense reports due?", "5th of each month"),
+        ("How many vacation days do new employees get?", "25 vacation days"),
+        ("How does a rollback after a release work?", "redeploy the previous tag"),
+        ("Who is on call after this week's engineer?", "backup is the previous week's engineer"),
+    ],
+)
+async def test_a_plain_question_about_a_team_subject_searches_the_documents(question, found):
+    """A question about the team's own matters (expenses, vacation, releases) that names no
+    document nor says "our": the one-call answer was offered no search (foresight read no team
+    words in it), so the offline model said it needed a real model though a document held the
+    answer, and Claude answered from general knowledge."""
+    engine = AdaptiveReasoningLoop(
+        OfflineClient(),
+        ToolRegistry([builtin_provider(), team_documents()]),
+        ReasoningConfig.from_env({}, provider="offline"),
+    )
+    result = await engine.run(question, sink=ListSink())
+    assert found in result.answer, result.answer
