@@ -5,7 +5,8 @@ import pytest
 
 from reasoning.llm.anthropic_client import AnthropicClient
 from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy
-from tests.reasoning.fakewire import LoopbackWire, anthropic_stream
+from reasoning.llm.openai_client import OpenAIClient
+from tests.reasoning.fakewire import LoopbackWire, anthropic_stream, openai_stream
 
 QUESTION = LLMRequest(messages=[{"role": "user", "content": "x"}])
 
@@ -42,3 +43,35 @@ async def test_an_anthropic_stream_that_keeps_failing_midway_is_a_model_error(th
             await anthropic(url, retries=1, timeout=timeout).complete(QUESTION)
     assert error.value.kind == kind and error.value.retries == 1
     assert error.value.user_message() != "The reasoning engine could not produce an answer."
+
+
+def openai(base_url: str, *, retries: int = 2) -> OpenAIClient:
+    return OpenAIClient(
+        "llama3",
+        base_url=f"{base_url}/v1",
+        timeout=10.0,
+        retry=RetryPolicy(max_retries=retries, sleep=_no_sleep),
+    )
+
+
+# How vLLM and Ollama report a failure after the stream began: an `error` object as a data line.
+OPENAI_ERROR_MIDWAY = openai_stream(text="Half an ans", cut=True) + (
+    b'data: {"error": {"message": "model runner has unexpectedly stopped", "type": "server_error", '
+    b'"code": 500}}\n\n'
+)
+
+
+async def test_an_openai_compatible_error_midway_is_retried():
+    async with LoopbackWire(
+        (OPENAI_ERROR_MIDWAY, "end"), (openai_stream(text="A whole answer"), "end")
+    ) as url:
+        response = await openai(url).complete(QUESTION)
+    assert response.text == "A whole answer" and response.retries == 1
+
+
+async def test_an_openai_compatible_error_midway_until_retries_run_out_is_a_model_error():
+    async with LoopbackWire((OPENAI_ERROR_MIDWAY, "end"), (OPENAI_ERROR_MIDWAY, "end")) as url:
+        with pytest.raises(LLMError) as error:
+            await openai(url, retries=1).complete(QUESTION)
+    assert error.value.kind == "server" and error.value.retries == 1
+    assert "model runner has unexpectedly stopped" in str(error.value)
