@@ -32,6 +32,7 @@ def anthropic_stream(
     cache_read: int = 0,
     cache_write: int = 0,
     cut_after: int | None = None,
+    stop_reason: str | None = None,
 ) -> bytes:
     events: list[tuple[str | None, dict[str, Any] | str]] = [
         (
@@ -107,7 +108,10 @@ def anthropic_stream(
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+                "delta": {
+                    "stop_reason": stop_reason or ("tool_use" if tool else "end_turn"),
+                    "stop_sequence": None,
+                },
                 "usage": {"output_tokens": output_tokens},
             },
         )

@@ -331,3 +331,28 @@ def test_with_model_shares_the_connection():
     base = AnthropicClient("claude-sonnet-4-6", api_key="k")
     cheap = base.with_model("claude-haiku-4-5")
     assert cheap.model == "claude-haiku-4-5" and cheap._sdk is base._sdk
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "notice"), [("max_tokens", "length limit"), ("refusal", "declined to continue")]
+)
+async def test_an_answer_the_model_did_not_finish_says_so(stop_reason, notice):
+    """An answer cut off by max_tokens, or stopped by the API's refusal, ends mid-sentence:
+    the person is told, instead of reading half an answer as a whole one."""
+    cut = "Closures capture variables from the enclosing scope, so a function defined in"
+    wire = FakeWire(
+        anthropic_stream(text=cut, stop_reason=stop_reason),
+        anthropic_stream(
+            tool=(
+                "toolu_q",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.9, "reasoning": "ok", "missing_aspects": []},
+            )
+        ),
+    )
+    engine = AdaptiveReasoningLoop(
+        client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF, force_strategy=ExecutionStrategy.DIRECT)
+    )
+    result = await engine.run("What is a closure?", sink=ListSink())
+    assert result.answer.startswith(cut) and result.answer != cut
+    assert notice in result.answer
