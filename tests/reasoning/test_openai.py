@@ -193,3 +193,25 @@ async def test_streamed_chunks_become_draft_deltas():
     deltas = sink.of("answer.delta")
     assert deltas and "".join(d.payload["text"] for d in deltas) == result.answer
     assert sink.of("answer.final")[0].payload["draft"] == deltas[0].payload["draft"]
+
+
+async def test_json_with_trailing_commas_from_a_model_without_tools_is_read():
+    """Small local models in JSON mode often leave a comma before a closing bracket; the
+    evaluation is read, not dropped for the fallback that accepts any answer."""
+    wire = FakeWire(
+        openai_error(400, "model does not support tools"),
+        openai_stream(
+            text='```json\n{"complexity_level": "simple", "recommended_strategy": "direct", '
+            '"rationale": "easy",}\n```'
+        ),
+        openai_stream(text="Paris is the capital of France."),
+        openai_stream(
+            text='{"is_sufficient": true, "confidence": 0.9, "reasoning": "ok, fine", '
+            '"missing_aspects": ["none, really",],}'
+        ),
+    )
+    result = await AdaptiveReasoningLoop(client(wire), ToolRegistry([builtin_provider()]), config()).run(
+        "Capital of France?"
+    )
+    assert result.answer == "Paris is the capital of France." and result.degraded == []
+    assert result.quality == 0.9
