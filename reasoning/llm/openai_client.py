@@ -100,7 +100,11 @@ class OpenAIClient(LLMClient):
                         entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
                         entry["id"] = call.id or entry["id"]
                         if call.function is not None:
-                            entry["name"] += call.function.name or ""
+                            # OpenAI sends the name once; servers that send it again with
+                            # each piece of the arguments mean the same name.
+                            name = call.function.name or ""
+                            if name != entry["name"]:
+                                entry["name"] += name
                             entry["arguments"] += call.function.arguments or ""
                     if choice.finish_reason:
                         finish = choice.finish_reason
