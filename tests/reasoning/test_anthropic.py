@@ -8,6 +8,7 @@ import pytest
 from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
 from reasoning.llm.anthropic_client import AnthropicClient
 from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
+from reasoning.modes.base import ReasoningFailed
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, sse
@@ -356,3 +357,23 @@ async def test_an_answer_the_model_did_not_finish_says_so(stop_reason, notice):
     result = await engine.run("What is a closure?", sink=ListSink())
     assert result.answer.startswith(cut) and result.answer != cut
     assert notice in result.answer
+
+
+async def test_a_provider_that_keeps_timing_out_fails_the_run_after_one_retry_not_ten():
+    """Each timeout costs the whole LLM_TIMEOUT_SECONDS (120 s by default): four retries of
+    it, then the plain fallback's four more, kept a person waiting half an hour. A timeout
+    is retried once, and the run then fails with the provider's message."""
+    wire = FakeWire(*[httpx2.ReadTimeout("slow")] * 10)
+    engine = AdaptiveReasoningLoop(client(wire, retries=4), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    with pytest.raises(ReasoningFailed) as failure:
+        await engine.run("What is 17 times 23?", sink=ListSink())
+    assert failure.value.user_message == "The model provider did not answer in time."
+    assert len(wire.requests) == 2, "the call and one retry; no plain fallback repeating them"
+
+
+async def test_a_rejected_api_key_fails_the_run_at_once():
+    wire = FakeWire(*[anthropic_error(401, "authentication_error", "invalid x-api-key")] * 3)
+    engine = AdaptiveReasoningLoop(client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    with pytest.raises(ReasoningFailed) as failure:
+        await engine.run("What is 17 times 23?", sink=ListSink())
+    assert "rejected the API key" in failure.value.user_message and len(wire.requests) == 1
