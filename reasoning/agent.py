@@ -387,7 +387,7 @@ async def run_agent(
         )
         response, draft = await streamed_call(llm, request, open_draft)
         if not response.tool_calls or executor is None:
-            return AgentResult(response.text, records, round_number)
+            return AgentResult(unfinished_notice(response), records, round_number)
         if draft is not None:
             await draft.discard("tool_call")
         messages.append(response.assistant_message())
@@ -425,7 +425,23 @@ async def run_agent(
         hints=dict(hints or {}),
     )
     response, _ = await streamed_call(llm, request, open_draft)
-    return AgentResult(response.text, records, max_rounds + 1, hit_limit=True)
+    return AgentResult(unfinished_notice(response), records, max_rounds + 1, hit_limit=True)
+
+
+# What an answer the model did not finish gets at its end: it stops mid-sentence otherwise,
+# and reads as if it were whole.
+UNFINISHED = {
+    "max_tokens": "*(This answer was cut off: it reached the length limit for one answer.)*",
+    "refusal": "*(The model stopped here: it declined to continue this answer.)*",
+}
+
+
+def unfinished_notice(response: LLMResponse) -> str:
+    """The response's text, with a line saying so when the model did not finish it."""
+    notice = UNFINISHED.get(response.stop_reason)
+    if notice is None:
+        return response.text
+    return f"{response.text.rstrip()}\n\n{notice}" if response.text.strip() else notice
 
 
 async def streamed_call(

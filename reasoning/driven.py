@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from reasoning.agent import AgentResult, ToolExecutor, ToolRecord, streamed_call
+from reasoning.agent import AgentResult, ToolExecutor, ToolRecord, streamed_call, unfinished_notice
 from reasoning.drafts import DraftStream
 from reasoning.llm.base import LLMRequest, ToolCall
 from reasoning.quality.outputs import THOUGHT
@@ -101,6 +101,6 @@ async def run_reasoning_driven(
         if streamed is not None:
             await streamed.discard("revised")
         response, streamed = await streamed_call(thinker, request, open_draft)
-        draft = response.text
+        draft = unfinished_notice(response)
         text, about = draft, "assistant"
     return AgentResult(draft, records, iteration)

@@ -36,11 +36,38 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
 
 
 def _loads(candidate: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(candidate)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+    for text in (candidate, _without_trailing_commas(candidate)):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _without_trailing_commas(text: str) -> str:
+    """`text` without a comma before a closing bracket or brace (outside strings), which
+    models write and JSON forbids: `{"a": [1, 2,],}`."""
+    out: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "]}":
+            end = len(out)
+            while end and out[end - 1].isspace():
+                end -= 1
+            if end and out[end - 1] == ",":
+                del out[end - 1]
+        out.append(char)
+    return "".join(out)
 
 
 def _matching_brace(text: str, start: int) -> int | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reasoning.agent import unfinished_notice
 from reasoning.context import RunContext
 from reasoning.evaluator import format_results
 from reasoning.llm.base import LLMRequest, TextSink
@@ -61,4 +62,4 @@ class Synthesizer:
         )
         if not response.text.strip():
             raise ValueError("the synthesis came back empty")
-        return response.text
+        return unfinished_notice(response)

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx2
 
 from reasoning.llm.base import (
     LLMClient,
@@ -72,9 +73,11 @@ class AnthropicClient(LLMClient):
                     text = message.fold(event)
                     if text:
                         yield text
-        except anthropic.APITimeoutError as exc:
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
             raise LLMError(f"request timed out: {exc}", kind="timeout", provider=self.provider) from exc
-        except anthropic.APIConnectionError as exc:
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            # The SDK wraps transport errors of the request, not of the streamed body it is
+            # reading: a connection dropped or stalled mid-answer arrives as httpx's own.
             raise LLMError(f"connection failed: {exc}", kind="connection", provider=self.provider) from exc
         except anthropic.APIStatusError as exc:
             raise _status_error(exc) from exc

@@ -157,6 +157,8 @@ class RetryPolicy:
     """Exponential backoff with full jitter on retryable errors."""
 
     max_retries: int = 4
+    # A timeout has already cost the whole timeout (120 s by default): retried this often.
+    max_timeout_retries: int = 1
     base_delay: float = 0.5
     max_delay: float = 20.0
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
@@ -204,7 +206,7 @@ class LLMClient(ABC):
         """One call with retries. Text deltas go to `on_text` as they arrive (reset before a
         retry); the caller gets the whole answer."""
         request = replace(request, model=request.model or self.model)
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             started = time.perf_counter()
             delivered = False
@@ -226,7 +228,12 @@ class LLMClient(ABC):
                 final.model = final.model or request.model or self.model
                 return final
             except LLMError as error:
-                if not error.retryable or attempt >= self.retry.max_retries:
+                timeouts += error.kind == "timeout"
+                if (
+                    not error.retryable
+                    or attempt >= self.retry.max_retries
+                    or timeouts > self.retry.max_timeout_retries
+                ):
                     error.retries = attempt
                     raise
                 if delivered and on_text is not None:

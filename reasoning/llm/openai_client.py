@@ -100,7 +100,11 @@ class OpenAIClient(LLMClient):
                         entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
                         entry["id"] = call.id or entry["id"]
                         if call.function is not None:
-                            entry["name"] += call.function.name or ""
+                            # OpenAI sends the name once; servers that send it again with
+                            # each piece of the arguments mean the same name.
+                            name = call.function.name or ""
+                            if name != entry["name"]:
+                                entry["name"] += name
                             entry["arguments"] += call.function.arguments or ""
                     if choice.finish_reason:
                         finish = choice.finish_reason
@@ -122,6 +126,14 @@ class OpenAIClient(LLMClient):
                 status=exc.status_code,
                 provider=self.provider,
                 retry_after=_retry_after(exc),
+            ) from exc
+        except openai.APIError as exc:
+            # An error the server sent inside the stream after it began (vLLM, Ollama: a data
+            # line holding an `error` object): the answer broke off, like a 5xx mid-way.
+            raise LLMError(
+                f"OpenAI-compatible server error mid-stream: {_message(exc)}",
+                kind=_midstream_kind(exc.body),
+                provider=self.provider,
             ) from exc
         if finish is None:
             raise LLMError(
@@ -259,7 +271,15 @@ def _usage(usage: Any) -> Usage:
     )
 
 
-def _message(exc: openai.APIStatusError) -> str:
+def _midstream_kind(body: Any) -> str:
+    """The kind of an error sent inside a stream: its `code` when that is an HTTP status."""
+    code = body.get("code") if isinstance(body, dict) else None
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    return kind_for_status(code) if isinstance(code, int) and code >= 400 else "server"
+
+
+def _message(exc: openai.APIError) -> str:
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)

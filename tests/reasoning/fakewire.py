@@ -32,6 +32,7 @@ def anthropic_stream(
     cache_read: int = 0,
     cache_write: int = 0,
     cut_after: int | None = None,
+    stop_reason: str | None = None,
 ) -> bytes:
     events: list[tuple[str | None, dict[str, Any] | str]] = [
         (
@@ -107,7 +108,10 @@ def anthropic_stream(
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+                "delta": {
+                    "stop_reason": stop_reason or ("tool_use" if tool else "end_turn"),
+                    "stop_sequence": None,
+                },
                 "usage": {"output_tokens": output_tokens},
             },
         )
@@ -226,3 +230,61 @@ def openai_stream(
 
 def openai_error(status: int, message: str) -> httpx2.Response:
     return httpx2.Response(status, json={"error": {"message": message, "type": "error", "code": status}})
+
+
+class LoopbackWire:
+    """A real HTTP/1.1 server on 127.0.0.1 for the faults a mock transport cannot make: a
+    stream that stalls or whose connection drops after some events. Each reply is the list of
+    raw SSE event bytes to send in a chunked body, then what to do: "end" (finish the body),
+    "drop" (abort the connection mid-body) or "stall" (send nothing more)."""
+
+    def __init__(self, *replies: tuple[bytes, str]) -> None:
+        self.replies: deque[tuple[bytes, str]] = deque(replies)
+        self.requests = 0
+        self._server: Any = None
+        self._stalled: list[Any] = []
+
+    async def __aenter__(self) -> str:
+        import asyncio
+
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        for writer in self._stalled:
+            writer.transport.abort()
+        self._server.close()
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        try:
+            while True:
+                headers = (await reader.readuntil(b"\r\n\r\n")).decode().lower()
+                length = next(
+                    (
+                        int(line.split(":")[1])
+                        for line in headers.split("\r\n")
+                        if line.startswith("content-length")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                self.requests += 1
+                body, then = self.replies.popleft()
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
+                writer.write(b"transfer-encoding: chunked\r\n\r\n")
+                if body:
+                    writer.write(b"%x\r\n%s\r\n" % (len(body), body))
+                await writer.drain()
+                if then == "drop":
+                    writer.transport.abort()
+                    return
+                if then == "stall":
+                    self._stalled.append(writer)
+                    await asyncio.sleep(3600)
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            writer.close()

@@ -8,6 +8,7 @@ import pytest
 from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
 from reasoning.llm.anthropic_client import AnthropicClient
 from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
+from reasoning.modes.base import ReasoningFailed
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
 from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, sse
@@ -331,3 +332,48 @@ def test_with_model_shares_the_connection():
     base = AnthropicClient("claude-sonnet-4-6", api_key="k")
     cheap = base.with_model("claude-haiku-4-5")
     assert cheap.model == "claude-haiku-4-5" and cheap._sdk is base._sdk
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "notice"), [("max_tokens", "length limit"), ("refusal", "declined to continue")]
+)
+async def test_an_answer_the_model_did_not_finish_says_so(stop_reason, notice):
+    """An answer cut off by max_tokens, or stopped by the API's refusal, ends mid-sentence:
+    the person is told, instead of reading half an answer as a whole one."""
+    cut = "Closures capture variables from the enclosing scope, so a function defined in"
+    wire = FakeWire(
+        anthropic_stream(text=cut, stop_reason=stop_reason),
+        anthropic_stream(
+            tool=(
+                "toolu_q",
+                "record_quality_assessment",
+                {"is_sufficient": True, "confidence": 0.9, "reasoning": "ok", "missing_aspects": []},
+            )
+        ),
+    )
+    engine = AdaptiveReasoningLoop(
+        client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF, force_strategy=ExecutionStrategy.DIRECT)
+    )
+    result = await engine.run("What is a closure?", sink=ListSink())
+    assert result.answer.startswith(cut) and result.answer != cut
+    assert notice in result.answer
+
+
+async def test_a_provider_that_keeps_timing_out_fails_the_run_after_one_retry_not_ten():
+    """Each timeout costs the whole LLM_TIMEOUT_SECONDS (120 s by default): four retries of
+    it, then the plain fallback's four more, kept a person waiting half an hour. A timeout
+    is retried once, and the run then fails with the provider's message."""
+    wire = FakeWire(*[httpx2.ReadTimeout("slow")] * 10)
+    engine = AdaptiveReasoningLoop(client(wire, retries=4), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    with pytest.raises(ReasoningFailed) as failure:
+        await engine.run("What is 17 times 23?", sink=ListSink())
+    assert failure.value.user_message == "The model provider did not answer in time."
+    assert len(wire.requests) == 2, "the call and one retry; no plain fallback repeating them"
+
+
+async def test_a_rejected_api_key_fails_the_run_at_once():
+    wire = FakeWire(*[anthropic_error(401, "authentication_error", "invalid x-api-key")] * 3)
+    engine = AdaptiveReasoningLoop(client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF))
+    with pytest.raises(ReasoningFailed) as failure:
+        await engine.run("What is 17 times 23?", sink=ListSink())
+    assert "rejected the API key" in failure.value.user_message and len(wire.requests) == 1

@@ -9,7 +9,7 @@ from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.llm.openai_client import OpenAIClient
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.fakewire import FakeWire, openai_error, openai_stream
+from tests.reasoning.fakewire import FakeWire, openai_error, openai_stream, sse
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 
@@ -193,3 +193,54 @@ async def test_streamed_chunks_become_draft_deltas():
     deltas = sink.of("answer.delta")
     assert deltas and "".join(d.payload["text"] for d in deltas) == result.answer
     assert sink.of("answer.final")[0].payload["draft"] == deltas[0].payload["draft"]
+
+
+async def test_json_with_trailing_commas_from_a_model_without_tools_is_read():
+    """Small local models in JSON mode often leave a comma before a closing bracket; the
+    evaluation is read, not dropped for the fallback that accepts any answer."""
+    wire = FakeWire(
+        openai_error(400, "model does not support tools"),
+        openai_stream(
+            text='```json\n{"complexity_level": "simple", "recommended_strategy": "direct", '
+            '"rationale": "easy",}\n```'
+        ),
+        openai_stream(text="Paris is the capital of France."),
+        openai_stream(
+            text='{"is_sufficient": true, "confidence": 0.9, "reasoning": "ok, fine", '
+            '"missing_aspects": ["none, really",],}'
+        ),
+    )
+    result = await AdaptiveReasoningLoop(client(wire), ToolRegistry([builtin_provider()]), config()).run(
+        "Capital of France?"
+    )
+    assert result.answer == "Paris is the capital of France." and result.degraded == []
+    assert result.quality == 0.9
+
+
+async def test_a_tool_name_repeated_in_every_delta_is_one_name():
+    """Some OpenAI-compatible servers send the function's name again with each piece of its
+    arguments; the name is the tool's, not the pieces joined."""
+
+    def chunk(function: dict, finish: str | None = None) -> tuple[None, dict]:
+        delta = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": function}]}
+        return None, {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "llama3",
+            "choices": [{"index": 0, "delta": delta if function else {}, "finish_reason": finish}],
+        }
+
+    wire = FakeWire(
+        sse(
+            [
+                chunk({"name": "calculator", "arguments": '{"expression": '}),
+                chunk({"name": "calculator", "arguments": '"17*23"}'}),
+                chunk({}, "tool_calls"),
+                (None, "[DONE]"),
+            ]
+        )
+    )
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    (call,) = response.tool_calls
+    assert (call.name, call.arguments) == ("calculator", {"expression": "17*23"})

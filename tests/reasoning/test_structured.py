@@ -180,3 +180,19 @@ def test_the_seed_escalation_recommendation_says_whether_a_deeper_strategy_helps
     answered = QUALITY.read({"is_sufficient": False, "confidence": 0.4, "deeper_would_help": False})
     assert answered["deeper_would_help"] is False
     assert QUALITY.read({"is_sufficient": False, "confidence": 0.4})["deeper_would_help"] is True
+
+
+def test_json_with_trailing_commas_is_read_and_commas_in_strings_are_kept():
+    text = (
+        '{"is_sufficient": false, "confidence": 0.3, "reasoning": "misses [a,] {b,}", '
+        '"missing_aspects": ["X",],}'
+    )
+    result = QUALITY.read(None, f"```json\n{text}\n```")
+    assert result["is_sufficient"] is False and result["confidence"] == 0.3
+    assert result["reasoning"] == "misses [a,] {b,}"
+    plan = PLAN.read(
+        None,
+        '{"subtasks": [{"id": "step_1", "description": "Look up A",}, {"id": "step_2",'
+        ' "description": "Compare", "depends_on": ["step_1",],},],}',
+    )
+    assert [s["id"] for s in plan["subtasks"]] == ["step_1", "step_2"]

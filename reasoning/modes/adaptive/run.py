@@ -21,6 +21,7 @@ from reasoning.answer_check import LocalVerdict, check_answer
 from reasoning.cache import AnalysisCache
 from reasoning.context import RunContext, describe_error
 from reasoning.drafts import DraftStream
+from reasoning.llm.base import LLMError
 from reasoning.modes.adaptive.gate import EarlyAnswer, PlanGate
 from reasoning.modes.adaptive.strategies import Strategies
 from reasoning.modes.adaptive.triage import PHASE_ANALYSIS, Triage
@@ -38,6 +39,9 @@ from reasoning.types import (
 PHASE_QUALITY = "Phase 2: Quality Evaluation"
 PHASE_ESCALATION = "Phase 3: Auto-Escalation"
 PHASE_COMPLETE = "Complete"
+# Model errors after which the plain-answer fallback would only repeat the failing call: a
+# rejected key, and a provider that did not answer in time (twice, each the whole timeout).
+PROVIDER_DOWN = frozenset({"auth", "timeout"})
 PHASE_REFLECTION = "Reflection"
 
 
@@ -105,6 +109,10 @@ class AdaptiveRun:
             if self.finishing:
                 raise
             await self.triage.drop_speculation(None)
+            if isinstance(error, LLMError) and error.kind in PROVIDER_DOWN:
+                # The plain answer would make the same call to the same provider again.
+                await ctx.drafts.discard_current("failed")
+                raise await ctx.fail(error) from error
             await ctx.degrade("adaptive_loop", describe_error(error), "answering directly without reasoning")
             return await self.plain_fallback(error)
 
