@@ -620,8 +620,34 @@
     if (input) {
       fitComposer(input);
       sayIfTooLong(input);
+      keepDraft(input);
     }
   });
+  // What is typed in a chat's box and not sent is kept for this tab (sessionStorage: gone with
+  // the tab, never left behind on a shared computer) and is there again when the chat is
+  // opened again: opening another chat to look something up lost it.
+  function draftKey(input) {
+    const form = input.form;
+    return form && form.id === "composer" ? "nexus-unsent:" + form.getAttribute("action") : null;
+  }
+  function keepDraft(input) {
+    const key = draftKey(input);
+    if (!key) return;
+    try {
+      if (input.value.trim()) sessionStorage.setItem(key, input.value);
+      else sessionStorage.removeItem(key);
+    } catch (error) { /* storage full or refused: the box still holds the text */ }
+  }
+  function restoreDraft() {
+    const input = document.querySelector("#composer #composer-input");
+    if (!input || input.value) return;
+    let kept = null;
+    try { kept = sessionStorage.getItem(draftKey(input)); } catch (error) { kept = null; }
+    if (!kept) return;
+    input.value = kept;
+    fitComposer(input);
+    sayIfTooLong(input);
+  }
   // Over the limit, the box says so while the text is typed or pasted (a maxlength cut a
   // long paste off silently, its end lost); the server refuses it with the same words.
   // The length the server counts (services.message_validate): code points, not UTF-16 units,
@@ -822,6 +848,7 @@
     document.querySelectorAll("#composer-error .error:not(.live-updates):not(.gone)").forEach((p) => p.remove());
     showSending(input.value);
     input.value = "";
+    keepDraft(input); // sent: nothing unsent to keep (a refusal puts the text back, and keeps it)
     fitComposer(input);
   });
   document.addEventListener("htmx:beforeSwap", (event) => {
@@ -839,6 +866,7 @@
     if (event.detail.successful && afterSuccess(event.detail.xhr)) return;
     if (!document.querySelector("#thread article.turn")) document.getElementById("empty-state")?.removeAttribute("hidden");
     if (sent && !input.value.startsWith(sent)) input.value = sent + (input.value ? "\n" + input.value : "");
+    keepDraft(input);
     fitComposer(input);
   });
   // Renamed: the header was drawn again, and focus would fall back to the page's top; a
@@ -858,6 +886,7 @@
     document.getElementById("thread")?.addEventListener("scroll", followScroll, { passive: true });
     afterThreadChange(null);
     revealPending();
+    restoreDraft();
     addCopyButtons(document);
     updateTitle();
     scrollThread(true);

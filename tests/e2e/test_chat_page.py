@@ -786,6 +786,25 @@ def test_what_is_typed_while_a_message_is_on_its_way_is_kept_and_nothing_is_sent
     expect(box).to_have_value("What is 5*5?\nand then?")
 
 
+def test_what_is_typed_and_not_sent_is_there_again_when_the_chat_is_opened_again(tab: Tab):
+    """Found by a review: a question half typed in one chat was gone after opening another chat
+    to look something up and coming back."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    first = page.url
+    box = page.locator("#composer-input")
+    box.fill("What is 6*7 and what time is it in Lima?")
+    new_chat(page)
+    expect(box).to_have_value("")
+    page.goto(first)
+    expect(box).to_have_value("What is 6*7 and what time is it in Lima?")
+    box.press("Enter")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("42", timeout=20000)
+    page.reload()
+    expect(box).to_have_value(""), "sent: not kept"
+
+
 def test_a_message_shows_in_the_thread_while_it_is_on_its_way(tab: Tab):
     """The box emptied at once, but nothing showed the message until the server had stored
     it: on a busy server the question simply vanished for seconds."""
