@@ -134,6 +134,10 @@ class LLMError(Exception):
             "timeout": "The model provider did not answer in time.",
             "connection": "Could not reach the model provider.",
             "auth": "The model provider rejected the API key; check the configuration.",
+            "not_found": "The model provider does not know the configured model (or address); check "
+            f"the model names in the configuration. It said: {self}",
+            "too_large": "The request was too large for the model provider: the conversation, its "
+            "documents or tool results are too long. Start a new chat or ask about less at once.",
         }.get(self.kind, f"The model call failed: {self}")
 
 
@@ -149,7 +153,7 @@ def kind_for_status(status: int) -> str:
         return "timeout"
     if status >= 500:
         return "server"
-    return "bad_request"
+    return {404: "not_found", 413: "too_large"}.get(status, "bad_request")
 
 
 @dataclass

@@ -291,6 +291,22 @@ async def test_tool_input_cut_off_by_max_tokens_is_malformed_not_half_the_argume
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (40, 64, 30)
 
 
+async def test_an_unknown_model_or_an_oversized_request_is_said_in_words_a_person_can_act_on():
+    """Found by a review: both showed the raw API text behind "The model call failed: Anthropic
+    API error 404: …", with nothing about what to change; neither is retried."""
+    wire = FakeWire(anthropic_error(404, "not_found_error", "model: claude-sonet-4-6"))
+    with pytest.raises(LLMError) as error:
+        await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    said = error.value.user_message()
+    assert "does not know the configured model" in said and "claude-sonet-4-6" in said
+    assert len(wire.requests) == 1
+    wire = FakeWire(anthropic_error(413, "request_too_large", "Request exceeds the maximum size"))
+    with pytest.raises(LLMError) as error:
+        await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert "too large" in error.value.user_message() and "Start a new chat" in error.value.user_message()
+    assert len(wire.requests) == 1
+
+
 async def test_timeouts_and_bad_requests():
     wire = FakeWire(httpx2.ReadTimeout("slow"), httpx2.ReadTimeout("slow"))
     with pytest.raises(LLMError) as error:
