@@ -1014,8 +1014,9 @@ def _exclaimed(text: str) -> str:
 
 
 _COMMA_THEN = re.compile(
-    r"(?<=\d)\s*,\s*(?=(?:plus|minus|times|divided by|multiplied by)\s+\d|"
-    r"(?:squared|cubed|doubled|tripled|halved)\b)"
+    # "…, and that times 3" / "… and the result plus 5" too: the result so far, named.
+    r"(?<=\d)(?:\s*,\s*(?:and\s+(?:that|it|the result)\s+)?|\s+and\s+(?:that|the result)\s+)"
+    r"(?=(?:plus|minus|times|divided by|multiplied by)\s+\d|(?:squared|cubed|doubled|tripled|halved)\b)"
 )
 # A negative number raised to a power by words: in brackets, so the power is the number's
 # ("-5 squared" is 25; not after a number: "10 - 5 squared" is -15).

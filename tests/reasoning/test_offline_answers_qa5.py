@@ -141,3 +141,20 @@ async def test_two_amounts_compared_are_not_answered_with_one_side(question):
 async def test_a_share_above_or_below_an_amount_is_still_computed(question, expected):
     result, answer = await answer_to(question)
     assert expected in answer and result.quality >= 0.9, (result.quality, answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is 300 divided by 4, and that times 3?", "**225**"),
+        ("What is 300 divided by 4 and that times 3?", "**225**"),
+        ("12 times 12, and the result minus 44", "**100**"),
+        ("what is 7 plus 5, and that squared", "**144**"),
+        ("what's 90 minus 15, and it divided by 5", "**15**"),
+    ],
+)
+async def test_a_step_on_the_result_named_as_that_is_done_to_it(question, expected):
+    """ "What is 300 divided by 4, and that times 3?" showed 75 alone, unapproved: a step on
+    "that" was read only when it was a question of its own ("and what is that times 3?")."""
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality >= 0.9, (result.quality, answer)
