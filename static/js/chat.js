@@ -879,9 +879,10 @@
   });
 
   document.addEventListener("DOMContentLoaded", () => {
-    // A first question refused (over a limit, say) came back as the page of the form's POST:
-    // the address is the page's own again, so a reload shows it instead of sending again.
-    const address = document.getElementById("start-composer")?.dataset.address;
+    // A first question or an upload refused (over a limit, say) came back as the page of the
+    // form's POST: the address is the page's own again, so a reload shows it instead of
+    // offering to send the form again.
+    const address = document.querySelector("#start-composer[data-address], form.upload[data-address]")?.dataset.address;
     if (address) history.replaceState(null, "", address);
     document.getElementById("thread")?.addEventListener("scroll", followScroll, { passive: true });
     afterThreadChange(null);
