@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx2
 
 from reasoning.llm.base import (
     LLMClient,
@@ -78,6 +79,15 @@ class AnthropicClient(LLMClient):
             raise LLMError(f"connection failed: {exc}", kind="connection", provider=self.provider) from exc
         except anthropic.APIStatusError as exc:
             raise _status_error(exc) from exc
+        # The SDK wraps transport errors raised while it sends the request, not those raised
+        # while the stream is read: a connection dropped mid-answer or a model silent past the
+        # read timeout after its first bytes come as httpx's own errors, to be retried the same.
+        except httpx2.TimeoutException as exc:
+            raise LLMError(f"request timed out: {exc}", kind="timeout", provider=self.provider) from exc
+        except httpx2.TransportError as exc:
+            raise LLMError(
+                f"connection failed: {exc or type(exc).__name__}", kind="connection", provider=self.provider
+            ) from exc
         if not message.stopped:
             raise LLMError(
                 "the API's stream ended before the answer was complete",
