@@ -144,29 +144,37 @@ def turn_of(run: ReasoningRun) -> dict[str, Any]:
 @dataclass(frozen=True)
 class QueuePlace:
     """Where a queued run stands: how many runs must start or finish before it starts (the
-    queued runs posted before it that are its owner's or whose owners are under the
-    concurrent-run limit, and, when its owner is at the limit, the owner's running runs that
-    must finish first; others' runs waiting for their owners' turns are not ahead), and whether it is
-    stuck: nobody will start it on their own, because its dispatch failed (the queue was down)
-    and it is not merely waiting for its owner's earlier runs."""
+    queued runs posted before it that are its owner's or start as soon as a worker takes them
+    (another owner's oldest, up to their concurrent-run limit), and, when its owner is at the
+    limit, the owner's running runs that must finish first; others' runs waiting for their
+    owners' turns are not ahead), and whether it is stuck: nobody will start it on their own,
+    because its dispatch failed (the queue was down) and it is not merely waiting for its
+    owner's earlier runs."""
 
     ahead: int
     stuck: bool
 
 
-# A queued run's place: the queued runs posted before it (its owner's, and others' whose owners
-# are under the concurrent-run limit: runs waiting for their own owner's turn are not ahead, and
-# the sweeper re-sends those now and then, so whether they were dispatched says nothing), and its
-# owner's running runs, in one statement (asked for every queued turn a page, a message POST or a
-# socket's queue refresh renders; the ORM's aggregate cost several times the statement's work).
+# A queued run's place: the queued runs posted before it (its owner's, and of others' only those
+# that start as soon as a worker takes them: the oldest `limit - running` of each other owner's
+# queued runs; the rest wait for their own owner's turn and are not ahead, and the sweeper re-sends
+# those now and then, so whether they were dispatched says nothing), and its owner's running runs,
+# in one statement (asked for every queued turn a page, a message POST or a socket's queue refresh
+# renders; the ORM's aggregate cost several times the statement's work). Counting every queued run
+# of an owner under the limit made a page's count jump up by another person's whole backlog each
+# time one of their runs finished ("4 ahead", "9 ahead", "4 ahead"), though only one would start.
 QUEUE_PLACE = """
 SELECT
-  (SELECT COUNT(*) FROM chat_reasoningrun q JOIN chat_chatsession qs ON qs.id = q.session_id
+  (SELECT COUNT(*) FROM
+     (SELECT q.id, q.created_at, qs.owner_id,
+             ROW_NUMBER() OVER (PARTITION BY qs.owner_id ORDER BY q.created_at, q.id) AS place
+      FROM chat_reasoningrun q JOIN chat_chatsession qs ON qs.id = q.session_id
+      WHERE q.status = %(queued)s) w
     LEFT JOIN (SELECT bs.owner_id, COUNT(*) AS running FROM chat_reasoningrun b
                JOIN chat_chatsession bs ON bs.id = b.session_id WHERE b.status = %(running)s
-               GROUP BY bs.owner_id) busy ON busy.owner_id = qs.owner_id
-    WHERE q.status = %(queued)s AND (qs.owner_id = s.owner_id OR COALESCE(busy.running, 0) < %(limit)s)
-    AND (q.created_at < r.created_at OR (q.created_at = r.created_at AND q.id < r.id))),
+               GROUP BY bs.owner_id) busy ON busy.owner_id = w.owner_id
+    WHERE (w.owner_id = s.owner_id OR w.place <= %(limit)s - COALESCE(busy.running, 0))
+    AND (w.created_at < r.created_at OR (w.created_at = r.created_at AND w.id < r.id))),
   (SELECT COUNT(*) FROM chat_reasoningrun m JOIN chat_chatsession ms ON ms.id = m.session_id
     WHERE ms.owner_id = s.owner_id AND m.status = %(running)s)
 FROM chat_reasoningrun r JOIN chat_chatsession s ON s.id = r.session_id

@@ -312,8 +312,8 @@ class RunContext:
             )
         await self.emit(
             "run.failed",
-            "Complete",
-            mode="Complete",
+            "Failed",
+            mode="Failed",  # the status line's last word: a failed run is not "Complete"
             error=message,
             detail=describe_error(error) if error is not None else message,
             usage=self.totals.usage,

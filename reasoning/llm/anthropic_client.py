@@ -78,7 +78,9 @@ class AnthropicClient(LLMClient):
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             # The SDK wraps transport errors of the request, not of the streamed body it is
             # reading: a connection dropped or stalled mid-answer arrives as httpx's own.
-            raise LLMError(f"connection failed: {exc}", kind="connection", provider=self.provider) from exc
+            raise LLMError(
+                f"connection failed: {exc or type(exc).__name__}", kind="connection", provider=self.provider
+            ) from exc
         except anthropic.APIStatusError as exc:
             raise _status_error(exc) from exc
         if not message.stopped:

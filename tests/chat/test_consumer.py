@@ -97,6 +97,29 @@ async def test_events_arrive_in_order_with_status_and_answer(alice, alice_sessio
     await communicator.disconnect()
 
 
+async def test_a_run_the_engine_fails_ends_with_the_status_line_saying_failed(
+    alice, alice_session, monkeypatch
+):
+    """Found under a team load with the model hanging on every call: each run failed with "The
+    model provider did not answer in time.", but its open pages' status line ended at "✅ Mode:
+    Complete" (the engine's run.failed said so) where a reload said "✗ Mode: Failed"."""
+    from reasoning.llm.base import LLMError
+    from reasoning.llm.scripted import ScriptedClient
+
+    script = ScriptedClient(default=LLMError("request timed out", kind="timeout"))
+    monkeypatch.setattr("chat.engine.build_llm", lambda: script)
+    communicator = await socket(alice_session.pk, alice)
+    assert (await communicator.connect())[0]
+    run = await database_sync_to_async(services.message_post)(session=alice_session, content="What is 2+2?")
+    await communicator.send_to(text_data=json.dumps({"type": "sync", "cursor": {str(run.pk): 0}}))
+    assert await execute_run(run.pk) == "failed"
+    html = await receive_all(communicator)
+    modes = re.findall(r'id="status-line".*?Mode: <strong>([^<]*)</strong>', html, re.S)
+    assert modes and modes[-1] == "Failed", modes
+    assert "did not answer in time" in html
+    await communicator.disconnect()
+
+
 async def test_a_question_asked_in_another_tab_shows_while_it_waits_to_start(alice, alice_session):
     """The other tabs of a chat learnt of a question from its run's first event: one waiting
     its turn (queued behind its owner's other runs) showed in none of them until it started."""

@@ -132,6 +132,26 @@ def test_another_persons_waiting_runs_are_not_counted_ahead_of_yours(clients):
     assert "Queued (3 ahead)" in alices, "her own earlier runs are ahead of her last one"
 
 
+@override_settings(NEXUS_MAX_RUNS_PER_USER=2)
+def test_a_finished_run_of_another_person_counts_only_their_next_run_ahead_not_their_backlog(clients):
+    """Found under a team load (10 people posting 10 questions each): a queued run's page said
+    "Queued (4 ahead)", then "(9 ahead)", then "(4 ahead)" again. Whenever one of another
+    person's runs finished, every run of that person's backlog posted before it counted as
+    ahead for as long as they were under their limit, though only their oldest would start."""
+    first, second, *_waiting = post_in_new_chats(clients["alice"], 5)
+    for run in (first, second):
+        assert services.run_claim(run.pk, worker="w:1")
+    bobs_first, bobs_second, bobs_third = post_in_new_chats(clients["bob"], 3)
+    for run in (bobs_first, bobs_second):
+        assert services.run_claim(run.pk, worker="w:1")
+    page = clients["bob"].get(reverse("chat:session", args=[bobs_third.session_id])).content.decode()
+    assert "Queued (1 ahead)" in page, "his own running run that must finish; alice's waiting ones are not"
+
+    services.run_mark_succeeded(first)  # alice is under her limit: her oldest waiting run starts next
+    page = clients["bob"].get(reverse("chat:session", args=[bobs_third.session_id])).content.decode()
+    assert "Queued (2 ahead)" in page, "alice's next run and his own; not the rest of her backlog"
+
+
 def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     (run,) = post_in_new_chats(clients["alice"], 1)
     page = clients["alice"].get(reverse("chat:session", args=[run.session_id])).content.decode()

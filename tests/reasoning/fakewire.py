@@ -128,6 +128,26 @@ def anthropic_error(status: int, error_type: str, message: str = "") -> httpx2.R
     )
 
 
+class BrokenStream(httpx2.AsyncByteStream):
+    """A response body that delivers `data`, then fails as the connection would: dropped
+    mid-body (RemoteProtocolError, "incomplete chunked read") or silent past the read timeout."""
+
+    def __init__(self, data: bytes, error: Exception) -> None:
+        self.data = data
+        self.error = error
+
+    async def __aiter__(self):  # type: ignore[override]
+        yield self.data
+        raise self.error
+
+
+def broken_stream(data: bytes, error: Exception) -> Callable[[httpx2.Request], httpx2.Response]:
+    """A reply whose SSE body stops after `data` with `error` raised by the transport."""
+    return lambda request: httpx2.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=BrokenStream(data, error)
+    )
+
+
 Reply = httpx2.Response | bytes | Exception | Callable[[httpx2.Request], httpx2.Response]
 
 

@@ -11,7 +11,7 @@ from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.modes.base import ReasoningFailed
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, sse
+from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, broken_stream, sse
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 # The analysis model is asked only when the local router is unsure; these make it always unsure.
@@ -229,6 +229,31 @@ async def test_a_stream_cut_off_before_message_stop_is_retried_not_taken_for_the
     wire = FakeWire(cut, anthropic_stream(text="The answer is 391; in Tokyo it is 21:00."))
     response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
     assert response.text == "The answer is 391; in Tokyo it is 21:00." and response.retries == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        httpx2.RemoteProtocolError("peer closed connection without sending complete message body"),
+        httpx2.ReadTimeout("the model went quiet for longer than the timeout"),
+        httpx2.ReadError("connection reset by peer"),
+    ],
+    ids=["dropped", "stalled", "reset"],
+)
+async def test_a_connection_lost_mid_stream_is_retried_as_a_connection_error(error):
+    """The SDK does not wrap transport errors raised while a stream is read: a connection a
+    proxy dropped, or a model silent past LLM_TIMEOUT_SECONDS after its first bytes, escaped
+    as raw httpx errors, were never retried, and under load skipped quality checks, fell
+    back to unreasoned answers or failed runs with "could not produce an answer"."""
+    partial = anthropic_stream(text="The answer is 391 and the time", cut_after=4)
+    wire = FakeWire(broken_stream(partial, error), anthropic_stream(text="The answer is 391 in Tokyo."))
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert response.text == "The answer is 391 in Tokyo." and response.retries == 1
+    wire = FakeWire(*[broken_stream(partial, error)] * 2)
+    with pytest.raises(LLMError) as raised:
+        await client(wire, retries=1).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    expected = "timeout" if isinstance(error, httpx2.TimeoutException) else "connection"
+    assert raised.value.kind == expected and raised.value.retries == 1
 
 
 async def test_tool_input_cut_off_by_max_tokens_is_malformed_not_half_the_arguments():

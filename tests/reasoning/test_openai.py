@@ -2,6 +2,7 @@
 
 import json
 
+import httpx2
 import pytest
 
 from reasoning import AdaptiveReasoningLoop, ExecutionStrategy, ListSink, ReasoningConfig
@@ -9,7 +10,7 @@ from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.llm.openai_client import OpenAIClient
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.fakewire import FakeWire, openai_error, openai_stream, sse
+from tests.reasoning.fakewire import FakeWire, broken_stream, openai_error, openai_stream, sse
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 
@@ -116,6 +117,21 @@ async def test_500_until_retries_run_out():
 
 async def test_a_stream_cut_midway_is_retried():
     wire = FakeWire(openai_stream(text="Half an ans", cut=True), openai_stream(text="A whole answer"))
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert response.text == "A whole answer" and response.retries == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [httpx2.RemoteProtocolError("incomplete chunked read"), httpx2.ReadTimeout("the server went quiet")],
+    ids=["dropped", "stalled"],
+)
+async def test_a_connection_lost_mid_stream_is_retried(error):
+    """Transport errors raised while the stream is read escaped the SDK unwrapped, unretried."""
+    wire = FakeWire(
+        broken_stream(openai_stream(text="Half an ans", cut=True), error),
+        openai_stream(text="A whole answer"),
+    )
     response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
     assert response.text == "A whole answer" and response.retries == 1
 
