@@ -29,6 +29,11 @@ class Totals:
     # input tokens the provider does not report back, so they are counted separately.
     cancelled: int = 0
     by_component: dict[str, int] = field(default_factory=dict)
+    # Set by the first call that found the provider down (LLMError.provider_down): the run's
+    # later calls fail with it at once. Each component degrades and asks again, so a provider
+    # that stopped answering made a run wait out the timeout twice per component (six times
+    # at 120 s before the answer call failed).
+    down: LLMError | None = None
 
     def add(self, component: str, model: str, usage: Usage) -> Decimal:
         cost = cost_of(model, usage)
@@ -76,6 +81,9 @@ class ComponentLLM:
             cache_system=request.cache_system and self.config.enable_caching,
             cache_tools=request.cache_tools and self.config.enable_caching,
         )
+        down = self.totals.down
+        if down is not None:
+            raise LLMError(str(down), kind=down.kind, status=down.status, provider=down.provider)
         started = time.perf_counter()
         try:
             response = await self.client.complete(request, on_text=on_text)
@@ -83,6 +91,8 @@ class ComponentLLM:
             self.totals.cancelled += 1
             raise
         except LLMError as error:
+            if error.provider_down:
+                self.totals.down = error
             await self.emitter.emit(
                 "llm.call",
                 component=self.component,

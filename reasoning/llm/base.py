@@ -125,6 +125,13 @@ class LLMError(Exception):
     def retryable(self) -> bool:
         return self.kind in self.RETRYABLE_KINDS
 
+    @property
+    def provider_down(self) -> bool:
+        """A rejected key, or a provider that did not answer in time (twice, each the whole
+        timeout): asking it again in the same run, for another component or a fallback, only
+        repeats the wait."""
+        return self.kind in ("auth", "timeout")
+
     def user_message(self) -> str:
         """What a person should read: short, specific, without internals."""
         return {

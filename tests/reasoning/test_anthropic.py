@@ -412,6 +412,21 @@ async def test_a_provider_that_keeps_timing_out_fails_the_run_after_one_retry_no
     assert len(wire.requests) == 2, "the call and one retry; no plain fallback repeating them"
 
 
+async def test_a_provider_that_stopped_answering_is_not_asked_again_by_the_runs_later_components():
+    """Found by a review under load: a model that hung on every call kept a run "Analyzing…"
+    for the whole run time limit; each component (analysis, plan, answer) waited out the timeout
+    twice and degraded, and the next one asked the same silent provider again."""
+    wire = FakeWire(*[httpx2.ReadTimeout("slow")] * 10)
+    engine = AdaptiveReasoningLoop(
+        client(wire, retries=4), None, ReasoningConfig(**QUALITY_LAYERS_OFF, **ALWAYS_ANALYSE)
+    )
+    sink = ListSink()
+    with pytest.raises(ReasoningFailed) as failure:
+        await engine.run("Compare three database indexing strategies for a library system", sink=sink)
+    assert failure.value.user_message == "The model provider did not answer in time."
+    assert len(wire.requests) == 2, "the analysis call and its one retry; nothing after it asks again"
+
+
 async def test_a_rejected_api_key_fails_the_run_at_once():
     wire = FakeWire(*[anthropic_error(401, "authentication_error", "invalid x-api-key")] * 3)
     engine = AdaptiveReasoningLoop(client(wire), None, ReasoningConfig(**QUALITY_LAYERS_OFF))

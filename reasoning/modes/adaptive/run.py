@@ -39,9 +39,6 @@ from reasoning.types import (
 PHASE_QUALITY = "Phase 2: Quality Evaluation"
 PHASE_ESCALATION = "Phase 3: Auto-Escalation"
 PHASE_COMPLETE = "Complete"
-# Model errors after which the plain-answer fallback would only repeat the failing call: a
-# rejected key, and a provider that did not answer in time (twice, each the whole timeout).
-PROVIDER_DOWN = frozenset({"auth", "timeout"})
 PHASE_REFLECTION = "Reflection"
 
 
@@ -109,7 +106,7 @@ class AdaptiveRun:
             if self.finishing:
                 raise
             await self.triage.drop_speculation(None)
-            if isinstance(error, LLMError) and error.kind in PROVIDER_DOWN:
+            if isinstance(error, LLMError) and error.provider_down:
                 # The plain answer would make the same call to the same provider again.
                 await ctx.drafts.discard_current("failed")
                 raise await ctx.fail(error) from error
