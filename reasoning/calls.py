@@ -36,11 +36,16 @@ class Totals:
     down: LLMError | None = None
 
     def add(self, component: str, model: str, usage: Usage) -> Decimal:
+        cost = self.charge(model, usage)
+        self.calls += 1
+        self.by_component[component] = self.by_component.get(component, 0) + 1
+        return cost
+
+    def charge(self, model: str, usage: Usage) -> Decimal:
+        """Tokens and their cost, without a call: what a failed call was billed."""
         cost = cost_of(model, usage)
         self.usage = self.usage + usage
         self.cost += cost
-        self.calls += 1
-        self.by_component[component] = self.by_component.get(component, 0) + 1
         return cost
 
 
@@ -93,6 +98,7 @@ class ComponentLLM:
         except LLMError as error:
             if error.provider_down:
                 self.totals.down = error
+            cost = self.totals.charge(request.model or "", error.usage)
             await self.emitter.emit(
                 "llm.call",
                 component=self.component,
@@ -102,8 +108,8 @@ class ComponentLLM:
                 error=str(error),
                 error_kind=error.kind,
                 retries=error.retries,
-                **Usage().to_dict(),
-                cost="0",
+                **error.usage.to_dict(),
+                cost=str(cost),
             )
             raise
         cost = self.totals.add(self.component, response.model or request.model or "", response.usage)

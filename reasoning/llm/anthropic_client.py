@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -74,21 +75,24 @@ class AnthropicClient(LLMClient):
                     if text:
                         yield text
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:
-            raise LLMError(f"request timed out: {exc}", kind="timeout", provider=self.provider) from exc
+            error = LLMError(f"request timed out: {exc}", kind="timeout", provider=self.provider)
+            raise message.spent(error) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             # The SDK wraps transport errors of the request, not of the streamed body it is
             # reading: a connection dropped or stalled mid-answer arrives as httpx's own.
-            raise LLMError(
+            error = LLMError(
                 f"connection failed: {exc or type(exc).__name__}", kind="connection", provider=self.provider
-            ) from exc
-        except anthropic.APIStatusError as exc:
-            raise _status_error(exc) from exc
+            )
+            raise message.spent(error) from exc
+        except anthropic.APIStatusError as exc:  # an `error` event mid-stream too
+            raise message.spent(_status_error(exc)) from exc
         if not message.stopped:
-            raise LLMError(
+            error = LLMError(
                 "the API's stream ended before the answer was complete",
                 kind="connection",
                 provider=self.provider,
             )
+            raise message.spent(error)
         yield message.response(self.provider)
 
     def _params(self, request: LLMRequest) -> dict[str, Any]:
@@ -193,6 +197,11 @@ class _Message:
             value = getattr(usage, field, None)
             if value is not None:
                 setattr(self.usage, name, value)
+
+    def spent(self, error: LLMError) -> LLMError:
+        """`error`, with the tokens the stream reported before it broke."""
+        error.usage = replace(self.usage)
+        return error
 
     def response(self, provider: str) -> LLMResponse:
         text_parts: list[str] = []

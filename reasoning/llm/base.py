@@ -120,6 +120,9 @@ class LLMError(Exception):
         self.retry_after = retry_after
         # How many times the call was retried before this error was final.
         self.retries = 0
+        # Tokens the provider reported before the call failed (a stream cut off after its
+        # start), over every attempt once the error is final: they are billed all the same.
+        self.usage = Usage()
 
     @property
     def retryable(self) -> bool:
@@ -218,6 +221,7 @@ class LLMClient(ABC):
         retry); the caller gets the whole answer."""
         request = replace(request, model=request.model or self.model)
         attempt = timeouts = 0
+        spent = Usage()  # by attempts that failed part-way and were tried again
         while True:
             started = time.perf_counter()
             delivered = False
@@ -235,17 +239,20 @@ class LLMClient(ABC):
                     )
                 final.latency_ms = (time.perf_counter() - started) * 1000
                 final.retries = attempt
+                final.usage = final.usage + spent
                 final.provider = final.provider or self.provider
                 final.model = final.model or request.model or self.model
                 return final
             except LLMError as error:
                 timeouts += error.kind == "timeout"
+                spent = spent + error.usage
                 if (
                     not error.retryable
                     or attempt >= self.retry.max_retries
                     or timeouts > self.retry.max_timeout_retries
                 ):
                     error.retries = attempt
+                    error.usage = spent
                     raise
                 if delivered and on_text is not None:
                     await on_text.reset()

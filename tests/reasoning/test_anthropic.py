@@ -256,6 +256,19 @@ async def test_a_connection_lost_mid_stream_is_retried_as_a_connection_error(err
     assert raised.value.kind == expected and raised.value.retries == 1
 
 
+async def test_the_tokens_of_an_attempt_cut_off_mid_stream_are_counted_with_the_retry():
+    """Found by a review: the provider bills a stream that broke after it began, but only the
+    retried attempt's tokens reached the run's usage and cost (and so the budgets)."""
+    cut = anthropic_stream(text="The answer is 391 and the time", input_tokens=900, cut_after=4)
+    wire = FakeWire(cut, anthropic_stream(text="The answer is 391.", input_tokens=900, output_tokens=7))
+    response = await client(wire).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (1800, 8)
+    wire = FakeWire(*[cut] * 3)
+    with pytest.raises(LLMError) as error:
+        await client(wire, retries=2).complete(LLMRequest(messages=[{"role": "user", "content": "x"}]))
+    assert error.value.usage.input_tokens == 2700, "a call that failed in the end is billed too"
+
+
 async def test_tool_input_cut_off_by_max_tokens_is_malformed_not_half_the_arguments():
     events = sse(
         [
