@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
@@ -49,18 +50,8 @@ def _without_trailing_commas(text: str) -> str:
     """`text` without a comma before a closing bracket or brace (outside strings), which
     models write and JSON forbids: `{"a": [1, 2,],}`."""
     out: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "]}":
+    for _, char, structural in _json_characters(text):
+        if structural and char in "]}":
             end = len(out)
             while end and out[end - 1].isspace():
                 end -= 1
@@ -72,9 +63,21 @@ def _without_trailing_commas(text: str) -> str:
 
 def _matching_brace(text: str, start: int) -> int | None:
     depth = 0
-    in_string = False
-    escaped = False
-    for index in range(start, min(len(text), start + 200_000)):
+    for index, char, structural in _json_characters(text, start, start + 200_000):
+        if structural and char == "{":
+            depth += 1
+        elif structural and char == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return None
+
+
+def _json_characters(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str, bool]]:
+    """Each character of `text[start:stop]` with its index and whether it is JSON's structure:
+    outside a string, and not a string's quote (a brace or comma in a string is text)."""
+    in_string = escaped = False
+    for index in range(start, len(text) if stop is None else min(len(text), stop)):
         char = text[index]
         if in_string:
             if escaped:
@@ -83,15 +86,12 @@ def _matching_brace(text: str, start: int) -> int | None:
                 escaped = True
             elif char == '"':
                 in_string = False
+            yield index, char, False
         elif char == '"':
             in_string = True
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
+            yield index, char, False
+        else:
+            yield index, char, True
 
 
 # --- coercion -------------------------------------------------------------------------
