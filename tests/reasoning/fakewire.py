@@ -25,7 +25,7 @@ def sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
 def anthropic_stream(
     *,
     text: str = "",
-    tool: tuple[str, str, dict[str, Any]] | None = None,
+    tool: tuple[str, str, dict[str, Any] | str] | None = None,
     model: str = "claude-sonnet-4-6",
     input_tokens: int = 50,
     output_tokens: int = 12,
@@ -90,7 +90,7 @@ def anthropic_stream(
                 },
             )
         )
-        encoded = json.dumps(arguments)
+        encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)  # a str: as sent
         for piece in (encoded[:5], encoded[5:]):
             events.append(
                 (

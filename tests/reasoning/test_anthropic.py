@@ -11,7 +11,7 @@ from reasoning.llm.base import LLMError, LLMRequest, RetryPolicy, ToolDef
 from reasoning.modes.base import ReasoningFailed
 from reasoning.tools.local import builtin_provider
 from reasoning.tools.registry import ToolRegistry
-from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, broken_stream, sse
+from tests.reasoning.fakewire import FakeWire, anthropic_error, anthropic_stream, broken_stream
 from tests.reasoning.helpers import QUALITY_LAYERS_OFF
 
 # The analysis model is asked only when the local router is unsure; these make it always unsure.
@@ -270,54 +270,12 @@ async def test_the_tokens_of_an_attempt_cut_off_mid_stream_are_counted_with_the_
 
 
 async def test_tool_input_cut_off_by_max_tokens_is_malformed_not_half_the_arguments():
-    events = sse(
-        [
-            (
-                "message_start",
-                {
-                    "type": "message_start",
-                    "message": {
-                        "id": "msg_1",
-                        "type": "message",
-                        "role": "assistant",
-                        "model": "claude-sonnet-4-6",
-                        "content": [],
-                        "stop_reason": None,
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 40, "output_tokens": 1, "cache_read_input_tokens": 30},
-                    },
-                },
-            ),
-            (
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "calculator", "input": {}},
-                },
-            ),
-            (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {
-                        "type": "input_json_delta",
-                        "partial_json": '{"expression": "17*23", "note": "tw',
-                    },
-                },
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
-                    "usage": {"output_tokens": 64},
-                },
-            ),
-            ("message_stop", {"type": "message_stop"}),
-        ]
+    events = anthropic_stream(
+        tool=("toolu_1", "calculator", '{"expression": "17*23", "note": "tw'),
+        input_tokens=40,
+        output_tokens=64,
+        cache_read=30,
+        stop_reason="max_tokens",
     )
     response = await client(FakeWire(events)).complete(
         LLMRequest(messages=[{"role": "user", "content": "x"}], max_tokens=64)
