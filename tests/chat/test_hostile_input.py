@@ -353,22 +353,25 @@ TOOL_SERVER_FIELDS = {
 }
 
 
+# The admin's add form for an HTTP tool server, filled in as valid; tests change one field.
+HTTP_SERVER_FORM = {
+    "name": "probe",
+    "transport": "http",
+    "enabled": "on",
+    "url": "https://mcp.example.com/mcp",
+    "call_timeout": "5",
+    "args": "[]",
+    "tool_policies": "{}",
+    "cwd": "",
+    "env_secret": "",
+    "headers_secret": "",
+}
+
+
 @EXAMPLES
 @given(text=texts, field=st.sampled_from(sorted(TOOL_SERVER_FIELDS)))
 def test_any_text_in_the_tool_server_form_gives_no_server_error(auditor, client_for, text, field):
-    form = {
-        "name": "probe",
-        "transport": "http",
-        "enabled": "on",
-        "url": "https://mcp.example.com/mcp",
-        "call_timeout": "5",
-        "args": "[]",
-        "tool_policies": "{}",
-        "cwd": "",
-        "env_secret": "",
-        "headers_secret": "",
-    }
-    form[field] = TOOL_SERVER_FIELDS[field](text)
+    form = {**HTTP_SERVER_FORM, field: TOOL_SERVER_FIELDS[field](text)}
     response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
     assert response.status_code < 500, (field, text)
     MCPServer.objects.filter(name="probe").delete()
@@ -565,19 +568,7 @@ def test_json_a_tool_server_form_cannot_store_is_a_clear_error_not_a_500(auditor
     """The admin's JSON fields passed absurd nesting to Python's parser, which raised (a 500,
     before and again while drawing the refused form), and stored a lone surrogate, which the
     form then failed to draw."""
-    form = {
-        "name": "probe",
-        "transport": "http",
-        "enabled": "on",
-        "url": "https://mcp.example.com/mcp",
-        "call_timeout": "5",
-        "args": "[]",
-        "tool_policies": "{}",
-        "cwd": "",
-        "env_secret": "",
-        "headers_secret": "",
-        field: text,
-    }
+    form = {**HTTP_SERVER_FORM, field: text}
     response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
     page = response.content.decode()
     assert response.status_code == 200 and "errorlist" in page, (field, text[:20])
