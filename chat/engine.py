@@ -32,7 +32,7 @@ from chat.lessons import lessons_for
 from chat.loops import per_loop
 from chat.memory import DjangoMemoryStore
 from chat.models import ReasoningRun
-from chat.sink import QUEUE_GROUP, RunGone, RunSink, queue_moved, session_group, tell_group
+from chat.sink import QUEUE_GROUP, RunGone, RunSink, RunTakenOver, queue_moved, session_group, tell_group
 from chat.stops import stop_watch
 from chat.tools import registry_for
 from nexus.errors import DATABASE_LOST
@@ -156,8 +156,9 @@ async def _roll_up(run_id: int) -> None:
 
 async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     """Execute a run to the end; returns "succeeded", "failed", "stopped" (by the person),
-    "skipped" (not ours to run), "deleted" (its chat was deleted under it) or "interrupted"
-    (the database went away; the sweeper resumes it later)."""
+    "skipped" (not ours to run), "deleted" (its chat was deleted under it), "interrupted"
+    (the database went away; the sweeper resumes it later) or "moved" (another executor
+    claimed it meanwhile, see chat.writer.RunTakenOver)."""
     worker = worker or worker_name()
     if run_id in _executing:  # a duplicate job for a run this process is already executing
         return "skipped"
@@ -211,6 +212,9 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
     if outcome == "interrupted":
         if await _released_once_database_back(run.pk, worker):
             return await execute_run(run_id, worker=worker)
+        return outcome
+    if outcome == "moved":  # the executor that took the run over ends it and tells its pages
+        await database_sync_to_async(close_old_connections)()
         return outcome
     if outcome == "parked":  # its slot is free; the person's decision queues it again
         await _start_next_runs(run.session.owner_id)
@@ -384,6 +388,8 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
             await sink.drain()  # the events before the failure come first
         if isinstance(sink.error, RunGone):
             return "deleted"  # its chat was deleted under it (logged by the sink): nothing to record
+        if isinstance(sink.error, RunTakenOver):
+            return "moved"  # another executor has it (logged by the sink): it records the end
         if not _database_lost(exc) and not _database_lost(sink.error):
             return await _record_failure(run, exc)
         # Nothing can be recorded now. The run stops beating, so once the database is back the
@@ -394,7 +400,7 @@ async def _run_engine(run: ReasoningRun, sink: RunSink) -> str:
         with contextlib.suppress(Exception):
             await sink.drain()
         await database_sync_to_async(services.run_fail)(
-            run.pk, "The answer took longer than the time limit and was stopped."
+            run.pk, "The answer took longer than the time limit and was stopped.", claim=run.delivery_count
         )
         raise
 
@@ -424,11 +430,13 @@ def _database_lost(error: BaseException | None) -> bool:
 
 async def _record_failure(run: ReasoningRun, error: Exception) -> str:
     if isinstance(error, ReasoningFailed):
-        await database_sync_to_async(services.run_fail)(run.pk, error.user_message)
+        await database_sync_to_async(services.run_fail)(run.pk, error.user_message, claim=run.delivery_count)
         return "failed"
     logger.error("run %s crashed", run.pk, exc_info=error)
     await database_sync_to_async(services.run_fail)(
-        run.pk, "Something went wrong inside Nexus while answering; the error is in the server log."
+        run.pk,
+        "Something went wrong inside Nexus while answering; the error is in the server log.",
+        claim=run.delivery_count,
     )
     return "failed"
 

@@ -690,11 +690,15 @@ def run_mark_succeeded(run: ReasoningRun) -> None:
     )
 
 
-def run_fail(run_id: int, message: str) -> bool:
-    """Mark an unfinished run failed with a message for the user; False if it had finished."""
+def run_fail(run_id: int, message: str, *, claim: int | None = None) -> bool:
+    """Mark an unfinished run failed with a message for the user; False if it had finished,
+    or if it was claimed again since the executor's `claim` (another executor has it now)."""
     now = timezone.now()
+    unfinished = ReasoningRun.objects.filter(pk=run_id, status__in=ReasoningRun.ACTIVE)
+    if claim is not None:
+        unfinished = unfinished.filter(delivery_count__lte=claim)
     return bool(
-        ReasoningRun.objects.filter(pk=run_id, status__in=ReasoningRun.ACTIVE).update(
+        unfinished.update(
             status=ReasoningRun.Status.FAILED,
             error=message,
             finished_at=now,

@@ -39,7 +39,7 @@ from chat.models import (
     ToolExecution,
     TraceEvent,
 )
-from chat.writer import Batch, RunChange, event_writer, update_rows
+from chat.writer import Batch, RunChange, RunTakenOver, event_writer, update_rows
 from nexus.errors import DATABASE_LOST
 from reasoning.events import Event
 
@@ -241,6 +241,10 @@ class RunSink:
         self.finished = run.status in (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
         self.error: BaseException | None = None
         self._last: asyncio.Future[None] | None = None
+        # The claim this executor holds the run by (written behind: an executor's sink). A
+        # later claim means another executor has the run: the writer then stores none of
+        # this one's events (see chat.writer.store), whose sequence numbers the other reuses.
+        self.claim: int | None = run.delivery_count if behind else None
         # Rows this run created, so later events update them without looking them up.
         # A run with no stored event has no attempts, plans or steps but those this sink writes.
         self._fresh = run.next_sequence == 1
@@ -277,24 +281,36 @@ class RunSink:
 
     def failed(self, error: BaseException) -> None:
         """The writer could not store one of this run's events: the run stops at its next one.
-        A run deleted meanwhile (its chat deleted, just after a Stop) stops as RunGone, quietly:
-        that is no crash."""
+        A run deleted meanwhile (its chat deleted, just after a Stop) stops as RunGone, and one
+        another executor took over (whose events took this one's numbers) as RunTakenOver,
+        quietly: neither is a crash."""
         if self.error is None:
-            if isinstance(error, IntegrityError) and self._gone():
+            if isinstance(error, IntegrityError):
+                error = self._explained(error)
+            if isinstance(error, RunGone):
                 logger.warning(
                     "run %s was deleted while it ran (its chat was deleted); it stops", self.run_id
                 )
-                error = RunGone(self.run_id)
+            elif isinstance(error, RunTakenOver):
+                logger.warning("run %s was taken over by another executor; this one stops", self.run_id)
             elif not isinstance(error, DATABASE_LOST):
                 logger.error("could not record an event of run %s", self.run_id, exc_info=error)
             self.error = error
 
-    def _gone(self) -> bool:
-        """Whether the run's row is no longer there (asked from the writer's database thread)."""
+    def _explained(self, error: IntegrityError) -> BaseException:
+        """RunGone if the run's row is no longer there, RunTakenOver if it was claimed again
+        since this executor's claim, else `error` (asked from the writer's database thread)."""
         try:
-            return not ReasoningRun.objects.filter(pk=self.run_id).exists()
+            claims = list(
+                ReasoningRun.objects.filter(pk=self.run_id).values_list("delivery_count", flat=True)
+            )
         except Exception:  # not from a thread that may query, or the database away: not known
-            return False
+            return error
+        if not claims:
+            return RunGone(self.run_id)
+        if self.claim is not None and claims[0] > self.claim:
+            return RunTakenOver(self.run_id)
+        return error
 
     async def push(self, message: dict[str, Any]) -> None:
         """Tell the session's sockets; a broken channel layer must not stop the run (clients

@@ -58,6 +58,16 @@ TRACE_INSERT = (
 TRACE_COPY = "COPY chat_traceevent (run_id, sequence, kind, phase, level, payload, created_at) FROM STDIN"
 
 
+class RunTakenOver(Exception):
+    """Another executor claimed the run while this one still executed it: this worker's
+    heartbeat went stale (the database away longer than NEXUS_RUN_STALE_SECONDS, or the
+    process stalled) and a sweep or a redelivered job handed the run on. This executor stops
+    without writing anything more; the other one goes on from the run's last checkpoint."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"Run {run_id} was taken over by another executor.")
+
+
 class RunChange:
     """What a batch changes on one run's row, folded into one UPDATE at the end of the batch:
     fields set (the later event wins), counters added to, and text appended (draft batches)."""
@@ -182,20 +192,28 @@ class Batch:
         if statement is not None:
             self.updates.append(statement)
 
-    def send(self) -> None:
+    def send(self, then: tuple[str, list[Any]] | None = None) -> list[tuple[Any, ...]]:
         """Send the queued UPDATEs: on PostgreSQL as one command string (bound on the client,
-        the way Django binds every query there), elsewhere one by one."""
+        the way Django binds every query there), elsewhere one by one. `then` is a query sent
+        last, in the same round trip; its rows are returned."""
         statements, self.updates = self.updates, []
+        if then is not None:
+            statements.append(then)
         if not statements:
-            return
+            return []
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql" and len(statements) > 1:
                 cursor.execute(
                     ";\n".join(connection.ops.compose_sql(sql, params) for sql, params in statements)
                 )
+                if then is None:
+                    return []
+                while cursor.cursor.nextset():  # the last result is the query's
+                    pass
             else:
                 for statement in statements:
                     cursor.execute(*statement)
+            return cursor.fetchall() if then is not None else []
 
     def sent_first(self, execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
         """A database wrapper: the queued UPDATEs go before any other statement, so every
@@ -227,6 +245,29 @@ def _insert_trace_rows(rows: list[list[Any]], batch: Batch) -> None:
         with connection.wrap_database_errors, cursor.cursor.copy(TRACE_COPY) as copy:
             for row in rows:
                 copy.write_row(row)
+
+
+CLAIMS = "SELECT id, delivery_count FROM chat_reasoningrun WHERE id IN ({})"
+
+
+def _check_claims(items: list[Item], batch: Batch) -> None:
+    """Send the batch's last UPDATEs (those of its runs) and raise RunTakenOver, rolling the
+    batch back, if a run was claimed again since its executor claimed it: its heartbeat went
+    stale while it still ran (a database restart outlasting NEXUS_RUN_STALE_SECONDS) and a
+    second executor, resuming from the checkpoint, reuses the sequence numbers this one goes
+    on emitting. Left to race, whichever wrote a number second failed on the unique
+    constraint, often the new executor, and the run ended "Something went wrong". Read after
+    the UPDATEs of the runs, in the same round trip, so the rows are locked until the commit: a
+    claim either came first (and is seen here) or waits for this batch (and its executor then
+    reads the run's next sequence with this batch in)."""
+    claims = {item.sink.run_id: item.sink.claim for item in items if item.sink.claim is not None}
+    if not claims:
+        batch.send()
+        return
+    query = CLAIMS.format(", ".join(["%s"] * len(claims)))
+    for run_id, delivery_count in batch.send(then=(query, list(claims))):
+        if delivery_count > claims[run_id]:
+            raise RunTakenOver(run_id)
 
 
 def store(items: list[Item]) -> list[list[Any]]:
@@ -265,7 +306,7 @@ def store(items: list[Item]) -> list[list[Any]]:
         # two transactions locking the same runs in opposite orders were a deadlock.
         for run_id, change in sorted(batch.runs.items()):
             change.write(run_id, batch)
-        batch.send()
+        _check_claims(items, batch)
         # Last, just before the commit: these rows are shared with the other workers' writers,
         # which wait for their locks while this transaction holds them.
         usage_charges(batch.charges)
@@ -292,6 +333,9 @@ def store_apart(items: list[Item], *, retried: bool) -> list[list[Any]]:
             continue
         except DATABASE_LOST:
             raise
+        except RunTakenOver as exc:
+            sink.failed(exc)
+            continue
         except Exception as exc:
             if retried and isinstance(exc, IntegrityError):
                 continue

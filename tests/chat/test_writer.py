@@ -4,9 +4,10 @@ run's bad event or a lost connection costing no other run anything."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -14,6 +15,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import InMemoryChannelLayer
 from django.conf import settings
 from django.db import OperationalError
+from django.utils import timezone
 
 from chat import services, writer
 from chat.models import LLMCall, ReasoningRun, TraceEvent
@@ -254,6 +256,61 @@ def test_a_failed_runs_later_events_do_not_leave_it_waiting(runs):
 
     async_to_sync(scenario)()
     assert sequences(run) == []
+
+
+def claim_from_a_stale_worker(run_id: int, worker: str) -> ReasoningRun:
+    """Claim a running run as a sweep's redelivery does once its worker's heartbeat is stale."""
+    stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 1)
+    ReasoningRun.objects.filter(pk=run_id).update(heartbeat_at=stale)
+    return services.run_claim(run_id, worker=worker)
+
+
+@pytest.mark.parametrize("writes_first", ["old executor", "new executor"])
+def test_a_run_taken_over_by_another_worker_stops_writing_and_the_new_executor_goes_on(runs, writes_first):
+    """A worker whose heartbeat went stale under a database restart kept executing its run
+    while a second worker, handed the run by the sweeper, resumed it at the next stored
+    sequence: whichever wrote that number second failed on the unique constraint, and the
+    run ended "Something went wrong" (found under load with faults). The old executor stops,
+    writing nothing more, whoever comes first; the new one writes on."""
+    run, other = runs[0], runs[1]
+    first = services.run_claim(run.pk, worker="first")
+    neighbour = services.run_claim(other.pk, worker="first")
+
+    async def scenario(old: RunSink, neighbour_sink: RunSink) -> BaseException | None:
+        await old(event(1))
+        await old.drain()
+        second = await sync_to_async(claim_from_a_stale_worker)(run.pk, "second")
+        assert second is not None and second.next_sequence == 2
+        new = RunSink(second, behind=True)
+
+        async def new_executor_writes() -> None:
+            await new(event(2, "iteration"))
+            await new(event(3))
+            await new.drain()  # raised IntegrityError when the old executor had taken number 2
+
+        if writes_first == "new executor":
+            await new_executor_writes()
+        # The old executor emits the very number the new one resumes at, in one batch with
+        # another run of its worker's: that run is not affected.
+        await old(event(2, "old.note"))
+        await neighbour_sink(event(1))
+        with contextlib.suppress(Exception):
+            await old.drain()
+        await neighbour_sink.drain()
+        if writes_first == "old executor":
+            await new_executor_writes()
+        assert not await sync_to_async(services.run_fail)(run.pk, "crashed", claim=first.delivery_count), (
+            "the old executor cannot fail the run the new one holds"
+        )
+        return old.error
+
+    old_error = async_to_sync(scenario)(RunSink(first, behind=True), RunSink(neighbour, behind=True))
+    assert type(old_error).__name__ == "RunTakenOver", "the old executor is told why, and stops quietly"
+    assert sequences(run) == [1, 2, 3]
+    assert TraceEvent.objects.get(run=run, sequence=2).kind == "iteration", "the new executor's event"
+    assert sequences(other) == [1]
+    run.refresh_from_db()
+    assert (run.status, run.worker, run.next_sequence) == ("running", "second", 4)
 
 
 class SlowLayer(InMemoryChannelLayer):

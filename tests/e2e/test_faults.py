@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -274,6 +276,70 @@ def test_fifty_runs_in_one_worker_survive_redis_and_postgres_restarts_and_a_kill
             kinds = db.execute("select kind from chat_traceevent where run_id = %s", (run_id,)).fetchall()
         assert [k for (k,) in kinds].count("answer.final") == 1, run_id
     assert second.popen.poll() is None
+
+
+def test_a_worker_frozen_past_the_stale_time_gives_its_runs_up_to_the_one_that_took_them_over(fault_site):
+    """A worker that stalls (here SIGSTOP; in life a VM pause, a swap storm, a long GC) has its
+    runs handed to another worker by the sweeper; when it thaws it still holds them in memory,
+    with events queued at the very sequence numbers the new executor resumes at. It used to
+    write them, and one executor or the other failed on the unique constraint: runs ended
+    "Something went wrong", or with a trace stitched from both. Now the thawed worker stops
+    them quietly and every run gets one answer from the worker that took it over."""
+    count = 6
+    fault_site.env.update(
+        {
+            "OFFLINE_LATENCY_MS": "1500",
+            "NEXUS_MAX_RUNS_PER_USER": str(count),
+            "NEXUS_RATE_LIMIT_PER_MINUTE": "0",
+        }
+    )
+    frozen = fault_site.start_worker()
+    fault_site.start_web()
+    client = fault_site.login()
+    run_ids = [
+        fault_site.ask(
+            client, fault_site.new_session(client), f"What is {n + 2}*7 and what time is it in Oslo?"
+        )
+        for n in range(count)
+    ]
+    deadline = time.monotonic() + 30
+    while runs_by_status(fault_site).get("running", 0) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert runs_by_status(fault_site).get("running") == count
+    time.sleep(1)  # each run has stored events, and has more on their way
+    taker = fault_site.start_worker()
+    os.killpg(frozen.popen.pid, signal.SIGSTOP)
+    try:
+        # Stale after 3 s, found by the taker's next sweep (every second), claimed, resumed.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+                moved = db.execute(
+                    "select count(*) from chat_reasoningrun where delivery_count > 1 or status <> 'running'"
+                ).fetchone()[0]
+            if moved == count:
+                break
+            time.sleep(0.2)
+    finally:
+        os.killpg(frozen.popen.pid, signal.SIGCONT)
+    for run_id in run_ids:
+        wait_for_status(fault_site, run_id, "succeeded", timeout=60)
+    for n, run_id in enumerate(run_ids):
+        answers = answers_for(fault_site, run_id)
+        assert len(answers) == 1 and str((n + 2) * 7) in answers[0], (run_id, answers)
+        row = run_row(fault_site, run_id)
+        assert row["sequences"][-1] < row["next_sequence"], "the run's row counts every stored event"
+        with psycopg.connect(fault_site.env["DATABASE_URL"]) as db:
+            kinds = [
+                k for (k,) in db.execute("select kind from chat_traceevent where run_id = %s", (run_id,))
+            ]
+        assert kinds.count("answer.final") == 1 and kinds.count("run.finished") == 1, (run_id, kinds)
+    time.sleep(2)  # the thawed worker's own executions end meanwhile
+    assert frozen.popen.poll() is None and taker.popen.poll() is None
+    assert "taken over by another executor" in frozen.log()
+    for process in (frozen, taker):
+        assert " ERROR " not in process.log(), process.log()[-3000:]
+    assert runs_by_status(fault_site) == {"succeeded": count}
 
 
 def test_a_worker_that_loses_redis_mid_run_again_and_again_keeps_consuming_on_its_own(
