@@ -15,6 +15,8 @@ from concurrent.futures import Future
 
 from django.conf import settings
 
+from nexus.errors import DATABASE_LOST
+
 logger = logging.getLogger(__name__)
 
 _server_loop: asyncio.AbstractEventLoop | None = None
@@ -93,12 +95,15 @@ def _finished(future: Future[str]) -> None:
 async def _sweep_forever() -> None:
     from channels.db import database_sync_to_async
 
-    from chat.services import runs_to_recover
+    from chat.services import StaleJudge, runs_to_recover
 
+    judge = StaleJudge()
     while True:
         try:
-            for run_id in await database_sync_to_async(runs_to_recover)():
+            for run_id in await database_sync_to_async(runs_to_recover)(orphans=judge.judging()):
                 dispatch_run(run_id)
         except Exception as exc:
+            if isinstance(exc, DATABASE_LOST):
+                judge.database_lost()
             logger.warning("run sweep failed: %s", exc)
         await asyncio.sleep(max(5, settings.NEXUS_RUN_STALE_SECONDS // 2))

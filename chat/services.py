@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -758,21 +759,43 @@ def runs_next_for_owner(owner_id: int) -> list[int]:
     return waiting[: max(free, 0)]
 
 
-def runs_to_recover() -> list[int]:
-    """Runs a sweeper should hand to a worker again: orphaned running ones, parked ones with
-    nothing left to wait for (`runs_to_unpark`), queued ones whose dispatch failed or that
-    waited for their turn, and (rarely) queued ones whose job the broker lost. The queued
-    ones are stamped as dispatched, so each is re-sent at most once per interval; duplicates
-    are harmless (run_claim lets one executor through)."""
+class StaleJudge:
+    """Whether a sweeper may take stale heartbeats for dead workers now. Heartbeats that went
+    stale while the database was away prove nothing (their workers could not beat either):
+    once the sweeper itself lost the database, it hands running runs on only after a stale
+    time with the database back. A 2 s PostgreSQL outage made every run of a live worker look
+    orphaned the moment it ended, and each was executed again by another worker."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._after = 0.0
+
+    def database_lost(self) -> None:
+        self._after = self.clock() + settings.NEXUS_RUN_STALE_SECONDS
+
+    def judging(self) -> bool:
+        return self.clock() >= self._after
+
+
+def runs_to_recover(*, orphans: bool = True) -> list[int]:
+    """Runs a sweeper should hand to a worker again: orphaned running ones (unless `orphans`
+    is False, see StaleJudge), parked ones with nothing left to wait for (`runs_to_unpark`),
+    queued ones whose dispatch failed or that waited for their turn, and (rarely) queued ones
+    whose job the broker lost. The queued ones are stamped as dispatched, so each is re-sent
+    at most once per interval; duplicates are harmless (run_claim lets one executor through)."""
     unparked = runs_to_unpark()
     now = timezone.now()
     stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
     lost = now - timedelta(seconds=max(30, 2 * settings.NEXUS_RUN_STALE_SECONDS))
     queued = ReasoningRun.objects.filter(status=ReasoningRun.Status.QUEUED)
-    orphaned = list(
-        ReasoningRun.objects.filter(status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale)
-        .order_by("heartbeat_at")
-        .values_list("pk", flat=True)[:200]
+    orphaned = (
+        list(
+            ReasoningRun.objects.filter(status=ReasoningRun.Status.RUNNING, heartbeat_at__lt=stale)
+            .order_by("heartbeat_at")
+            .values_list("pk", flat=True)[:200]
+        )
+        if orphans
+        else []
     )
     waiting = list(
         queued.filter(

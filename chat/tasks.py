@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext
 from celery import shared_task
@@ -21,6 +21,11 @@ from celery.backends.base import DisabledBackend
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
 from django.db import close_old_connections
+
+from nexus.errors import DATABASE_LOST
+
+if TYPE_CHECKING:
+    from chat.services import StaleJudge
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +91,9 @@ execute_run_task.backend = DisabledBackend(execute_run_task.app)
 
 
 @shared_task(name="chat.sweep_runs")
-def sweep_runs_task() -> int:
-    """Re-queue runs whose worker died (stale heartbeat) or whose dispatch was lost, and end in
-    their pages the runs stopped while their worker lay dead."""
+def sweep_runs_task(orphans: bool = True) -> int:
+    """Re-queue runs whose worker died (stale heartbeat, unless `orphans` is False) or whose
+    dispatch was lost, and end in their pages the runs stopped while their worker lay dead."""
     from chat.engine import finish_unattended_stops
     from chat.services import runs_mark_dispatched, runs_to_recover
 
@@ -96,7 +101,7 @@ def sweep_runs_task() -> int:
         finish_unattended_stops()
     except Exception as exc:  # the recovery below matters more
         logger.warning("could not finish runs stopped while their worker was dead: %s", exc)
-    run_ids = runs_to_recover()
+    run_ids = runs_to_recover(orphans=orphans)
     for index, run_id in enumerate(run_ids):
         try:
             execute_run_task.apply_async((run_id,), retry=False)
@@ -114,24 +119,35 @@ def sweep_interval() -> float:
     return max(1, min(settings.NEXUS_HEARTBEAT_SECONDS, settings.NEXUS_RUN_STALE_SECONDS // 2))
 
 
+def sweep(judge: StaleJudge) -> int:
+    """One sweep of a worker's sweeper; the runs re-queued (0 when it failed, logged)."""
+    try:
+        close_old_connections()  # a connection the database dropped is replaced
+        recovered = sweep_runs_task(orphans=judge.judging())
+    except Exception as exc:
+        if isinstance(exc, DATABASE_LOST):
+            judge.database_lost()
+        logger.warning("run sweep failed: %s", exc)
+        return 0
+    if recovered:
+        logger.info("re-queued %d run(s)", recovered)
+    return recovered
+
+
 @worker_ready.connect
 def _sweep_on_start(**kwargs: object) -> None:
     """A new worker starts its tool servers and its run loop, and recovers what a dead one
     left, at once and then periodically."""
     from chat.engine import prepare_executor
+    from chat.services import StaleJudge
 
     prepare_executor()
     run_loop()
+    judge = StaleJudge()
 
     def loop() -> None:
         while True:
-            try:
-                close_old_connections()  # a connection the database dropped is replaced
-                recovered = sweep_runs_task()
-                if recovered:
-                    logger.info("re-queued %d orphaned run(s)", recovered)
-            except Exception as exc:
-                logger.warning("run sweep failed: %s", exc)
+            sweep(judge)
             time.sleep(sweep_interval())
 
     threading.Thread(target=loop, name="nexus-sweeper", daemon=True).start()

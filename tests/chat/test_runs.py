@@ -269,3 +269,36 @@ async def test_a_chat_deleted_under_its_winding_down_run_ends_it_quietly(
     outcome = await asyncio.wait_for(executing, 30)
     assert outcome in ("stopped", "deleted")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_heartbeats_that_went_stale_while_the_database_was_away_hand_no_run_on(
+    alice_session, monkeypatch, settings
+):
+    """A 2 s PostgreSQL outage left every running run's heartbeat stale, and the first sweep
+    after it handed them all to another worker while their own worker went on executing them
+    (found under load with faults). After a sweep that lost the database, stale heartbeats
+    are taken for dead workers only once a stale time has passed with it back."""
+    from django.db import OperationalError
+
+    from chat import tasks
+
+    settings.NEXUS_RUN_STALE_SECONDS = 30
+    run = services.message_post(session=alice_session, content="hi")
+    ReasoningRun.objects.filter(pk=run.pk).update(
+        status="running", worker="busy:1", heartbeat_at=timezone.now() - timedelta(seconds=40)
+    )
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.execute_run_task, "apply_async", lambda args, **options: sent.append(args[0]))
+    real_recover, now = services.runs_to_recover, [1000.0]
+
+    def database_away(**options):
+        raise OperationalError("connection to server at 127.0.0.1 failed: Connection refused")
+
+    judge = services.StaleJudge(clock=lambda: now[0])
+    monkeypatch.setattr(services, "runs_to_recover", database_away)
+    assert tasks.sweep(judge) == 0
+    monkeypatch.setattr(services, "runs_to_recover", real_recover)
+    now[0] += 1  # the database is back: the run's worker has not had the chance to beat yet
+    assert tasks.sweep(judge) == 0 and sent == [], "not handed on while its heartbeat may lag"
+    now[0] += 30  # a stale time with the database back and still no beat: the worker is dead
+    assert tasks.sweep(judge) == 1 and sent == [run.pk]
