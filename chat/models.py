@@ -63,6 +63,11 @@ class Message(models.Model):
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="variants"
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The page's own name for a question it sent (see chat.js): sent again after its answer
+    # was lost on the way back (a server restart, the network), it is found, not asked twice.
+    # NULL when there is none (older rows, other ways in): a NOT NULL column made SQLite rebuild
+    # the table, which its full-text triggers do not survive.
+    client_key = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -71,6 +76,11 @@ class Message(models.Model):
             models.CheckConstraint(condition=Q(role__in=["user", "assistant"]), name="message_role_valid"),
             # A redelivered or retried run can never add a second answer.
             models.UniqueConstraint(fields=["run"], condition=Q(role="assistant"), name="one_answer_per_run"),
+            models.UniqueConstraint(
+                fields=["session", "client_key"],
+                condition=~Q(client_key=""),
+                name="message_client_key_unique",
+            ),
             models.CheckConstraint(
                 condition=Q(role="user") | Q(run__isnull=False), name="assistant_message_has_run"
             ),

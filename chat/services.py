@@ -403,10 +403,12 @@ def message_post(
     content: str,
     question: str | None = None,
     attachments: list[Attachment] | None = None,
+    key: str = "",
 ) -> ReasoningRun:
     """Store the user's message and a queued run together; the caller dispatches the run.
     `question` is what the engine answers (default: the message as typed). `session` is
-    updated in place to what was stored (its title, when the message gave it one).
+    updated in place to what was stored (its title, when the message gave it one). `key` is
+    the page's name for the message (see `run_posted_with`).
 
     A session still answering refuses the run: its database constraint allows one active run
     per session, so the refused insert rolls the message back too and `_store_next_run` raises
@@ -417,7 +419,9 @@ def message_post(
         updates["title"] = _title_from(text)
 
     def store() -> ReasoningRun:
-        message = Message.objects.create(session=session, role=Message.Role.USER, content=text)
+        message = Message.objects.create(
+            session=session, role=Message.Role.USER, content=text, client_key=key
+        )
         run = ReasoningRun.objects.create(
             session=session,
             user_message=message,
@@ -437,6 +441,29 @@ def message_post(
     for name, value in updates.items():
         setattr(session, name, value)
     return run
+
+
+MESSAGE_KEY = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+def message_key(value: str) -> str:
+    """A page's name for a message it sends, if well formed; "" (none) otherwise."""
+    return value if MESSAGE_KEY.fullmatch(value) else ""
+
+
+def run_posted_with(session: ChatSession, key: str) -> ReasoningRun | None:
+    """The run of the question the page sent under `key` already, if it was stored: the page
+    sends a question again under the same key when the reply to the first send was lost (the
+    server restarted under it, the network dropped), and it was asked twice, or refused as
+    "still answering" by a page that showed no answer under way."""
+    if not key:
+        return None
+    return (
+        ReasoningRun.objects.select_related("session", "user_message")
+        .filter(session=session, user_message__client_key=key)
+        .order_by("pk")
+        .first()
+    )
 
 
 def message_resend(

@@ -222,6 +222,9 @@ def _message_refused(request: HttpRequest, content: str | None) -> tuple[str, in
 def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
     content = request.POST.get("content", "")
+    posted = services.run_posted_with(session, services.message_key(request.POST.get("key", "")))
+    if posted is not None:
+        return _posted_again(request, posted)
     refused = _message_refused(request, content)
     if refused is not None:
         text, status = refused
@@ -229,19 +232,35 @@ def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     return _message_post(request, session, content)
 
 
+def _posted_again(request: HttpRequest, run: ReasoningRun) -> HttpResponse:
+    """A question sent again under the key it was stored with: its turn as it stands now,
+    instead of asking it twice (nothing is counted against the person's rate limit)."""
+    if not request.htmx:
+        return redirect("chat:session", session_id=run.session_id)
+    return _turn_response(request, run, status=True)
+
+
 def _message_post(request: HttpRequest, session: ChatSession, content: str) -> HttpResponse:
     """Store and dispatch a message that may be sent; the turn it starts (or, on a full page
     load, the chat)."""
     old_title = session.title
+    key = services.message_key(request.POST.get("key", ""))
     try:
         prepared = services.message_prepare(user=request.user, content=content)
         run = services.message_post(
-            session=session, content=content, question=prepared.question, attachments=prepared.attachments
+            session=session,
+            content=content,
+            question=prepared.question,
+            attachments=prepared.attachments,
+            key=key,
         )
     except ValidationError as exc:
         return _error(request, exc.messages[0], session.pk)
     except services.RunActive as exc:
         limits.refund(request.user.pk, "messages")  # nothing was sent
+        posted = services.run_posted_with(session, key)
+        if posted is not None:  # the same question, sent twice at once (its first reply lost)
+            return _posted_again(request, posted)
         return _error(
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk, 409
         )

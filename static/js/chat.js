@@ -832,6 +832,24 @@
   function removeSending() {
     document.getElementById("sending-turn")?.remove();
   }
+  // Each question goes with a key of its own, kept while the same text is sent again after a
+  // send whose reply never came (the server restarted under it, the network dropped): the
+  // server knows the key if the question was stored, and answers with its turn instead of
+  // asking it twice. Random bytes, not crypto.randomUUID (absent over plain http on a LAN).
+  function questionKey(form, text) {
+    if (!form.dataset.key || form.dataset.keyFor !== text) {
+      const bytes = crypto.getRandomValues(new Uint8Array(16));
+      form.dataset.key = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+      form.dataset.keyFor = text;
+    }
+    return form.dataset.key;
+  }
+  document.addEventListener("htmx:configRequest", (event) => {
+    const form = event.detail.elt;
+    if (!form || form.id !== "composer") return;
+    const text = form.querySelector("#composer-input")?.value || "";
+    event.detail.parameters.key = questionKey(form, text);
+  });
   // An edit sent again: the reason the last one was refused goes (the next refusal replaces it).
   document.addEventListener("htmx:beforeSend", (event) => {
     const form = event.detail.elt;
@@ -863,7 +881,10 @@
     form.dataset.sending = "false";
     form.dataset.sent = "";
     removeSending();
-    if (event.detail.successful && afterSuccess(event.detail.xhr)) return;
+    if (event.detail.successful && afterSuccess(event.detail.xhr)) {
+      delete form.dataset.key; // stored: the next question is another
+      return;
+    }
     if (!document.querySelector("#thread article.turn")) document.getElementById("empty-state")?.removeAttribute("hidden");
     if (sent && !input.value.startsWith(sent)) input.value = sent + (input.value ? "\n" + input.value : "");
     keepDraft(input);

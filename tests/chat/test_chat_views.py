@@ -174,6 +174,50 @@ def test_failed_runs_show_their_error(alice, alice_session, client_for, monkeypa
 
 
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_a_question_sent_again_under_its_key_is_found_not_asked_twice(
+    alice, bob, alice_session, client_for, dispatched
+):
+    """The page sends a question again under the same key when the reply to its first send
+    was lost: it was refused as "still answering" (while the page showed no answer under way)
+    or, once answered, asked a second time. The question's turn comes back instead, and the
+    second send costs nothing against the rate limit."""
+    client = client_for(alice)
+    key = "0123456789abcdef0123456789abcdef"
+    sent = client.post(
+        reverse("chat:message-create", args=[alice_session.pk]),
+        {"content": "What is 6*7?", "key": key},
+        **HTMX,
+    )
+    run = ReasoningRun.objects.get()
+    again = client.post(
+        reverse("chat:message-create", args=[alice_session.pk]),
+        {"content": "What is 6*7?", "key": key},
+        **HTMX,
+    )
+    assert (sent.status_code, again.status_code) == (200, 200), again.content.decode()[:300]
+    assert f'id="turn-{run.pk}"' in again.content.decode() and "still answering" not in again.content.decode()
+    assert Message.objects.count() == 1 and dispatched == [run.pk]
+    ReasoningRun.objects.update(status="succeeded")  # answered meanwhile: still not asked again
+    again = client.post(
+        reverse("chat:message-create", args=[alice_session.pk]),
+        {"content": "What is 6*7?", "key": key},
+        **HTMX,
+    )
+    assert again.status_code == 200 and Message.objects.count() == 1
+    # A new question (a new key, or none) is asked, and the resends used none of the minute's two.
+    assert post(client, alice_session, "What is 6*8?").status_code == 200
+    assert Message.objects.count() == 2
+    # A key is the page's name within its own chat: another person's chat, or a malformed key,
+    # finds nothing.
+    bobs = services.session_create(owner=bob)
+    theirs = client_for(bob).post(
+        reverse("chat:message-create", args=[bobs.pk]), {"content": "Bob's question", "key": key}, **HTMX
+    )
+    assert theirs.status_code == 200 and Message.objects.filter(session=bobs).count() == 1
+    assert services.message_key("<script>alert(1)</script>") == "" and services.message_key("short") == ""
+
+
+@override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
 def test_rate_limit(alice, alice_session, client_for, dispatched):
     client = client_for(alice)
     for _ in range(2):

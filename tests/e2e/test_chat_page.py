@@ -893,6 +893,50 @@ def chat_counts(site: Site) -> tuple[int, int]:
     return int(chats), int(blank)
 
 
+def times_asked(site: Site, question: str) -> int:
+    """How many times the signed-in account's chats hold `question`."""
+    out = manage(
+        site.env,
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from chat.models import Message; "
+        f"print(Message.objects.filter(session__owner__username='admin', content={question!r}).count())",
+    )
+    return int(out.strip())
+
+
+def test_a_question_whose_reply_was_lost_is_not_asked_twice_when_sent_again(tab: Tab, site: Site):
+    """The server stored the question, but its reply never reached the page (the server
+    restarted under it, the network dropped): the page put the text back and said Nexus
+    could not be reached, and Send again was refused as "still answering" with no answer
+    under way on the page, or asked the question a second time once it was answered."""
+    page = tab.page
+    question = "What is 91*3?"
+    before = times_asked(site, question)  # the site is shared with the other screen width's run
+
+    def stored_then_lost(route) -> None:
+        route.fetch()  # the server stores the question and replies...
+        route.abort("connectionreset")  # ...and the reply is lost on the way
+
+    page.route("**/messages/", stored_then_lost)
+    page.fill("#composer-input", question)
+    page.locator("#composer button.send").click()
+    expect(page.locator("#composer-error")).to_contain_text("Could not reach Nexus")
+    expect(page.locator("#composer-input")).to_have_value(question)
+    page.unroute("**/messages/")
+    page.locator("#composer button.send").click()
+    expect(last_answer(page).locator(".markdown")).to_contain_text("273", timeout=20000)
+    expect(page.locator("article.turn").filter(has_text=question)).to_have_count(1)
+    expect(page.locator("#composer-error [role=alert]")).to_have_count(0)
+    assert times_asked(site, question) == before + 1
+    # The next question is a question of its own, even with the same words.
+    ask(page, question)
+    expect(page.locator("article.turn").filter(has_text=question)).to_have_count(2, timeout=20000)
+    assert times_asked(site, question) == before + 2
+
+
 def test_a_double_click_on_new_chat_makes_one_chat(tab: Tab, site: Site):
     """A double-click on "+ New chat" from a chat with a question in it (or from the documents
     page) posted twice, and two empty "New chat" rows stood in the list."""
