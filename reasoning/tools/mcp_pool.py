@@ -35,6 +35,12 @@ from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+# The notifications that say a listing changed, by the SDK's name for them, and the listing.
+LIST_CHANGED = {
+    "ToolListChangedNotification": "tools",
+    "ResourceListChangedNotification": "resources",
+    "PromptListChangedNotification": "prompts",
+}
 STDERR_TAIL = 2000
 # A server's stderr on disk is cut back to its tail past this size, checked every few seconds:
 # a noisy server (or one logging a secret on each line) filled /tmp while it ran.
@@ -434,6 +440,8 @@ class MCPConnection:
         self._connecting: asyncio.Task[Any] | None = None
         self.connecting_since = 0.0
         self._refreshing: dict[str, asyncio.Task[list[Any]]] = {}
+        # When the server last said a listing changed (`notifications/*/list_changed`).
+        self._changed: dict[str, float] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self.pids: list[int] = []
         # The person-facing handlers of calls in flight that may be asked for input.
@@ -583,6 +591,7 @@ class MCPConnection:
                 read_timeout_seconds=max(self.config.call_timeout, self.config.connect_timeout),
                 elicitation_callback=self._elicit,
                 sampling_callback=self._sample,
+                message_handler=self._notified,
                 mode=mode,  # type: ignore[arg-type]
                 **self.client_options,
             ) as client:
@@ -715,6 +724,28 @@ class MCPConnection:
             reason += f" (the URL answered {self._http_refused[:200]})"
             self._http_refused = ""
         return self.config.redact(f"MCP server {self.config.name!r} is unavailable: {reason}")
+
+    async def _notified(self, message: Any) -> None:
+        """The server said its tools, resources or prompts changed: the listing kept is stale,
+        and a new one is fetched now, so the next run sees the change. It was kept for
+        `listing_ttl`, and a tool the server added (once a person signed in to it, say)
+        stayed unknown to every run for a minute."""
+        kind = LIST_CHANGED.get(type(message).__name__)
+        if kind is None:
+            return
+        self._changed[kind] = time.monotonic()
+        entry = self.listings.get(kind)
+        if entry is not None:
+            self.listings[kind] = (float("-inf"), entry[1])  # served until the new one is in
+        refresh = asyncio.create_task(self._fetch(kind, None), name=f"mcp-list:{self.config.name}:{kind}")
+        refresh.add_done_callback(_retrieve)
+        self._refreshing[kind] = refresh
+
+    def _listed(self, kind: str, items: list[Any], started: float) -> None:
+        """Keep a listing fetched from `started` on: stale at once if the server said it
+        changed after the fetch began (the answer may predate the change)."""
+        stale = self._changed.get(kind, float("-inf")) > started
+        self.listings[kind] = (float("-inf") if stale else time.monotonic(), items)
 
     async def _elicit(self, context: Any, params: Any) -> Any:
         """A server asks for the person's input (a form, or a URL to open): the call in
@@ -901,11 +932,11 @@ class MCPConnection:
                 self.failed(error, broken=True)
                 raise MCPUnavailable(error, server=self.config.name) from None
             if kind != "tools":  # a server without resources or prompts answers with an error
-                self.listings[kind] = (time.monotonic(), [])
+                self._listed(kind, [], started)
                 return []
             raise MCPUnavailable(self.config.redact(str(exc)), server=self.config.name) from None
         items = redacted(listed, self.config.redact)
-        self.listings[kind] = (time.monotonic(), items)
+        self._listed(kind, items, started)
         # Not a success for the breaker: a server that lists its tools while every call to
         # them hangs must still be paused.
         return items

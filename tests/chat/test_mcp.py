@@ -544,6 +544,24 @@ async def test_a_tool_the_protocol_does_not_allow_leaves_the_others_offered(pool
     )
 
 
+async def test_a_server_that_says_its_tools_changed_is_listed_again_for_the_next_run(pool):
+    """A server's `notifications/tools/list_changed` was ignored: its listing was kept for
+    `listing_ttl` (a minute), and a tool it added (once a person signed in to it, say) was
+    unknown to every run meanwhile."""
+    config = MCPServerConfig(name="raw", command=sys.executable, args=(RAW, "changing"))
+    first = ToolRegistry([MCPToolProvider(pool, config)])
+    await first.ensure_loaded()
+    assert "raw__grown" not in first.names() and "raw__grow" in first.names()
+    assert (await first.execute("raw__grow", {})).success
+    for _ in range(50):  # the new listing is fetched at once, in the background
+        later = ToolRegistry([MCPToolProvider(pool, config)])
+        await later.ensure_loaded()
+        if "raw__grown" in later.names():
+            break
+        await asyncio.sleep(0.05)
+    assert "raw__grown" in later.names(), later.names()
+
+
 async def test_a_server_with_no_tools_offers_its_resources_and_prompts(pool):
     """A server with only resources and prompts (one written with the TypeScript SDK that
     registers no tool) answers tools/list with "Method not found", as the spec allows a

@@ -6,7 +6,8 @@ RAW_TOKEN. With the argument `objects`, every tool's schema is an object (the SD
 listing whole: the one tool it refuses is left out). With `modern`, it speaks only the
 2026-07-28 protocol: it refuses the initialize handshake and answers `server/discover`. With
 `toolless`, it has no tools, only a resource and a prompt, and does not know `tools/list` (as
-a server written with the TypeScript SDK that registers no tool)."""
+a server written with the TypeScript SDK that registers no tool). With `changing`, its tool
+`grow` adds a tool and says so (`notifications/tools/list_changed`) before it answers."""
 
 import json
 import os
@@ -46,8 +47,16 @@ TOOLS = [
 
 MODERN = sys.argv[1:] == ["modern"]
 TOOLLESS = sys.argv[1:] == ["toolless"]
-if sys.argv[1:] == ["objects"]:
+CHANGING = sys.argv[1:] == ["changing"]
+if sys.argv[1:] in (["objects"], ["changing"]):
     TOOLS = [tool for tool in TOOLS if tool["inputSchema"].get("type") == "object"]
+if CHANGING:
+    TOOLS.append({"name": "grow", "description": "Add a tool.", "inputSchema": {"type": "object"}})
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+    sys.stdout.flush()
 
 
 def answer(request: dict) -> dict | None:
@@ -77,6 +86,9 @@ def answer(request: dict) -> dict | None:
     if method == "tools/call" and params.get("name") == "typed":
         token = os.environ.get("RAW_TOKEN", "")
         return {"content": [{"type": "text", "text": token}], "structuredContent": {"value": token}}
+    if method == "tools/call" and params.get("name") == "grow":
+        TOOLS.append({"name": "grown", "description": "Grown.", "inputSchema": {"type": "object"}})
+        send({"method": "notifications/tools/list_changed"})
     if method == "tools/call":
         return {"content": [{"type": "text", "text": f"{params.get('name')} ran"}]}
     if method == "ping":
