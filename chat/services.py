@@ -649,6 +649,15 @@ def run_claim(run_id: int, *, worker: str, ended: list[ReasoningRun] | None = No
     return run
 
 
+def run_held_by_another(run_id: int, worker: str) -> bool:
+    """Whether another worker than `worker` holds the run now (it took it over)."""
+    return (
+        ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.RUNNING)
+        .exclude(worker=worker)
+        .exists()
+    )
+
+
 def run_release(run_id: int, *, worker: str) -> bool:
     """Make a run this worker holds claimable again at once (its heartbeat as if stale), to
     resume it from its checkpoint; False if it is not this worker's running run any more."""

@@ -69,8 +69,13 @@ async def execute_with_time_limit(run_id: int) -> str:
     except TimeoutError:
         from channels.db import database_sync_to_async
 
-        from chat.services import run_fail
+        from chat.engine import worker_name
+        from chat.services import run_fail, run_held_by_another
 
+        if await database_sync_to_async(run_held_by_another)(run_id, worker_name()):
+            # Taken over while this executor was stuck past the limit (a frozen worker): the
+            # one that holds it now ends it; failing it here failed a run going on elsewhere.
+            return "moved"
         await database_sync_to_async(run_fail)(run_id, TIME_LIMIT_MESSAGE)
         try:
             await tell_run_ended(run_id)

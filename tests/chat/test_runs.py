@@ -1,5 +1,6 @@
 """Executing runs: persisted events, domain rows, idempotent finish, resume after a dead worker."""
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -302,3 +303,28 @@ def test_heartbeats_that_went_stale_while_the_database_was_away_hand_no_run_on(
     assert tasks.sweep(judge) == 0 and sent == [], "not handed on while its heartbeat may lag"
     now[0] += 30  # a stale time with the database back and still no beat: the worker is dead
     assert tasks.sweep(judge) == 1 and sent == [run.pk]
+
+
+def test_an_executor_stuck_past_the_time_limit_leaves_a_run_taken_over_alone(
+    alice_session, monkeypatch, settings
+):
+    """A worker frozen longer than the stale time had its run handed on; thawed, its time limit
+    fired and it marked the run failed ("took longer than the time limit") while the worker that
+    took it over was answering it."""
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    from chat import engine, tasks
+
+    settings.NEXUS_RUN_TIME_LIMIT = 0.3
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+
+    async def stuck_then_taken_over(run_id: int, **options) -> str:
+        await sync_to_async(services.run_claim)(run_id, worker=engine.worker_name())
+        await sync_to_async(ReasoningRun.objects.filter(pk=run_id).update)(worker="other-host:7")
+        await asyncio.sleep(5)  # frozen past the limit
+        return "succeeded"
+
+    monkeypatch.setattr(engine, "execute_run", stuck_then_taken_over)
+    assert async_to_sync(tasks.execute_with_time_limit)(run.pk) == "moved"
+    run.refresh_from_db()
+    assert (run.status, run.worker, run.error) == ("running", "other-host:7", "")
