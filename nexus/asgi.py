@@ -41,6 +41,7 @@ from chat.engine import prepare_executor  # noqa: E402
 from chat.routing import SignedInUser, websocket_urlpatterns  # noqa: E402
 from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
 from nexus.origins import SameOriginValidator  # noqa: E402
+from nexus.request_limits import install as limit_request_bodies  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
@@ -50,6 +51,7 @@ router = ProtocolTypeRouter(
         ),
     }
 )
+limit_request_bodies()
 load_pages()
 if settings.NEXUS_RUN_BACKEND == "embedded":
     prepare_executor()  # runs execute in this process; it freezes what it loaded

@@ -323,6 +323,15 @@ NEXUS_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "nexus")
 # Question, answer and plan-step text go into spans only when this is true (opt-in).
 NEXUS_OTEL_CAPTURE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", False)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, said here for the limit below
+# The largest request body daphne takes in (nexus.request_limits): past it the client gets a 413
+# before the body is read. Room for the largest form and the largest upload with its multipart
+# wrapping, so the app's own, plainer refusals of those still answer the bodies just past them.
+NEXUS_MAX_REQUEST_BYTES = env_int(
+    "NEXUS_MAX_REQUEST_BYTES",
+    2 * max(DATA_UPLOAD_MAX_MEMORY_SIZE, NEXUS_MAX_DOCUMENT_BYTES) + 1_000_000,
+    minimum=100_000,
+)
 # The executables a stdio tool server may be started with (absolute paths, or names looked up
 # on PATH at start-up). Only the operator decides this, never the database; the built-in
 # server is always allowed. Empty: no other stdio server can start.
