@@ -484,6 +484,17 @@
       edit.form.requestSubmit();
       return;
     }
+    // Escape in an open Edit box cancels the edit, like a menu's Escape: the box closes with
+    // the question as it was, and the keyboard is back on Edit (it stayed open, with no way
+    // out but a click on Edit).
+    const editing = event.key === "Escape" && event.target.closest && event.target.closest(".edit-question[open]");
+    if (editing) {
+      const box = editing.querySelector("textarea");
+      if (box) box.value = box.defaultValue;
+      editing.open = false;
+      editing.querySelector("summary")?.focus();
+      return;
+    }
     if (event.key === "Escape" && document.querySelector(".session-actions[open], .share-dialog[open]")) {
       const open = document.querySelector(".session-actions[open], .share-dialog[open]");
       closeMenus(null);
@@ -496,6 +507,17 @@
       if (event.shiftKey) clearLatest(); else toggleAll();
     }
   });
+
+  // Opening Edit puts the keyboard in its box, at the end of the question (it stayed on Edit,
+  // and typing did nothing until the box was clicked).
+  document.addEventListener("toggle", (event) => {
+    const edit = event.target;
+    if (!(edit instanceof HTMLDetailsElement) || !edit.matches(".edit-question") || !edit.open) return;
+    const box = edit.querySelector("textarea");
+    if (!box) return;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }, true);
 
   // The first page's box starts a chat with a full page load: once, and not over the limit
   // (the box says so already).

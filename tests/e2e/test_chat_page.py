@@ -296,6 +296,27 @@ def test_a_blank_edit_is_refused_under_the_edit_box(tab: Tab):
     expect(page.locator(".edit-error [role=alert]")).to_have_count(0)
 
 
+def test_edit_takes_the_keyboard_and_escape_cancels_it(tab: Tab):
+    """Found in review: Enter on Edit left the keyboard on Edit (typing did nothing until the box
+    was clicked), and Escape left the box open with the half-edited question: there was no way
+    to cancel an edit but a click on Edit again."""
+    page = tab.page
+    ask(page, "What is 2+2?")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
+    edit = page.locator("article.turn:not([hidden]) .edit-question")
+    edit.locator("summary").focus()
+    page.keyboard.press("Enter")
+    box = edit.locator("textarea")
+    expect(box).to_be_focused()
+    page.keyboard.type(" and 3+3?")
+    expect(box).to_have_value("What is 2+2? and 3+3?")
+    page.keyboard.press("Escape")
+    expect(edit).not_to_have_attribute("open", "")
+    expect(edit.locator("summary")).to_be_focused()
+    expect(box).to_have_value("What is 2+2?")
+    expect(page.locator("article.turn")).to_have_count(1)
+
+
 def test_an_edit_refused_by_a_stale_page_is_said_under_the_edit_box(tab: Tab):
     """Found in review: an edit refused by anything but the server's own words (a page out of
     date after signing in again in another tab, a 401 after signing out, no network) was said
