@@ -572,6 +572,15 @@ def runs_stopped_unattended(limit: int = 50) -> list[ReasoningRun]:
     )
 
 
+def run_take_over_stopped(run_id: int) -> None:
+    """Take a stopped run over from the executor that held it (as a claim does, see
+    chat.writer.RunTakenOver), to end it without it: that executor, if its worker was only
+    frozen, writes nothing more to the run when it thaws."""
+    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.CANCELLED).update(
+        delivery_count=F("delivery_count") + 1
+    )
+
+
 def run_orphaned(run: ReasoningRun) -> bool:
     """Whether a run that was running (as just read) had lost its worker: its heartbeat stale."""
     stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
