@@ -340,6 +340,9 @@ def finish_unattended_stops() -> int:
     work; returns how many."""
     runs = services.runs_stopped_unattended()
     for run in runs:
+        # Its worker may be frozen, not dead: taken over, it writes nothing when it thaws (its
+        # draft went on growing behind the stop shown, and it recorded the stop again).
+        services.run_take_over_stopped(run.pk)
         seq = RunSink(run).record_stopped()
         if seq is not None:
             tell_group(

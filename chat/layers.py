@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from channels_redis.core import RedisChannelLayer
+from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,18 @@ Message = dict[str, Any]
 
 class GroupSendLayer(RedisChannelLayer):
     _last_score = 0.0
+
+    async def _clean_receive_backup(self, index: int, channel: str) -> None:
+        """channels_redis clears a received message's backup copy in a task nobody awaits: with
+        Redis gone meanwhile, daphne logged "Task exception was never retrieved" and a
+        traceback at ERROR for every page's socket, on an outage the pages report and survive.
+        A copy left behind (Redis reachable again, not restarted) comes back once on the
+        socket's next receive, as channels_redis does when a cleaner is cancelled: the pages
+        skip events and ends they have already shown."""
+        try:
+            await super()._clean_receive_backup(index, channel)
+        except (RedisError, OSError) as exc:
+            logger.warning("could not clear a received message's backup, Redis unreachable: %s", exc)
 
     async def group_send(self, group: str, message: Message) -> None:
         for _, error in await self.group_send_many([(group, message)]):

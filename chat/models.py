@@ -145,6 +145,9 @@ class ReasoningRun(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     delivery_count = models.PositiveSmallIntegerField(default=0)
+    # Claims that were its own worker resuming it after the database went away under it
+    # (chat.services.run_release): counted in delivery_count, no worker died for them.
+    releases = models.PositiveSmallIntegerField(default=0)
     # When the run was last handed to the job queue; empty while it waits for its turn (the
     # owner's concurrent-run limit) or because the queue was unreachable. A sweeper hands
     # such runs over again (chat.services.runs_to_recover).

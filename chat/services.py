@@ -572,6 +572,15 @@ def runs_stopped_unattended(limit: int = 50) -> list[ReasoningRun]:
     )
 
 
+def run_take_over_stopped(run_id: int) -> None:
+    """Take a stopped run over from the executor that held it (as a claim does, see
+    chat.writer.RunTakenOver), to end it without it: that executor, if its worker was only
+    frozen, writes nothing more to the run when it thaws."""
+    ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.CANCELLED).update(
+        delivery_count=F("delivery_count") + 1
+    )
+
+
 def run_orphaned(run: ReasoningRun) -> bool:
     """Whether a run that was running (as just read) had lost its worker: its heartbeat stale."""
     stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
@@ -639,7 +648,7 @@ def run_claim(run_id: int, *, worker: str, ended: list[ReasoningRun] | None = No
         if ended is not None:
             ended.append(run)
         return None
-    if run.delivery_count > MAX_DELIVERIES:
+    if run.delivery_count - run.releases > MAX_DELIVERIES:  # not its own worker resuming it
         run_fail(
             run.pk, f"The worker stopped {MAX_DELIVERIES} times while answering; giving up. Try asking again."
         )
@@ -660,11 +669,13 @@ def run_held_by_another(run_id: int, worker: str) -> bool:
 
 def run_release(run_id: int, *, worker: str) -> bool:
     """Make a run this worker holds claimable again at once (its heartbeat as if stale), to
-    resume it from its checkpoint; False if it is not this worker's running run any more."""
+    resume it from its checkpoint; False if it is not this worker's running run any more. The
+    claim that follows is no delivery lost to a dead worker (see run_claim's MAX_DELIVERIES):
+    three database outages under a run failed it as if its workers had died."""
     stale = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 1)
     return bool(
         ReasoningRun.objects.filter(pk=run_id, status=ReasoningRun.Status.RUNNING, worker=worker).update(
-            heartbeat_at=stale
+            heartbeat_at=stale, releases=F("releases") + 1
         )
     )
 

@@ -689,10 +689,18 @@ class RunSink:
 
     def record_stopped(self) -> int | None:
         """The person stopped the run: say so in the trace, keeping the draft it had (None:
-        not recorded, or the run deleted meanwhile with its chat)."""
+        not recorded, or the run deleted meanwhile with its chat). Recorded once: a sweep that
+        ended the run while its worker was frozen took it over (see
+        engine.finish_unattended_stops), and the thawed executor records nothing more."""
         for _ in range(3):  # an event written by a step still finishing can take the number
-            run = ReasoningRun.objects.only("next_sequence", "draft_text").filter(pk=self.run_id).first()
-            if run is None:
+            run = (
+                ReasoningRun.objects.only("next_sequence", "draft_text", "delivery_count")
+                .filter(pk=self.run_id)
+                .first()
+            )
+            if run is None or (self.claim is not None and run.delivery_count > self.claim):
+                return None
+            if TraceEvent.objects.filter(run_id=self.run_id, kind="run.stopped").exists():
                 return None
             try:
                 with transaction.atomic():

@@ -514,6 +514,21 @@ async def test_a_socket_refused_for_lack_of_redis_closes_cleanly_without_a_serve
     await communicator.wait(timeout=5)  # raised redis' ConnectionError before
 
 
+async def test_redis_lost_after_a_pages_message_came_logs_no_traceback(caplog):
+    """Found restarting Redis under open pages: after each message a page's socket receives,
+    channels_redis clears its copy in the background (a task nobody awaits); Redis gone by
+    then, daphne logged "ERROR asyncio: Task exception was never retrieved" with redis'
+    ConnectionError's traceback, for an outage the pages already report and survive."""
+    import logging
+
+    from chat.layers import GroupSendLayer
+
+    layer = GroupSendLayer(hosts=[f"redis://127.0.0.1:{free_port()}/0"])  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="chat.layers"):
+        await layer._clean_receive_backup(0, "specific.abc!")  # the task channels_redis starts
+    assert "Redis unreachable" in caplog.text
+
+
 def test_a_running_runs_status_event_is_rendered_without_rebuilding_its_whole_turn(
     alice, alice_session, django_assert_max_num_queries
 ):

@@ -211,6 +211,46 @@ def test_a_run_the_database_went_away_under_resumes_once_it_is_back(alice_sessio
     assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 2
 
 
+def test_a_run_the_database_went_away_under_again_and_again_is_not_given_up_as_a_dying_worker(
+    alice_session, monkeypatch
+):
+    """Found with faults (PostgreSQL connections cut three times while runs were in flight):
+    each time, the worker released the run to itself and claimed it again to resume it, and
+    each claim counted as a delivery lost to a dead worker; the fourth failed the run with
+    "The worker stopped 3 times while answering; giving up", though no worker had stopped.
+    One outage and two workers killed under it did the same. A worker resuming its own run
+    after an outage is no lost delivery."""
+    from django.db import OperationalError
+
+    from chat import engine
+
+    real, calls = engine._run_context, []
+
+    def lost_three_times(run):
+        calls.append(run.pk)
+        if len(calls) <= 3:
+            raise OperationalError("terminating connection due to administrator command")
+        return real(run)
+
+    monkeypatch.setattr(engine, "_run_context", lost_three_times)
+    run = services.message_post(session=alice_session, content="What is 6*7?")
+    assert run_now(run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.answers.count() == 1 and len(calls) == 4, run.error
+
+    # A worker that really dies still counts: two more deaths after these outages give up.
+    again = services.message_post(session=alice_session, content="What is 7*7?")
+    calls.clear()
+    assert run_now(again.pk) == "succeeded"
+    again = services.message_post(session=alice_session, content="What is 8*7?")
+    ReasoningRun.objects.filter(pk=again.pk).update(
+        status="running", heartbeat_at=timezone.now() - timedelta(hours=1), delivery_count=3
+    )
+    assert run_now(again.pk) == "skipped"
+    again.refresh_from_db()
+    assert again.status == "failed" and "stopped 3 times" in again.error
+
+
 @pytest.mark.parametrize("when", ["before the claim", "after the claim"])
 def test_a_run_whose_claim_lost_the_database_is_claimed_once_it_is_back(alice_session, monkeypatch, when):
     """Found by a team review: a connection dropped while a worker claimed a run raised out of

@@ -593,3 +593,43 @@ def test_an_escalation_in_one_batch_keeps_the_first_attempts_score(runs):
     first, second = Attempt.objects.filter(run=runs[0]).order_by("number")
     assert (first.status, first.quality_score, first.approved) == ("escalated", 0.45, False)
     assert (second.strategy, second.status) == ("light_planning", "in_progress")
+
+
+def test_a_run_stopped_while_its_worker_was_frozen_is_stopped_once_and_keeps_the_draft_it_was_stopped_with(
+    runs,
+):
+    """Found with faults (a worker SIGSTOPped past the stale time, Stop pressed meanwhile):
+    the sweep ended the stopped run in its pages ("Stopped; this is what it had written so
+    far"), and when the worker thawed its executor went on writing the draft behind that and
+    recorded the stop again: the page showed "Stopped" twice in the trace, and the stopped
+    answer grew after it was shown. The sweep's stop takes the run over from the frozen
+    executor, whose later writes are refused like those of any executor taken over."""
+    from chat.engine import finish_unattended_stops
+
+    run = runs[0]
+    claimed = services.run_claim(run.pk, worker="frozen")
+
+    async def before_the_freeze(sink: RunSink) -> None:
+        await sink(event(1))
+        await sink(delta(2, "d1", 0, "Paris is"))
+        await sink.drain()
+
+    old = RunSink(claimed, behind=True)
+    async_to_sync(before_the_freeze)(old)
+    assert services.run_stop(claimed) == "running"
+    gone = timezone.now() - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS + 5)
+    ReasoningRun.objects.filter(pk=run.pk).update(heartbeat_at=gone, started_at=gone, finished_at=gone)
+    assert finish_unattended_stops() == 1  # the sweep, while the worker is frozen
+
+    async def thawed(sink: RunSink) -> int | None:
+        # The engine's next delta was on its way; then the executor sees the stop and records it.
+        await sink(delta(3, "d1", 8, " the capital"))
+        with contextlib.suppress(Exception):
+            await sink.drain()
+        return await sync_to_async(sink.record_stopped)()
+
+    assert async_to_sync(thawed)(old) is None, "the stop is not recorded twice"
+    run.refresh_from_db()
+    assert run.status == "cancelled" and run.draft_text == "Paris is", "the draft the person saw stopped"
+    assert list(run.events.filter(kind="run.stopped").values_list("sequence", flat=True)) == [3]
+    assert sequences(run) == [1, 3]
