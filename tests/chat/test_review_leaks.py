@@ -43,3 +43,24 @@ async def test_an_analysis_made_with_one_persons_chat_is_not_reused_for_anothers
     assert SECRET not in str(shown["analysis"])
     assert shown["cached"] is False
     assert len(llm.requests_for("analysis")) == 2
+
+
+def test_a_memory_shared_with_the_team_never_names_its_owners_chat_to_others(alice, bob):
+    """Staff share a memory item's words with the team; the title of the chat it came from
+    stays its owner's (the Memory page says only "someone else's chat"), but every teammate
+    whose run recalled it read the title on their trace panel."""
+    from chat.memory import memory_recall
+    from chat.models import ChatSession, Memory
+    from reasoning.memory import SEMANTIC
+
+    private = ChatSession.objects.create(owner=alice, title="My divorce: talking to the lawyer")
+    Memory.objects.create(
+        owner=alice, kind=SEMANTIC, text="The release train leaves every second Wednesday", session=private
+    )
+    Memory.objects.update(shared=True)
+    assert [m.chat for m in memory_recall(user=alice, query="When does the release train leave?")] == [
+        private.title
+    ]
+    recalled = memory_recall(user=bob, query="When does the release train leave?")
+    assert [m.text for m in recalled] == ["The release train leaves every second Wednesday"]
+    assert recalled[0].chat == ""
