@@ -93,14 +93,17 @@ def _postgres_candidates(user_id: int, words: list[str], groups: list[tuple[str,
     return sql, [query, user_id, *words, *words, CANDIDATES]
 
 
-def _item(memory: Memory) -> MemoryItem:
+def _item(memory: Memory, viewer_id: int) -> MemoryItem:
+    """`memory` as the person `viewer_id` recalls it: the chat it came from is named only to
+    its owner (a teammate recalls a shared item's words, not the title of its owner's chat)."""
+    own = memory.owner_id == viewer_id
     return MemoryItem(
         kind=memory.kind,
         text=memory.text,
         source=memory.source,
         confidence=memory.confidence,
         id=memory.pk,
-        chat=memory.session.title if memory.session_id and memory.session else "",
+        chat=memory.session.title if own and memory.session_id and memory.session else "",
         created=memory.created_at.isoformat(),
         shared=memory.shared,
     )
@@ -116,7 +119,7 @@ def memory_recall(
     if exclude_run is not None:
         rows = rows.exclude(run=exclude_run)
     by_id = {m.pk: m for m in rows}
-    return rank(query, [_item(by_id[i]) for i in ids if i in by_id], limit=limit)
+    return rank(query, [_item(by_id[i], user.pk) for i in ids if i in by_id], limit=limit)
 
 
 def memory_store(
@@ -147,7 +150,7 @@ def memory_store(
             recalled = [int(i) for i in item.sources if str(i).isdigit()]
             known = memories_visible_to(user).filter(pk__in=recalled).values_list("pk", flat=True)
             memory.sources.set([*facts, *known])
-    return [_item(memory) for memory in created]
+    return [_item(memory, user.pk) for memory in created]
 
 
 class DjangoMemoryStore:

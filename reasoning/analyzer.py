@@ -64,7 +64,9 @@ class QueryComplexityAnalyzer:
             hints={"query": query, "tools": available_tools, "attachments": attachments != "(none)"},
         )
         analysis = self._from(data)
-        if self.cache is not None and config.cache_analysis:
+        # Cached (for everyone) only when it was made from the question and tools alone.
+        alone = not conversation_context and attachments == "(none)"
+        if self.cache is not None and config.cache_analysis and alone:
             self.cache.set(self._key(query, available_tools), analysis.to_dict(), config.analysis_cache_ttl)
         return analysis
 

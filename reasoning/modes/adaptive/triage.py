@@ -85,7 +85,10 @@ class Triage:
         ctx = self.ctx
         analyzer = QueryComplexityAnalyzer(ctx, self.analysis_cache)
         tools = ctx.tools.names()
-        known = analyzer.cached(ctx.question, tools)
+        # Only a question asked alone: an analysis made with a chat's turns or attachments
+        # speaks of them, and the cache is everyone's (keyed by the question's words).
+        alone = not ctx.history and not ctx.attachments
+        known = analyzer.cached(ctx.question, tools) if alone else None
         if known is not None:
             self.routed_by = "cache"
             return known, True
