@@ -20,8 +20,9 @@ working on it read questions.jsonl or features.py; B before the first round of r
 changes, C before the second, D before the third, E after the third and last (no change
 since), F written in the last session of issue 13 before any of it was routed (the router was
 not changed after), G written in review session rev-d before its author read questions.jsonl,
-features.py or the other unseen sets, and committed before it was first routed. A round's fixes came from the misses of the sets already measured, so only a set's
-first measurement is untouched by tuning; those first figures are in the README.
+features.py or the other unseen sets, and committed before it was first routed (no router
+change followed). A round's fixes came from the misses of the sets already measured, so only
+a set's first measurement is untouched by tuning; those first figures are in the README.
 """
 
 from __future__ import annotations
