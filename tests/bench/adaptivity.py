@@ -3,7 +3,7 @@
 - Routing: the local router's decision per class with a confusion matrix, and the engine's
   first strategy with the offline model answering for the questions the router is unsure of.
   The unseen set also per round of writing (A: blind; B, C, D: each sealed before a round of
-  router changes; see reasoning/routing/dataset.py).
+  router changes; E, F, G: written after the last change; see reasoning/routing/dataset.py).
 - Model calls per class, routed vs forced DEEP, with the offline model and the same tools the
   web app offers (calculator, clock, team document search), counting every call a run makes
   (reflection and cancelled speculative calls included).
