@@ -5,6 +5,7 @@ alice owns things, bob is a teammate, charlie is an outsider; staff audit in the
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import time
 from dataclasses import replace
@@ -19,6 +20,23 @@ from django.test import Client, override_settings
 from chat import services
 from chat.models import ChatSession, Critique, ReasoningRun, Reflection
 from reasoning.types import ExecutionStrategy
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item):
+    """A test's runs end with it. An executor it started and left behind (a stop dispatching the
+    owner's next queued run, say) waited on SQLite's write lock that the test's transaction
+    held; once the test rolled back, it claimed the run a later test created under the same
+    reused id, and that test saw another executor write its run. Waited for after every
+    fixture is torn down, the database rolled back included: the claim then finds nothing."""
+    try:
+        return (yield)
+    finally:
+        from chat import dispatch
+
+        left = list(dispatch._running)
+        if left and concurrent.futures.wait(left, timeout=60).not_done:
+            pytest.fail(f"{len(left)} run(s) a test started were still executing a minute after it ended")
 
 
 @pytest.fixture(autouse=True)

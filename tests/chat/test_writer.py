@@ -133,7 +133,6 @@ def test_a_connection_lost_after_commit_is_retried_without_writing_anything_twic
 
     async def scenario() -> None:
         sink = RunSink(run, behind=True)
-        sink.claim = None  # about the lost connection alone (claims: the taken-over tests below)
         together = [event_writer().submit(sink, "event", e) for e in (event(1), llm_call(2, tokens=7))]
         await asyncio.gather(*together)
         await sink(event(3))
