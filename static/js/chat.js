@@ -607,6 +607,22 @@
     document.querySelectorAll("#composer-error .unreachable").forEach((p) => p.remove());
   });
 
+  // A pushed part marked data-if-present replaces its element only if the page still has it:
+  // the "working" line a socket push rendered just before Stop was pressed could arrive after
+  // Stop's reply had replaced it with the stopped answer, and htmx logged an error for a
+  // target that was rightly gone. The socket's messages pass through extensions' transform.
+  htmx.defineExtension("if-present", {
+    transformResponse: (text) => {
+      if (typeof text !== "string" || text.indexOf("data-if-present") < 0) return text;
+      const template = document.createElement("template");
+      template.innerHTML = text;
+      for (const part of Array.from(template.content.children)) {
+        if (part.hasAttribute("data-if-present") && !document.getElementById(part.id)) part.remove();
+      }
+      return template.innerHTML;
+    },
+  });
+
   // Draft text arrives as small JSON frames, not HTML: handle them here, never swap them.
   document.addEventListener("htmx:wsBeforeMessage", (event) => {
     const text = event.detail.message;
