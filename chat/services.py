@@ -456,11 +456,22 @@ def run_posted_with(session: ChatSession, key: str) -> ReasoningRun | None:
     sends a question again under the same key when the reply to the first send was lost (the
     server restarted under it, the network dropped), and it was asked twice, or refused as
     "still answering" by a page that showed no answer under way."""
+    return _posted_under(key, session=session)
+
+
+def run_posted_by(owner: Any, key: str) -> ReasoningRun | None:
+    """`run_posted_with` for the first page's box, which starts a chat: the run of the first
+    question `owner` sent under `key`, in whichever chat it started (sent again, it started a
+    second chat with the same question)."""
+    return _posted_under(key, session__owner=owner)
+
+
+def _posted_under(key: str, **where: Any) -> ReasoningRun | None:
     if not key:
         return None
     return (
         ReasoningRun.objects.select_related("session", "user_message")
-        .filter(session=session, user_message__client_key=key)
+        .filter(user_message__client_key=key, **where)
         .order_by("pk")
         .first()
     )

@@ -7,6 +7,7 @@ through `session_get_for_user`, so another user's session is a 404.
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 from django.conf import settings
@@ -75,6 +76,9 @@ def _first_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpRe
     """The page of someone with no chat yet: the box that starts one (with `extra`: the text it
     kept and why it was not sent)."""
     context = {"sessions": [], "session": None, "turns": [], "active_run": None, **extra}
+    # The box's name for the question it sends (see services.run_posted_by): the same when the
+    # browser posts the form again, after a reply that never came.
+    context["start_key"] = extra.get("start_key") or secrets.token_hex(16)
     context["trace_open"] = preferences_of(request)["trace_open"]
     return render(request, PAGE, context, status=status)
 
@@ -126,7 +130,11 @@ def session_new(request: HttpRequest) -> HttpResponse:
     another empty "New chat" to the list). With a message (the first page's box), the chat
     starts with it, as if it were sent from the chat's own box."""
     content = request.POST.get("content", "")
+    key = services.message_key(request.POST.get("key", ""))
     if content.strip():
+        posted = services.run_posted_by(request.user, key)
+        if posted is not None:  # sent again: its first reply was lost, and it was stored
+            return _posted_again(request, posted)
         refused = _message_refused(request, content)
         if refused is not None:  # before the chat exists: the first page again, the text kept
             text, status = refused
@@ -137,6 +145,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 status,
                 error=text,
                 draft=content,
+                start_key=key,
                 sessions=session_links(request.user),
                 address=reverse("chat:home"),
             )

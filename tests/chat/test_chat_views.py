@@ -13,7 +13,7 @@ from django.test import override_settings
 from django.urls import reverse
 
 from chat import services
-from chat.models import Document, Message, Preference, ReasoningRun
+from chat.models import ChatSession, Document, Message, Preference, ReasoningRun
 from tests.conftest import ask, run_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -174,6 +174,31 @@ def test_failed_runs_show_their_error(alice, alice_session, client_for, monkeypa
 
 
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_a_first_question_posted_again_under_its_key_opens_the_chat_it_started(
+    alice, bob, client_for, dispatched
+):
+    """The first page's box starts a chat with its question. Its reply lost (the server
+    restarted under it), the browser posts the form again: that started a second chat asking
+    the same question. The page names the question with a key of its own, and the second post
+    opens the chat the first one started."""
+    client = client_for(alice)
+    page = client.get(reverse("chat:home")).content.decode()
+    key = re.search(r'name="key" value="([0-9a-f]{32})"', page).group(1)
+    assert key not in client.get(reverse("chat:home")).content.decode(), "each page load names anew"
+    first = client.post(reverse("chat:session-new"), {"content": "What is 6*7?", "key": key})
+    again = client.post(reverse("chat:session-new"), {"content": "What is 6*7?", "key": key})
+    session = ChatSession.objects.get(owner=alice)
+    assert first.status_code == again.status_code == 302
+    assert first["Location"] == again["Location"] == reverse("chat:session", args=[session.pk])
+    assert Message.objects.count() == 1 and len(dispatched) == 1
+    # Another person's first question under the same key starts their own chat.
+    theirs = client_for(bob).post(reverse("chat:session-new"), {"content": "Bob's question", "key": key})
+    assert theirs.status_code == 302 and ChatSession.objects.filter(owner=bob).count() == 1
+    # Refused (too long), the page keeps the text and the key, for the send that follows.
+    refused = client.post(reverse("chat:session-new"), {"content": "x" * 200_000, "key": "a" * 32})
+    assert 'value="' + "a" * 32 + '"' in refused.content.decode()
+
+
 def test_a_question_sent_again_under_its_key_is_found_not_asked_twice(
     alice, bob, alice_session, client_for, dispatched
 ):
