@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Func, IntegerField, Q, QuerySet, Sum
 from django.utils import timezone
 
 from chat.inputs import clean_title
@@ -42,6 +42,34 @@ def document_get_for_user(user: Any, document_id: int) -> Document | None:
     return documents_visible_to(user).filter(pk=document_id).first()
 
 
+class OctetLength(Func):
+    """A text column's size in bytes (PostgreSQL reads it from the value's header)."""
+
+    function = "octet_length"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="length(CAST(%(expressions)s AS BLOB))", **extra)
+
+
+def _check_storage(owner: Any, content: str, *, replacing: Document | None) -> None:
+    """Refuse a document that would take its owner past NEXUS_MAX_DOCUMENT_STORAGE_BYTES: one
+    account could otherwise store without end, and every run's document search (and, on
+    SQLite, its scoring of every passage) reads what it stored."""
+    limit = settings.NEXUS_MAX_DOCUMENT_STORAGE_BYTES
+    if not limit:
+        return
+    others = Document.objects.filter(owner=owner)
+    if replacing is not None:
+        others = others.exclude(pk=replacing.pk)
+    stored = others.aggregate(size=Sum(OctetLength("content")))["size"] or 0
+    if stored + len(content.encode()) > limit:
+        raise ValidationError(
+            f"Your documents already hold {stored / 1e6:.1f} MB of the {limit / 1e6:g} MB each person "
+            "may keep; delete some you no longer need, then add this one."
+        )
+
+
 def document_create(
     *,
     owner: Any,
@@ -67,17 +95,18 @@ def document_create(
         raise ValidationError("That looks like a binary file; upload Markdown or plain text.")
     # Titles differing only in letter case name one document (a mention matches either).
     document = Document.objects.filter(owner=owner, title__iexact=title).first()
+    if document is not None and not replace:
+        raise ValidationError(
+            f"You already have a document called “{document.title}”. Choose another title, or tick "
+            "“Replace my document of the same title”."
+        )
+    _check_storage(owner, content, replacing=document)
     if document is None:
         document = Document.objects.create(
             owner=owner, title=title, content=content, shared=shared, format=format
         )
         document.replaced = False
         return document
-    if not replace:
-        raise ValidationError(
-            f"You already have a document called “{document.title}”. Choose another title, or tick "
-            "“Replace my document of the same title”."
-        )
     document.title, document.content, document.shared, document.format = title, content, shared, format
     document.updated_at = timezone.now()
     document.save(update_fields=["title", "content", "shared", "format", "updated_at"])

@@ -323,6 +323,8 @@ NEXUS_OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "nexus")
 # Question, answer and plan-step text go into spans only when this is true (opt-in).
 NEXUS_OTEL_CAPTURE_CONTENT = env_bool("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", False)
 NEXUS_MAX_DOCUMENT_BYTES = env_int("NEXUS_MAX_DOCUMENT_BYTES", 2_000_000, minimum=1)
+# What one person's documents may hold together (0 = no limit): see chat.documents._check_storage.
+NEXUS_MAX_DOCUMENT_STORAGE_BYTES = env_int("NEXUS_MAX_DOCUMENT_STORAGE_BYTES", 50_000_000, minimum=0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440  # Django's default, said here for the limit below
 # The largest request body daphne takes in (nexus.request_limits): past it the client gets a 413
 # before the body is read. Room for the largest form and the largest upload with its multipart

@@ -541,6 +541,27 @@ def test_an_upload_never_silently_replaces_a_document_or_its_sharing(alice, bob,
     assert runbook.content == "v2" and not runbook.shared
 
 
+def test_one_persons_documents_are_capped_together_and_a_replacement_counts_once(
+    alice, bob, client_for, settings
+):
+    """Any account could store documents without end (each under the per-document limit), and
+    every run's document search reads what it stored. What one person keeps is capped; the
+    refusal says how much is used and keeps what was typed."""
+    settings.NEXUS_MAX_DOCUMENT_STORAGE_BYTES = 1000
+    client, upload = client_for(alice), reverse("chat:document-upload")
+    assert client.post(upload, {"title": "Notes", "content": "é" * 300}).status_code == 302  # 600 bytes
+    page = client.post(upload, {"title": "More", "content": "m" * 401}, follow=True)
+    text = page.content.decode()
+    assert page.status_code == 400 and "Your documents already hold 0.0 MB of the 0.001 MB" in text
+    assert "m" * 401 + "</textarea>" in text and not Document.objects.filter(title="More").exists()
+    assert client.post(upload, {"title": "More", "content": "m" * 400}).status_code == 302
+    # A new version replaces the old one's share of the cap, not adds to it.
+    replaced = client.post(upload, {"title": "Notes", "content": "n" * 600, "replace": "on"})
+    assert replaced.status_code == 302 and Document.objects.get(title="Notes").content == "n" * 600
+    # The cap is each person's own.
+    assert client_for(bob).post(upload, {"title": "Bob's", "content": "b" * 900}).status_code == 302
+
+
 def test_titles_are_refused_when_too_long_and_cannot_reorder_what_they_show(alice, alice_session, client_for):
     client = client_for(alice)
     page = client.post(
