@@ -90,7 +90,7 @@ async def test_events_arrive_in_order_with_status_and_answer(alice, alice_sessio
     assert f'hx-swap-oob="beforeend:#trace-{run.pk}"' in html
     assert 'id="status-line"' in html and "Mode: <strong>Direct</strong>" in html
     assert "Mode: <strong>Complete</strong>" in html
-    assert f'<p class="pending" id="pending-{run.pk}" hx-swap-oob="true">' in html, (
+    assert f'<p class="pending" id="pending-{run.pk}" hx-swap-oob="true" data-if-present>' in html, (
         "the line over the draft follows"
     )
     assert f'id="answer-{run.pk}" hx-swap-oob="true"' in html and "<strong>4</strong>" in html
