@@ -36,10 +36,20 @@ class ChatSession(models.Model):
     title = models.CharField(max_length=200, default="New chat")
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The name the page's "+ New chat" gave the chat it asked for: the second post of a
+    # double-click opens the chat the first one made (see services.session_new).
+    client_key = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
 
     class Meta:
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="session_owner_recent")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "client_key"],
+                condition=Q(client_key__gt=""),
+                name="session_client_key_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title

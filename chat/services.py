@@ -287,6 +287,27 @@ def session_create(*, owner: Any, title: str = "") -> ChatSession:
     return session
 
 
+def session_new(owner: Any, *, came_from: str = "", key: str = "") -> ChatSession:
+    """The chat "+ New chat" opens: the chat it was pressed in if that is still blank, the
+    blank chat an earlier post under the same `key` made (the second post of a double-click,
+    which made two; a key the page kept while its chat filled in, Back to a cached page, names
+    a new one), or a new chat."""
+    blank = session_unused(owner, came_from)
+    if blank is None and key:
+        blank = _blank_sessions(owner).filter(client_key=key).order_by().first()
+    if blank is not None:
+        return blank
+    if key and ChatSession.objects.filter(owner=owner, client_key=key).exists():
+        key = ""  # its chat has a question in it now: this one is another
+    try:
+        with transaction.atomic():
+            session = ChatSession.objects.create(owner=owner, client_key=key or None)
+    except IntegrityError:  # both posts at once: the other one's
+        return ChatSession.objects.get(owner=owner, client_key=key)
+    sessions_changed(owner_id=session.owner_id, session_id=session.pk)
+    return session
+
+
 def session_unused(owner: Any, session_id: str) -> ChatSession | None:
     """The owner's chat `session_id` if it is still a blank "New chat", nothing asked in it
     and no title given (a new chat opened from it is that chat), else None."""

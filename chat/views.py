@@ -149,12 +149,11 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 sessions=session_links(request.user),
                 address=reverse("chat:home"),
             )
-    empty = services.session_unused(request.user, request.POST.get("from", ""))
-    if empty is None and content.strip():
-        empty = services.session_blank(request.user)  # a first question never makes a second blank
-    session = empty or services.session_create(owner=request.user)
     if content.strip():
+        # A first question never makes a second blank chat.
+        session = services.session_blank(request.user) or services.session_create(owner=request.user)
         return _message_post(request, session, content)
+    session = services.session_new(request.user, came_from=request.POST.get("from", ""), key=key)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
 

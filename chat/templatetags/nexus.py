@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any
 
 from django import template
@@ -11,6 +12,13 @@ from chat.presenters import MODE_ICONS, STRATEGY_SHORT, plain_text, run_mode, wi
 from reasoning.tools.labels import humanize_tool_names, tool_label
 
 register = template.Library()
+
+
+@register.simple_tag
+def page_key() -> str:
+    """A fresh name for what a form on this page asks for (a new chat): the same when the form
+    is posted twice, a new one when the page is drawn again."""
+    return secrets.token_hex(16)
 
 
 @register.filter

@@ -427,6 +427,33 @@ def test_session_management(alice, client_for):
     assert response["HX-Redirect"] == reverse("chat:home") and not alice.chat_sessions.exists()
 
 
+def test_a_new_chat_posted_twice_under_its_key_is_one_chat(alice, bob, alice_session, client_for):
+    """A double-click on "+ New chat" (from a chat with a question in it, or from the
+    documents page) posted twice and made two blank chats when the page's guard was too late
+    (seen under load in a browser). The page names the chat it asks for; the second post
+    opens the chat the first one made."""
+    services.message_post(session=alice_session, content="A question")
+    client = client_for(alice)
+    page = client.get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    key = re.search(r'name="key" value="([0-9a-f]{32})"', page).group(1)
+    sent = {"from": alice_session.pk, "key": key}
+    first, again = (client.post(reverse("chat:session-new"), sent, **HTMX) for _ in range(2))
+    assert alice.chat_sessions.count() == 2, "one new chat"
+    made = alice.chat_sessions.exclude(pk=alice_session.pk).get()
+    assert first["HX-Redirect"] == again["HX-Redirect"] == reverse("chat:session", args=[made.pk])
+    # The documents page's sidebar names its new chat too.
+    documents = client.get(reverse("chat:documents")).content.decode()
+    assert re.search(r'class="new-chat-form">\s*<input type="hidden" name="csrfmiddlewaretoken"', documents)
+    assert re.search(r'name="key" value="[0-9a-f]{32}"><button type="submit" class="new-chat"', documents)
+    # Once the chat has a question, the same key (Back to a cached page) asks for another one.
+    services.message_post(session=made, content="Another question")
+    client.post(reverse("chat:session-new"), sent)
+    assert alice.chat_sessions.count() == 3
+    # A key is the person's own: the same key from someone else makes them their own chat.
+    client_for(bob).post(reverse("chat:session-new"), sent)
+    assert bob.chat_sessions.count() == 1
+
+
 def test_a_session_cannot_be_deleted_while_answering(alice, alice_session, client_for, dispatched):
     client = client_for(alice)
     post(client, alice_session, "hi")
