@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, WebSocketRoute, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, WebSocketRoute, expect, sync_playwright
 
 from tests.e2e.conftest import ROOT, Site, manage, sign_in, unavailable
 from tests.e2e.test_browser import CHROMIUM_ARGS
@@ -111,6 +111,14 @@ def new_chat(page: Page) -> None:
 def ask(page: Page, question: str) -> None:
     page.fill("#composer-input", question)
     page.keyboard.press("Enter")
+
+
+def open_edit(edit: Locator) -> None:
+    """Open a question's Edit box and wait for the page to focus it. The page puts the caret at
+    the end as the box opens (a toggle event, a moment later): a fill in that moment had its
+    select-all undone and added its text to the question's ("What is 2+2?What is 3+3?")."""
+    edit.locator("summary").click()
+    expect(edit.locator("textarea")).to_be_focused()
 
 
 def last_answer(page: Page):
@@ -304,7 +312,7 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     last_answer(page).locator(".variant-next").click()
     expect(last_answer(page).locator(".variant-label")).to_have_text("2/2")
     edit = page.locator("article.turn:not([hidden]) .edit-question")
-    edit.locator("summary").click()
+    open_edit(edit)
     edit.locator("textarea").fill("What is 3+3?")
     edit.locator("textarea").press("Enter")  # sends, as in the message box (it added a newline)
     # The edited question arrives as the newest turn; the version it replaces is hidden once
@@ -325,7 +333,7 @@ def test_a_blank_edit_is_refused_under_the_edit_box(tab: Tab):
     ask(page, "What is 2+2?")
     expect(last_answer(page).locator(".markdown")).to_contain_text("4", timeout=20000)
     edit = page.locator("article.turn:not([hidden]) .edit-question")
-    edit.locator("summary").click()
+    open_edit(edit)
     edit.locator("textarea").fill("   ")
     edit.locator("textarea").press("Enter")
     expect(edit.locator(".edit-error [role=alert]")).to_have_text("Type a message first.")
@@ -370,7 +378,7 @@ def test_an_edit_refused_by_a_stale_page_is_said_under_the_edit_box(tab: Tab):
         lambda route: route.fulfill(status=403, body=stale, content_type="text/plain; charset=utf-8"),
     )
     edit = page.locator("article.turn:not([hidden]) .edit-question")
-    edit.locator("summary").click()
+    open_edit(edit)
     edit.locator("textarea").fill("What is 3+3?")
     edit.locator("textarea").press("Enter")
     expect(edit.locator(".edit-error [role=alert]")).to_have_text(stale)
