@@ -617,7 +617,9 @@
       const template = document.createElement("template");
       template.innerHTML = text;
       for (const part of Array.from(template.content.children)) {
-        if (part.hasAttribute("data-if-present") && !document.getElementById(part.id)) part.remove();
+        if (!part.hasAttribute("data-if-present") || document.getElementById(part.id)) continue;
+        // Or brought by this same message (a turn swapped in before it).
+        if (template.content.querySelectorAll(`[id="${CSS.escape(part.id)}"]`).length < 2) part.remove();
       }
       return template.innerHTML;
     },
