@@ -454,6 +454,39 @@ def test_a_new_chat_posted_twice_under_its_key_is_one_chat(alice, bob, alice_ses
     assert bob.chat_sessions.count() == 1
 
 
+def test_a_new_chat_posted_twice_at_once_under_its_key_is_one_chat(alice):
+    """Found in review: the second post of a double-click that found no blank chat under its
+    key, and then (the first post's chat made meanwhile) a chat under it, took that chat for
+    one with a question in it and made a second blank chat. Here the other post's chat is made
+    right after this post first reads the key."""
+    from django.db import connection, connections
+
+    key = "k" * 32
+
+    def other_post() -> None:
+        try:
+            ChatSession.objects.create(owner=alice, client_key=key)
+        finally:
+            connections.close_all()
+
+    made = []
+
+    def after_first_read(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not made and sql.lstrip().upper().startswith("SELECT") and "chat_chatsession" in sql:
+            made.append(True)
+            racer = threading.Thread(target=other_post)
+            racer.start()
+            racer.join(10)
+        return result
+
+    with connection.execute_wrapper(after_first_read):
+        opened = services.session_new(alice, key=key)
+    assert made, "the other post ran"
+    assert alice.chat_sessions.count() == 1, "one blank chat, not two"
+    assert opened.client_key == key
+
+
 def test_a_session_cannot_be_deleted_while_answering(alice, alice_session, client_for, dispatched):
     client = client_for(alice)
     post(client, alice_session, "hi")
