@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Func, IntegerField, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -93,6 +94,19 @@ def document_create(
         raise ValidationError(f"Documents may be at most {settings.NEXUS_MAX_DOCUMENT_BYTES:,} bytes.")
     if "\x00" in content:
         raise ValidationError("That looks like a binary file; upload Markdown or plain text.")
+    with transaction.atomic():
+        # One upload of the owner's at a time from the storage check to the store: two at once
+        # each read what the owner kept before the other's, and together went past the cap.
+        list(
+            get_user_model()
+            .objects.select_for_update(no_key=True)
+            .filter(pk=owner.pk)
+            .values_list("pk", flat=True)
+        )
+        return _store(owner, title, content, shared=shared, format=format, replace=replace)
+
+
+def _store(owner: Any, title: str, content: str, *, shared: bool, format: str, replace: bool) -> Document:
     # Titles differing only in letter case name one document (a mention matches either).
     document = Document.objects.filter(owner=owner, title__iexact=title).first()
     if document is not None and not replace:

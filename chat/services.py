@@ -293,11 +293,15 @@ def session_new(owner: Any, *, came_from: str = "", key: str = "") -> ChatSessio
     which made two; a key the page kept while its chat filled in, Back to a cached page, names
     a new one), or a new chat."""
     blank = session_unused(owner, came_from)
-    if blank is None and key:
-        blank = _blank_sessions(owner).filter(client_key=key).order_by().first()
     if blank is not None:
         return blank
-    if key and ChatSession.objects.filter(owner=owner, client_key=key).exists():
+    # The chat under `key` read once, then asked whether it is blank: read as "no blank chat
+    # under the key" and then "a chat under the key" (the other post of a double-click made
+    # it in between), it was taken as filled in, and a second blank chat was made.
+    keyed = ChatSession.objects.filter(owner=owner, client_key=key).order_by().first() if key else None
+    if keyed is not None:
+        if _blank_sessions(owner).filter(pk=keyed.pk).exists():
+            return keyed
         key = ""  # its chat has a question in it now: this one is another
     try:
         with transaction.atomic():

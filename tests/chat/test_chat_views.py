@@ -454,6 +454,39 @@ def test_a_new_chat_posted_twice_under_its_key_is_one_chat(alice, bob, alice_ses
     assert bob.chat_sessions.count() == 1
 
 
+def test_a_new_chat_posted_twice_at_once_under_its_key_is_one_chat(alice):
+    """Found in review: the second post of a double-click that found no blank chat under its
+    key, and then (the first post's chat made meanwhile) a chat under it, took that chat for
+    one with a question in it and made a second blank chat. Here the other post's chat is made
+    right after this post first reads the key."""
+    from django.db import connection, connections
+
+    key = "k" * 32
+
+    def other_post() -> None:
+        try:
+            ChatSession.objects.create(owner=alice, client_key=key)
+        finally:
+            connections.close_all()
+
+    made = []
+
+    def after_first_read(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not made and sql.lstrip().upper().startswith("SELECT") and "chat_chatsession" in sql:
+            made.append(True)
+            racer = threading.Thread(target=other_post)
+            racer.start()
+            racer.join(10)
+        return result
+
+    with connection.execute_wrapper(after_first_read):
+        opened = services.session_new(alice, key=key)
+    assert made, "the other post ran"
+    assert alice.chat_sessions.count() == 1, "one blank chat, not two"
+    assert opened.client_key == key
+
+
 def test_a_session_cannot_be_deleted_while_answering(alice, alice_session, client_for, dispatched):
     client = client_for(alice)
     post(client, alice_session, "hi")
@@ -587,6 +620,44 @@ def test_one_persons_documents_are_capped_together_and_a_replacement_counts_once
     assert replaced.status_code == 302 and Document.objects.get(title="Notes").content == "n" * 600
     # The cap is each person's own.
     assert client_for(bob).post(upload, {"title": "Bob's", "content": "b" * 900}).status_code == 302
+
+
+def test_two_uploads_at_once_cannot_go_past_the_storage_cap(alice, settings):
+    """Found in review: two uploads at once each read what their owner kept before the other
+    was stored, both passed the check, and together went past the cap (4.5 MB of 3 MB kept).
+    Here each upload waits, after reading what is kept, for the other to read it too."""
+    from django.db import connection, connections
+
+    from chat import documents
+
+    settings.NEXUS_MAX_DOCUMENT_STORAGE_BYTES = 1000
+    both_read = threading.Barrier(2, timeout=2)
+    outcomes = []
+
+    def wait_for_the_other(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "SUM(" in sql.upper():
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both_read.wait()  # one at a time (the fix): the other never reads meanwhile
+        return result
+
+    def upload(title: str) -> None:
+        try:
+            with connection.execute_wrapper(wait_for_the_other):
+                documents.document_create(owner=alice, title=title, content="x" * 600)
+            outcomes.append("stored")
+        except ValidationError as exc:
+            outcomes.append(exc.messages[0])
+        finally:
+            connections.close_all()
+
+    uploads = [threading.Thread(target=upload, args=(title,)) for title in ("One", "Two")]
+    for thread in uploads:
+        thread.start()
+    for thread in uploads:
+        thread.join(30)
+    assert Document.objects.filter(owner=alice).count() == 1, outcomes
+    assert sorted(outcomes)[1] == "stored" and "already hold" in sorted(outcomes)[0]
 
 
 def test_titles_are_refused_when_too_long_and_cannot_reorder_what_they_show(alice, alice_session, client_for):
