@@ -484,6 +484,15 @@ def run_posted_with(session: ChatSession, key: str) -> ReasoningRun | None:
     return _posted_under(key, session=session)
 
 
+def same_question(run: ReasoningRun, content: str) -> bool:
+    """Whether `content` is the question `run` was asked, as it was stored: a key sent with
+    another question (a page restored by Back kept its key) names no question already asked."""
+    try:
+        return run.user_message.content == message_validate(content)
+    except ValidationError:
+        return False
+
+
 def run_posted_by(owner: Any, key: str) -> ReasoningRun | None:
     """`run_posted_with` for the first page's box, which starts a chat: the run of the first
     question `owner` sent under `key`, in whichever chat it started (sent again, it started a

@@ -133,8 +133,10 @@ def session_new(request: HttpRequest) -> HttpResponse:
     key = services.message_key(request.POST.get("key", ""))
     if content.strip():
         posted = services.run_posted_by(request.user, key)
-        if posted is not None:  # sent again: its first reply was lost, and it was stored
-            return _posted_again(request, posted)
+        if posted is not None:
+            if services.same_question(posted, content):  # its first reply was lost: it was stored
+                return _posted_again(request, posted)
+            key = ""  # the key named another question (a page restored by Back): this one is new
         refused = _message_refused(request, content)
         if refused is not None:  # before the chat exists: the first page again, the text kept
             text, status = refused
@@ -152,7 +154,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
     if content.strip():
         # A first question never makes a second blank chat.
         session = services.session_blank(request.user) or services.session_create(owner=request.user)
-        return _message_post(request, session, content)
+        return _message_post(request, session, content, key)
     session = services.session_new(request.user, came_from=request.POST.get("from", ""), key=key)
     return _redirect(request, reverse("chat:session", args=[session.pk]))
 
@@ -230,14 +232,17 @@ def _message_refused(request: HttpRequest, content: str | None) -> tuple[str, in
 def message_create(request: HttpRequest, session_id: int) -> HttpResponse:
     session = services.session_get_for_user(request.user, session_id)
     content = request.POST.get("content", "")
-    posted = services.run_posted_with(session, services.message_key(request.POST.get("key", "")))
+    key = services.message_key(request.POST.get("key", ""))
+    posted = services.run_posted_with(session, key)
     if posted is not None:
-        return _posted_again(request, posted)
+        if services.same_question(posted, content):
+            return _posted_again(request, posted)
+        key = ""  # the key named another question: this one is new
     refused = _message_refused(request, content)
     if refused is not None:
         text, status = refused
         return _error(request, text, session.pk, status=429 if status == 429 else 200)
-    return _message_post(request, session, content)
+    return _message_post(request, session, content, key)
 
 
 def _posted_again(request: HttpRequest, run: ReasoningRun) -> HttpResponse:
@@ -248,11 +253,10 @@ def _posted_again(request: HttpRequest, run: ReasoningRun) -> HttpResponse:
     return _turn_response(request, run, status=True)
 
 
-def _message_post(request: HttpRequest, session: ChatSession, content: str) -> HttpResponse:
-    """Store and dispatch a message that may be sent; the turn it starts (or, on a full page
-    load, the chat)."""
+def _message_post(request: HttpRequest, session: ChatSession, content: str, key: str) -> HttpResponse:
+    """Store and dispatch a message that may be sent, under the page's `key` for it; the turn
+    it starts (or, on a full page load, the chat)."""
     old_title = session.title
-    key = services.message_key(request.POST.get("key", ""))
     try:
         prepared = services.message_prepare(user=request.user, content=content)
         run = services.message_post(
