@@ -64,11 +64,22 @@ def _check_storage(owner: Any, content: str, *, replacing: Document | None) -> N
     if replacing is not None:
         others = others.exclude(pk=replacing.pk)
     stored = others.aggregate(size=Sum(OctetLength("content")))["size"] or 0
-    if stored + len(content.encode()) > limit:
+    size = len(content.encode())
+    if stored + size > limit:
         raise ValidationError(
-            f"Your documents already hold {stored / 1e6:.1f} MB of the {limit / 1e6:g} MB each person "
-            "may keep; delete some you no longer need, then add this one."
+            f"Your documents already hold {size_text(stored)}; with this one ({size_text(size)}) they "
+            f"would pass the {size_text(limit)} each person may keep. Delete some you no longer need, "
+            "then add it."
         )
+
+
+def size_text(size: int) -> str:
+    """A size for people, rounded down: a size just under a limit never reads as the limit."""
+    if size < 1000:
+        return f"{size:,} bytes"
+    if size < 1_000_000:
+        return f"{math.floor(size / 100) / 10:g} KB"
+    return f"{math.floor(size / 10_000) / 100:g} MB"
 
 
 def document_create(

@@ -174,6 +174,22 @@ def test_failed_runs_show_their_error(alice, alice_session, client_for, monkeypa
 
 
 @override_settings(NEXUS_RATE_LIMIT_PER_MINUTE=2)
+def test_a_key_sent_with_another_question_asks_it(alice, alice_session, client_for, dispatched):
+    """Found in review: a key names the question it was sent with; the same key with other text
+    (a page restored by Back kept its key) found the old question, and the new one was never
+    asked, with no word said."""
+    client, key = client_for(alice), "0123456789abcdef0123456789abcdef"
+    url = reverse("chat:message-create", args=[alice_session.pk])
+    client.post(url, {"content": "What is 6*7?", "key": key}, **HTMX)
+    ReasoningRun.objects.update(status="succeeded")
+    # The question as stored (no blank lines before it, no spaces after it) is the same one.
+    again = client.post(url, {"content": "\n\nWhat is 6*7?  ", "key": key}, **HTMX)
+    assert again.status_code == 200 and Message.objects.count() == 1
+    other = client.post(url, {"content": "What is 6*9?", "key": key}, **HTMX)
+    assert other.status_code == 200 and Message.objects.filter(content="What is 6*9?").count() == 1
+    assert len(dispatched) == 2
+
+
 def test_a_first_question_posted_again_under_its_key_opens_the_chat_it_started(
     alice, bob, client_for, dispatched
 ):
@@ -194,6 +210,11 @@ def test_a_first_question_posted_again_under_its_key_opens_the_chat_it_started(
     # Another person's first question under the same key starts their own chat.
     theirs = client_for(bob).post(reverse("chat:session-new"), {"content": "Bob's question", "key": key})
     assert theirs.status_code == 302 and ChatSession.objects.filter(owner=bob).count() == 1
+    # The same key with another question (a first page restored by Back kept its key) asks it.
+    other = client.post(reverse("chat:session-new"), {"content": "What is 9*9?", "key": key})
+    assert other.status_code == 302 and other["Location"] != first["Location"]
+    assert Message.objects.filter(session__owner=alice, content="What is 9*9?").count() == 1
+    assert len(dispatched) == 3
     # Refused (too long), the page keeps the text and the key, for the send that follows.
     refused = client.post(reverse("chat:session-new"), {"content": "x" * 200_000, "key": "a" * 32})
     assert 'value="' + "a" * 32 + '"' in refused.content.decode()
@@ -612,7 +633,10 @@ def test_one_persons_documents_are_capped_together_and_a_replacement_counts_once
     assert client.post(upload, {"title": "Notes", "content": "é" * 300}).status_code == 302  # 600 bytes
     page = client.post(upload, {"title": "More", "content": "m" * 401}, follow=True)
     text = page.content.decode()
-    assert page.status_code == 400 and "Your documents already hold 0.0 MB of the 0.001 MB" in text
+    assert page.status_code == 400 and (
+        "Your documents already hold 600 bytes; with this one (401 bytes) they would pass the 1 KB each "
+        "person may keep." in text
+    )
     assert "m" * 401 + "</textarea>" in text and not Document.objects.filter(title="More").exists()
     assert client.post(upload, {"title": "More", "content": "m" * 400}).status_code == 302
     # A new version replaces the old one's share of the cap, not adds to it.
