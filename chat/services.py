@@ -493,11 +493,17 @@ def same_question(run: ReasoningRun, content: str) -> bool:
         return False
 
 
-def run_posted_by(owner: Any, key: str) -> ReasoningRun | None:
-    """`run_posted_with` for the first page's box, which starts a chat: the run of the first
-    question `owner` sent under `key`, in whichever chat it started (sent again, it started a
-    second chat with the same question)."""
-    return _posted_under(key, session__owner=owner)
+def run_posted_by(owner: Any, key: str, content: str) -> ReasoningRun | None:
+    """`run_posted_with` for the first page's box, which starts a chat: the run of the question
+    `content` that `owner` sent under `key`, in whichever chat it started (sent again, it
+    started a second chat with the same question). The key stays with each question sent
+    under it (a first page restored by Back sends another one under the same key, into a chat
+    of its own), so the question is matched too."""
+    try:
+        text = message_validate(content)
+    except ValidationError:
+        return None
+    return _posted_under(key, session__owner=owner, user_message__content=text)
 
 
 def _posted_under(key: str, **where: Any) -> ReasoningRun | None:

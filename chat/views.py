@@ -132,11 +132,9 @@ def session_new(request: HttpRequest) -> HttpResponse:
     content = request.POST.get("content", "")
     key = services.message_key(request.POST.get("key", ""))
     if content.strip():
-        posted = services.run_posted_by(request.user, key)
-        if posted is not None:
-            if services.same_question(posted, content):  # its first reply was lost: it was stored
-                return _posted_again(request, posted)
-            key = ""  # the key named another question (a page restored by Back): this one is new
+        posted = services.run_posted_by(request.user, key, content)
+        if posted is not None:  # sent again: its first reply was lost, and it was stored
+            return _posted_again(request, posted)
         refused = _message_refused(request, content)
         if refused is not None:  # before the chat exists: the first page again, the text kept
             text, status = refused

@@ -215,6 +215,9 @@ def test_a_first_question_posted_again_under_its_key_opens_the_chat_it_started(
     assert other.status_code == 302 and other["Location"] != first["Location"]
     assert Message.objects.filter(session__owner=alice, content="What is 9*9?").count() == 1
     assert len(dispatched) == 3
+    # ... and that question, posted again under the key (its own reply lost), is found too.
+    resent = client.post(reverse("chat:session-new"), {"content": "What is 9*9?", "key": key})
+    assert resent["Location"] == other["Location"] and len(dispatched) == 3
     # Refused (too long), the page keeps the text and the key, for the send that follows.
     refused = client.post(reverse("chat:session-new"), {"content": "x" * 200_000, "key": "a" * 32})
     assert 'value="' + "a" * 32 + '"' in refused.content.decode()
