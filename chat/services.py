@@ -487,10 +487,7 @@ def run_posted_with(session: ChatSession, key: str) -> ReasoningRun | None:
 def same_question(run: ReasoningRun, content: str) -> bool:
     """Whether `content` is the question `run` was asked, as it was stored: a key sent with
     another question (a page restored by Back kept its key) names no question already asked."""
-    try:
-        return run.user_message.content == message_validate(content)
-    except ValidationError:
-        return False
+    return run.user_message.content == _as_stored(content)
 
 
 def run_posted_by(owner: Any, key: str, content: str) -> ReasoningRun | None:
@@ -499,11 +496,16 @@ def run_posted_by(owner: Any, key: str, content: str) -> ReasoningRun | None:
     started a second chat with the same question). The key stays with each question sent
     under it (a first page restored by Back sends another one under the same key, into a chat
     of its own), so the question is matched too."""
+    text = _as_stored(content)
+    return _posted_under(key, session__owner=owner, user_message__content=text) if text is not None else None
+
+
+def _as_stored(content: str) -> str | None:
+    """The question as message_post stores it, or None if it could not be stored."""
     try:
-        text = message_validate(content)
+        return message_validate(content)
     except ValidationError:
         return None
-    return _posted_under(key, session__owner=owner, user_message__content=text)
 
 
 def _posted_under(key: str, **where: Any) -> ReasoningRun | None:

@@ -7,7 +7,6 @@ through `session_get_for_user`, so another user's session is a 404.
 from __future__ import annotations
 
 import logging
-import secrets
 from typing import Any
 
 from django.conf import settings
@@ -76,9 +75,6 @@ def _first_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpRe
     """The page of someone with no chat yet: the box that starts one (with `extra`: the text it
     kept and why it was not sent)."""
     context = {"sessions": [], "session": None, "turns": [], "active_run": None, **extra}
-    # The box's name for the question it sends (see services.run_posted_by): the same when the
-    # browser posts the form again, after a reply that never came.
-    context["start_key"] = extra.get("start_key") or secrets.token_hex(16)
     context["trace_open"] = preferences_of(request)["trace_open"]
     return render(request, PAGE, context, status=status)
 
