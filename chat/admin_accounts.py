@@ -3,7 +3,8 @@
 Django lets anyone with "change user" edit every field of every account: make themselves a
 superuser, give themselves any permission, or set a superuser's password. Nexus's trust model
 rests on superusers (they decide which programs and URLs tool servers use), so granting
-rights stays theirs; staff who manage accounts still add people and edit their details.
+rights stays theirs; staff who manage accounts still add people and edit their details, and
+each add, edit (with the fields changed) and delete is in the staff audit log.
 
 An account that holds rights (staff status, permissions, groups) is as good as those rights:
 setting its password or deactivating it would hand them to the editor. So only superusers
@@ -19,9 +20,9 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
-from chat import staff_audit
+from chat.admin_audit import ChangeAuditedAdmin
 
 RIGHTS = ["is_superuser", "is_staff", "groups", "user_permissions"]
 # When someone signed in and joined is evidence for an audit: nobody rewrites it by hand.
@@ -32,7 +33,20 @@ admin.site.unregister(Group)
 
 
 @admin.register(get_user_model())
-class AccountAdmin(UserAdmin):
+class AccountAdmin(ChangeAuditedAdmin, UserAdmin):
+    audit_object_type = "account"
+    # The details an edit sets, recorded with their new values. A password is never one of
+    # them: set on its own page, it is recorded as a change of "password", by name only.
+    audit_value_fields = (
+        "username",
+        "first_name",
+        "last_name",
+        "email",
+        "is_active",
+        "is_staff",
+        "is_superuser",
+    )
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         fields = [*super().get_readonly_fields(request, obj), *FORENSICS]
         return fields if request.user.is_superuser else [*fields, *RIGHTS]
@@ -46,21 +60,6 @@ class AccountAdmin(UserAdmin):
         if obj is not None and holds_rights(obj) and not request.user.is_superuser:
             return False
         return super().has_delete_permission(request, obj)
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        if not change:  # the add form sets the first password: staff knew it, so it is recorded
-            staff_audit.record(
-                request, "add", "account", obj.pk, f"Created the account {obj.get_username()} with a password"
-            )
-
-    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
-        response = super().user_change_password(request, id, form_url)
-        if request.method == "POST" and response.status_code == 302:
-            user = self.get_object(request, id)
-            name = user.get_username() if user else id
-            staff_audit.record(request, "change", "account", id, f"Set the password of {name}")
-        return response
 
 
 def holds_rights(user: Any) -> bool:

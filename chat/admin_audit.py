@@ -123,6 +123,8 @@ class ChangeAuditedAdmin:
 
     def log_change(self, request: HttpRequest, obj: Model, message: Any) -> Any:
         fields = getattr(request, "_audit_changed_fields", [])
+        if not fields:  # saved unchanged: nothing was done to it
+            return super().log_change(request, obj, message)  # type: ignore[misc]
         staff_audit.record(
             request,
             StaffAuditEntry.Action.CHANGE,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from asgiref.sync import async_to_sync
 from django import forms
@@ -44,6 +45,30 @@ SECRET_INPUTS = ["env_secret", "headers_secret", "clear_secrets"]
 STATUS_FIELDS = ["last_status", "last_error", "last_checked", "paused_until", "tool_count", "listed_tools"]
 # The longest a tool call may be given, in seconds.
 MAX_CALL_TIMEOUT = 3600
+
+
+# Query parameter names (lowercase, without "-" and "_") that carry a credential.
+CREDENTIAL_PARAMETERS = frozenset(
+    {"auth", "authorization", "code", "credential", "credentials", "jwt", "pass", "pwd", "sig", "signature"}
+)
+CREDENTIAL_ENDINGS = ("key", "password", "passwd", "secret", "session", "sessionid", "token")
+
+
+def url_refusal(url: str) -> str | None:
+    """Why `url` may not be stored, or None. A URL is no secret: every staff member who may see
+    tool servers reads it on the server's page, the staff audit log keeps it, and connection
+    errors quote it; a password or token in it went wherever it did. Credentials belong in
+    the write-only headers."""
+    parts = urlsplit(url)
+    where = "put credentials in the HTTP headers below (never shown back), not in the URL"
+    if parts.username or parts.password:
+        return f"this URL carries a user name or password: {where}"
+    names = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    for name in names:
+        plain = name.lower().replace("-", "").replace("_", "")
+        if plain in CREDENTIAL_PARAMETERS or plain.endswith(CREDENTIAL_ENDINGS):
+            return f"the URL's parameter {name!r} looks like a credential: {where}"
+    return None
 
 
 def _parse_pairs(text: str, label: str) -> dict[str, str]:
@@ -156,6 +181,8 @@ class MCPServerForm(forms.ModelForm):
                 self._refuse("cwd", cwd_refusal(data.get("cwd") or ""))
             if transport == MCPServer.Transport.HTTP and not data.get("url"):
                 self.add_error("url", "An HTTP server needs its URL.")
+            elif transport == MCPServer.Transport.HTTP:
+                self._refuse("url", url_refusal(data["url"]))
         self._require_secrets_when_moved(data)
         name = data.get("name") or ""
         if name and not re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)*", name):

@@ -633,7 +633,8 @@ def test_staff_who_manage_accounts_cannot_take_over_accounts_with_rights(make_us
     plain.refresh_from_db()
     assert plain.check_password("Reset-for-you-42!")
     entry = StaffAuditEntry.objects.get(object_type="account", object_id=str(plain.pk))
-    assert entry.actor == manager and "password of plain" in entry.summary
+    assert entry.actor == manager and entry.summary == "Changed account plain: password"
+    assert entry.details == {"changed_fields": ["password"], "new_values": {}}
 
 
 def test_an_account_staff_create_with_a_password_is_in_the_staff_audit_log(make_user, client_for):
@@ -651,6 +652,63 @@ def test_an_account_staff_create_with_a_password_is_in_the_staff_audit_log(make_
     assert response.status_code == 302, response.content.decode()[:2000]
     entry = StaffAuditEntry.objects.get(object_type="account", action="add")
     assert entry.actor == manager and "carol" in entry.summary
+
+
+def test_staff_edits_of_an_account_are_in_the_staff_audit_log_and_an_unchanged_save_is_not(
+    make_user, client_for
+):
+    """Found by a review: staff who manage accounts renamed and deactivated people, and the
+    staff audit log had only the accounts' creation and passwords."""
+    manager = make_user("manager", is_staff=True)
+    manager.user_permissions.set(Permission.objects.filter(codename__in=["view_user", "change_user"]))
+    plain = make_user("plain", email="plain@example.com")
+    client = client_for(manager)
+    change = reverse("admin:auth_user_change", args=[plain.pk])
+    form = {"username": "plain", "email": "plain@example.com", "is_active": "on"}
+    assert client.post(change, form).status_code == 302
+    assert not StaffAuditEntry.objects.filter(object_type="account").exists(), "nothing was changed"
+
+    assert client.post(change, {**form, "email": "moved@example.com", "is_active": ""}).status_code == 302
+    plain.refresh_from_db()
+    assert plain.email == "moved@example.com" and not plain.is_active
+    entry = StaffAuditEntry.objects.get(object_type="account", object_id=str(plain.pk))
+    assert entry.actor == manager and entry.action == "change"
+    assert entry.details["changed_fields"] == ["email", "is_active"]
+    assert entry.details["new_values"] == {"email": "moved@example.com", "is_active": False}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://svc:hunter2-pass@tools.example.com/mcp",
+        "https://token-only@tools.example.com/mcp",
+        "https://tools.example.com/mcp?api_key=QUERYSECRET",
+        "https://tools.example.com/mcp?region=eu&Access-Token=QUERYSECRET",
+        "https://tools.example.com/mcp?sig=QUERYSECRET",
+    ],
+)
+def test_a_tool_servers_url_may_not_carry_a_credential(auditor, client_for, url):
+    """Found by a review: a password or token in a server's URL was shown to every staff member
+    who may view servers, and kept by the staff audit log; the headers are the write-only place."""
+    form = {
+        "name": "leaky",
+        "transport": "http",
+        "enabled": "on",
+        "args": "[]",
+        "url": url,
+        "call_timeout": "5",
+        "tool_policies": "{}",
+        "default_approval": "ask",
+        "approval_policies": "{}",
+    }
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    assert response.status_code == 200
+    assert "not in the URL" in response.content.decode()
+    assert not MCPServer.objects.filter(name="leaky").exists()
+    assert "QUERYSECRET" not in json.dumps([(e.summary, e.details) for e in StaffAuditEntry.objects.all()])
+
+    plain = {**form, "url": "https://tools.example.com/mcp?region=eu&monkeys=2"}
+    assert client_for(auditor).post(reverse("admin:chat_mcpserver_add"), plain).status_code == 302
 
 
 def test_another_servers_calculator_never_stands_in_for_nexuss_own(alice_session, python_allowed):
