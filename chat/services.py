@@ -877,16 +877,18 @@ class StaleJudge:
         return self.clock() >= self._after
 
 
-def runs_to_recover(*, orphans: bool = True) -> list[int]:
+def runs_to_recover(*, orphans: bool = True, resend_queued: bool = False) -> list[int]:
     """Runs a sweeper should hand to a worker again: orphaned running ones (unless `orphans`
     is False, see StaleJudge), parked ones with nothing left to wait for (`runs_to_unpark`),
     queued ones whose dispatch failed or that waited for their turn, and (rarely) queued ones
-    whose job the broker lost. The queued ones are stamped as dispatched, so each is re-sent
-    at most once per interval; duplicates are harmless (run_claim lets one executor through)."""
+    whose job the broker lost: those sent a lost-job interval ago, or every one sent so far
+    when `resend_queued` (the broker may have restarted empty). The queued ones are stamped as
+    dispatched, so each is re-sent at most once per interval; duplicates are harmless
+    (run_claim lets one executor through)."""
     unparked = runs_to_unpark()
     now = timezone.now()
     stale = now - timedelta(seconds=settings.NEXUS_RUN_STALE_SECONDS)
-    lost = now - timedelta(seconds=max(30, 2 * settings.NEXUS_RUN_STALE_SECONDS))
+    lost = now if resend_queued else now - timedelta(seconds=max(30, 2 * settings.NEXUS_RUN_STALE_SECONDS))
     queued = ReasoningRun.objects.filter(status=ReasoningRun.Status.QUEUED)
     orphaned = (
         list(

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext
-from celery import shared_task
+from celery import bootsteps, shared_task
 from celery.backends.base import DisabledBackend
 from celery.signals import worker_process_shutdown, worker_ready
 from django.conf import settings
@@ -96,9 +95,10 @@ execute_run_task.backend = DisabledBackend(execute_run_task.app)
 
 
 @shared_task(name="chat.sweep_runs")
-def sweep_runs_task(orphans: bool = True) -> int:
+def sweep_runs_task(orphans: bool = True, resend_queued: bool = False) -> int:
     """Re-queue runs whose worker died (stale heartbeat, unless `orphans` is False) or whose
-    dispatch was lost, and end in their pages the runs stopped while their worker lay dead."""
+    dispatch was lost (every queued one if `resend_queued`), and end in their pages the runs
+    stopped while their worker lay dead."""
     from chat.engine import finish_unattended_stops
     from chat.services import runs_mark_dispatched, runs_to_recover
 
@@ -106,7 +106,7 @@ def sweep_runs_task(orphans: bool = True) -> int:
         finish_unattended_stops()
     except Exception as exc:  # the recovery below matters more
         logger.warning("could not finish runs stopped while their worker was dead: %s", exc)
-    run_ids = runs_to_recover(orphans=orphans)
+    run_ids = runs_to_recover(orphans=orphans, resend_queued=resend_queued)
     for index, run_id in enumerate(run_ids):
         try:
             execute_run_task.apply_async((run_id,), retry=False)
@@ -124,11 +124,11 @@ def sweep_interval() -> float:
     return max(1, min(settings.NEXUS_HEARTBEAT_SECONDS, settings.NEXUS_RUN_STALE_SECONDS // 2))
 
 
-def sweep(judge: StaleJudge) -> int:
+def sweep(judge: StaleJudge, *, resend_queued: bool = False) -> int:
     """One sweep of a worker's sweeper; the runs re-queued (0 when it failed, logged)."""
     try:
         close_old_connections()  # a connection the database dropped is replaced
-        recovered = sweep_runs_task(orphans=judge.judging())
+        recovered = sweep_runs_task(orphans=judge.judging(), resend_queued=resend_queued)
     except Exception as exc:
         if isinstance(exc, DATABASE_LOST):
             judge.database_lost()
@@ -151,11 +151,36 @@ def _sweep_on_start(**kwargs: object) -> None:
     judge = StaleJudge()
 
     def loop() -> None:
+        resend = True  # jobs sent while no worker ran are gone if the broker restarted meanwhile
         while True:
-            sweep(judge)
-            time.sleep(sweep_interval())
+            sweep(judge, resend_queued=resend)
+            resend = _broker_back.wait(sweep_interval())
+            _broker_back.clear()
 
     threading.Thread(target=loop, name="nexus-sweeper", daemon=True).start()
+
+
+# Set when the worker's connection to the broker comes back: the sweeper sweeps at once and
+# sends every queued run's job again.
+_broker_back = threading.Event()
+_consumer_starts = 0
+
+
+class BrokerBack(bootsteps.StartStopStep):
+    """Celery restarts a worker's consumer after it lost the broker. A broker that restarted
+    empty (Redis without persistence, or a new one) lost every job queued on it, and those
+    runs waited for the sweeper's lost-job interval (a minute by default) saying "Queued"; so
+    when the consumer starts again the sweeper sends their jobs again at once (a job that was
+    not lost after all finds its run taken and is skipped)."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, parent: Any) -> None:
+        global _consumer_starts
+        _consumer_starts += 1
+        if _consumer_starts > 1:
+            logger.info("the broker is back: sending the queued runs' jobs again")
+            _broker_back.set()
 
 
 @worker_process_shutdown.connect

@@ -9,3 +9,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nexus.settings")
 app = Celery("nexus")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Sends the queued runs' jobs again when a worker's broker connection comes back (chat.tasks).
+app.steps["consumer"].add("chat.tasks:BrokerBack")

@@ -108,6 +108,9 @@ def test_a_run_that_keeps_killing_workers_is_failed_clearly(alice_session):
 def test_queued_runs_whose_dispatch_was_lost_are_recovered(alice_session):
     run = services.message_post(session=alice_session, content="hi")
     assert services.runs_to_recover() == []
+    # A worker that starts or gets its broker back sends every queued run's job again.
+    assert services.runs_to_recover(resend_queued=True) == [run.pk]
+    assert services.runs_to_recover() == [], "stamped: the next sweep waits its interval again"
     # Stored as dispatched (the post hands it on in the same request): the broker lost its job.
     old = timezone.now() - timedelta(minutes=5)
     ReasoningRun.objects.filter(pk=run.pk).update(created_at=old, dispatched_at=old)

@@ -376,6 +376,38 @@ def test_a_worker_that_loses_redis_mid_run_again_and_again_keeps_consuming_on_it
     assert log.count("Connection to broker lost") == 3
 
 
+def test_jobs_a_restarted_redis_lost_are_sent_again_as_soon_as_a_worker_has_the_broker_again(
+    fault_site, private_redis
+):
+    """A Redis restarted without persistence forgets the jobs queued on it: their runs said
+    "Queued" until the sweeper's lost-job interval (30 s here, a minute by default) passed. A
+    worker that starts, or whose broker connection comes back, sends them again at once."""
+    fault_site.start_web()
+    client = fault_site.login()
+    session_id = fault_site.new_session(client)
+    _site, colleague = teammates([fault_site], count=1)[0]
+    # No worker yet: the job waits on the queue, and the restart takes it.
+    first = fault_site.ask(client, session_id, "What is 6*7?")
+    private_redis.stop()
+    private_redis.start()
+    worker = fault_site.start_worker(NEXUS_WORKER_RUNS="1", OFFLINE_LATENCY_MS="2500")
+    wait_for_status(fault_site, first, "succeeded", timeout=15)
+
+    # Every worker busy (this one holds one run): a colleague's job waits on the queue, and
+    # the restart takes it while the worker is connected.
+    busy = fault_site.ask(client, session_id, "What is 17*23 and what time is it in Tokyo?")  # two calls
+    wait_for_status(fault_site, busy, "running", timeout=15)
+    waiting = fault_site.ask(colleague, fault_site.new_session(colleague), "What is 8*9?")
+    time.sleep(0.5)
+    assert run_row(fault_site, waiting)["status"] == "queued"
+    private_redis.stop()
+    private_redis.start()
+    wait_for_status(fault_site, busy, "succeeded", timeout=30)
+    wait_for_status(fault_site, waiting, "succeeded", timeout=15)
+    assert "72" in answers_for(fault_site, waiting)[0]
+    assert "sending the queued runs' jobs again" in worker.log()
+
+
 def test_a_page_open_through_a_redis_outage_reconnects_and_catches_up(fault_site, private_redis, chromium):
     """The page's socket, closed because Redis went away, never reopened once it was back: the
     next answer never came and the status line stayed at "Starting…" until a reload."""
