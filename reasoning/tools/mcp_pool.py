@@ -20,6 +20,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -393,12 +394,22 @@ def _forgets(session: _Session) -> Callable[[Any], Awaitable[None]]:
     return hook
 
 
+# The words the SDK gives the errors it makes up itself for a session that ended: "Connection
+# closed" when the stream closed, "SSE stream …" when an HTTP response stream broke off.
+_SDK_CLOSED = re.compile(r"Connection closed$|SSE stream ")
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether an SDK error says the session ended (the server's process died, say): the
-    connection is then replaced, never asked again."""
+    connection is then replaced, never asked again. The SDK's code for it, -32000, is also
+    the generic "server error" many servers answer a failed call with: by the code alone,
+    each such answer restarted the server and counted toward pausing it for everyone."""
     from mcp_types import CONNECTION_CLOSED
 
-    return getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) == CONNECTION_CLOSED and bool(
+        _SDK_CLOSED.match(str(getattr(error, "message", "")))
+    )
 
 
 @dataclass

@@ -111,20 +111,22 @@ async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(poo
     assert again.content != first.content.replace("hi", "back"), "a new server process answered"
 
 
-async def test_an_error_the_server_answers_with_fails_only_that_call(pool):
+@pytest.mark.parametrize("code", [-32603, -32000])
+async def test_an_error_the_server_answers_with_fails_only_that_call(pool, code):
     """A JSON-RPC error from a live server (a fetch server's "status 404") was taken for a
     broken connection: the session was replaced, every other call in flight on it failed with
-    "Connection closed", and each counted toward pausing the server."""
+    "Connection closed", and each counted toward pausing the server. Found again by a review
+    for -32000, the generic server error, which the SDK also gives a connection that closed."""
     registry = ToolRegistry([MCPToolProvider(pool, faulty())])
     before = await call(registry, "faulty__echo", text="hi")
     napping = [asyncio.create_task(registry.execute("faulty__nap", {"seconds": 1.5})) for _ in range(3)]
     await asyncio.sleep(0.3)
-    refused = await registry.execute("faulty__refuse", {})
+    refused = await registry.execute("faulty__refuse", {"code": code})
     assert not refused.success and "status 404" in refused.error and "restarted" not in refused.error
     for outcome in await asyncio.gather(*napping):
         assert outcome.success and outcome.content.startswith("rested"), outcome.error
     for _ in range(4):  # an answer, however unwelcome, never pauses the server
-        await registry.execute("faulty__refuse", {})
+        await registry.execute("faulty__refuse", {"code": code})
     after = await call(registry, "faulty__echo", text="hi")
     assert after.content == before.content, "the same server process answers"
 

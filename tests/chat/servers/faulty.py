@@ -77,12 +77,14 @@ def crash() -> str:
 
 
 @server.tool()
-async def refuse(delay: float = 0) -> str:
-    """Answers with a JSON-RPC error, as a fetch server reports a page it could not fetch."""
+async def refuse(delay: float = 0, code: int = -32603) -> str:
+    """Answers with a JSON-RPC error, as a fetch server reports a page it could not fetch
+    (-32000, the generic server error many libraries answer with, is also the code the SDK
+    gives a connection it saw close)."""
     from mcp import MCPError
 
     await asyncio.sleep(delay)
-    raise MCPError(-32603, "Failed to fetch https://example.com/missing: status 404")
+    raise MCPError(code, "Failed to fetch https://example.com/missing: status 404")
 
 
 @server.tool()
