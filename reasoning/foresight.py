@@ -2051,9 +2051,12 @@ def tool_named(tools: Iterable[str], base: str) -> str | None:
     return None
 
 
-def is_foreseen(name: str) -> bool:
-    """Whether foresight judges this tool's need (it is then not offered to a one-call answer)."""
-    return any(tool_named([name], base) for base in FORESEEN_TOOLS)
+def foreseen_among(tools: Iterable[str]) -> set[str]:
+    """The tools of `tools` whose need foresight judges (they are then not offered to a
+    one-call answer): the one of each foreseen name it runs, never another server's tool of
+    that name (a docs server's own search_documents was never offered)."""
+    tools = list(tools)
+    return {name for base in FORESEEN_TOOLS if (name := tool_named(tools, base))}
 
 
 def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[ToolCall]:

@@ -342,6 +342,22 @@ async def test_listed_parts_are_answered_in_one_call_with_their_foreseen_tools_r
     assert "391" in result.answer and "Asia/Tokyo" in result.answer
 
 
+async def test_another_servers_tool_named_like_a_foreseen_one_stays_on_offer():
+    """Found by a review: a docs server's own "search_documents" (or "calculator") was never
+    offered to a one-call answer, because foresight runs Nexus's tool of that name itself."""
+    from reasoning import AdaptiveReasoningLoop, ReasoningConfig
+
+    other = LocalToolProvider("docs")
+    other.add("docs__calculator", lambda **_: "other", description="Another server's calculator")
+    llm = ScriptedClient(by_component={"agent": ["17*23 = 391."], "evaluation": [quality(True, 0.95)]})
+    settings = ReasoningConfig.from_env({}, provider="offline")
+    loop = AdaptiveReasoningLoop(llm, ToolRegistry([builtin_provider(), other]), settings)
+    await run(loop, "What is 17*23?")
+    request = llm.requests_for("agent")[0]
+    assert request.messages[1]["content"][0]["name"] == "calculator", "Nexus's own ran first"
+    assert "docs__calculator" in [tool.name for tool in request.tools] and request.tool_choice is None
+
+
 async def test_an_honest_not_found_teaches_nothing_but_a_missing_part_does():
     def script(answer: str) -> ScriptedClient:
         return ScriptedClient(

@@ -17,7 +17,7 @@ from reasoning.agent import AgentResult, ToolRecord, run_agent
 from reasoning.context import RunContext
 from reasoning.drafts import DraftStream
 from reasoning.driven import run_reasoning_driven
-from reasoning.foresight import foresee, is_foreseen
+from reasoning.foresight import foresee, foreseen_among
 from reasoning.llm.base import ToolCall
 from reasoning.types import ExecutionStrategy
 
@@ -105,7 +105,8 @@ class Answerer:
         # A tool foresight judges but may not run on its own (it needs a person's approval)
         # stays on offer, like the tools foresight knows nothing about.
         tools = ctx.tools.specs()
-        staying = {s.name for s in tools if not (is_foreseen(s.name) and s.name in specs)}
+        foreseen = foreseen_among(specs)
+        staying = {s.name for s in tools if s.name not in foreseen}
         if not calls:
             return {"offered": [s.definition() for s in tools if s.name in staying], "tool_choice": None}
         choice = None if staying else {"type": "none"}
