@@ -18,6 +18,8 @@ import atexit
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
+import json
 import logging
 import os
 import re
@@ -31,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+
+import anyio
+from anyio.abc import ByteReceiveStream
 
 from reasoning.tools.mcp_config import MCPServerConfig, MCPUnavailable, _short
 
@@ -58,6 +63,11 @@ SHUTDOWN_BUDGET = 8.0
 LISTING_KINDS = ("tools", "resources", "prompts")
 # A listing is read page by page (the protocol lets any server page it) up to this many pages.
 MAX_LISTING_PAGES = 50
+# The tools of one server Nexus offers, as listed first. Every model request carries every tool
+# offered (OpenAI refuses more than 128), and each listed tool's schema is checked on the
+# pool's loop, shared by every server of the process: one server listing 3000 tools held it
+# for most of a minute, and every other server's calls timed out meanwhile.
+MAX_TOOLS_PER_SERVER = 128
 
 
 async def every_page(
@@ -75,6 +85,7 @@ async def every_page(
 
     items: list[Any] = []
     refused: list[str] = []
+    beyond = 0
     cursor = None
     cursors: set[str] = set()
     for _ in range(MAX_LISTING_PAGES):
@@ -91,16 +102,29 @@ async def every_page(
             page, cursor, unreadable = await _valid_tools(client, cursor, meta)
             refused += unreadable
         if kind == "tools":
-            kept = [tool for tool in page if offerable(tool.input_schema)]  # checked once each
-            refused += [str(tool.name)[:100] for tool in page if tool not in kept]
+            room = MAX_TOOLS_PER_SERVER - len(items)
+            beyond += max(0, len(page) - room)  # neither checked nor offered
+            kept = []
+            for tool in page[: max(room, 0)]:
+                if offerable(tool.input_schema):
+                    kept.append(tool)
+                else:
+                    refused.append(str(tool.name)[:100])
             page = kept
         items += page
-        if not cursor or cursor in cursors:  # a cursor seen before goes round in a circle
+        if not cursor or cursor in cursors or beyond:  # a cursor seen before goes round in a circle
             break
         cursors.add(cursor)
     if refused:
         logger.warning(
             "tool server %r lists tools the protocol does not allow, left out: %s", server, ", ".join(refused)
+        )
+    if beyond:
+        logger.warning(
+            "tool server %r lists more than %d tools: only the first %d are offered",
+            server,
+            MAX_TOOLS_PER_SERVER,
+            MAX_TOOLS_PER_SERVER,
         )
     # Each once, as first listed: a server listing one twice (on two pages) offered it twice.
     key = "uri" if kind == "resources" else "name"
@@ -118,13 +142,26 @@ def offerable(schema: Any) -> bool:
     """Whether a tool's input schema may be offered to a model: an object (as MCP and the
     model APIs require), a valid JSON Schema, and every local `$ref` in it found. Anthropic and
     OpenAI refuse a whole request for one malformed tool schema in it."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
+    return _offerable(key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _offerable(key: str) -> bool:
+    """offerable's check of one schema (as JSON), remembered: a server's tools are listed again
+    every few minutes and by every process, and checking a schema costs milliseconds of the
+    pool loop's time."""
     import jsonschema
     import referencing.exceptions
     from referencing import Registry, Resource
     from referencing.jsonschema import DRAFT202012
 
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return False
+    schema = json.loads(key)
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
         resource = Resource.from_contents(schema, default_specification=DRAFT202012)
@@ -235,6 +272,8 @@ def _track_children() -> None:
 
     async def spawn(*args: Any, **kwargs: Any) -> Any:
         process = await original(*args, **kwargs)
+        if getattr(process, "_stdout", None) is not None:  # anyio's process (not on Windows)
+            process._stdout = WholeLines(process._stdout)
         _CHILDREN[process.pid] = process
         owner = _OWNER.get()
         if owner is not None:
@@ -245,6 +284,42 @@ def _track_children() -> None:
     spawn.nexus_tracked = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
     atexit.register(kill_children)
+
+
+class WholeLines(ByteReceiveStream):
+    """A stdio server's output, handed on up to the end of its last whole line. The SDK's
+    reader adds each chunk it receives to what it holds of the current line and splits it all
+    again, so one message of megabytes (a listing of thousands of tools, a huge result) read in
+    64 KB chunks took quadratic time: 12 s of the pool loop's CPU for 27 MB, every server of
+    the process waiting. Chunks of a line are kept here and joined once, when it ends."""
+
+    def __init__(self, stream: ByteReceiveStream) -> None:
+        self.stream = stream
+        self.pending: list[bytes] = []
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                chunk = await self.stream.receive(max_bytes)
+            except anyio.EndOfStream:
+                if not self.pending:
+                    raise
+                rest, self.pending = b"".join(self.pending), []
+                return rest
+            end = chunk.rfind(b"\n") + 1
+            if not end:
+                self.pending.append(chunk)
+                continue
+            lines = b"".join([*self.pending, chunk[:end]])
+            self.pending = [chunk[end:]] if end < len(chunk) else []
+            return lines
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    @property
+    def extra_attributes(self) -> Any:
+        return self.stream.extra_attributes
 
 
 LAUNCHER = str(Path(__file__).with_name("launcher.py"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reasoning.llm.base import ToolDef
+
+logger = logging.getLogger(__name__)
 
 CachePolicy = Literal["cache", "no-cache"]
 # Told a long tool's progress: (progress, total or None, message or None).
@@ -173,6 +176,8 @@ class ToolRegistry:
     providers: list[ToolProvider] = field(default_factory=list)
     timeout: float = 30.0
     max_result_chars: int = 20_000
+    # The most tools offered to the model at once (OpenAI's limit for one request).
+    max_tools: int = 128
     _specs: dict[str, tuple[ToolSpec, ToolProvider]] = field(default_factory=dict)
     # Per broken provider: what anyone may see, and the detail for staff (tool servers redact
     # their secrets from it, but it may still quote the server's own output).
@@ -201,6 +206,18 @@ class ToolRegistry:
                 continue
             for spec in result:
                 specs.setdefault(spec.name, (spec, provider))
+        if len(specs) > self.max_tools:
+            # Every request carries every tool offered, and OpenAI refuses one with more than
+            # 128: a few large servers together failed every run of every user. The first
+            # providers' (the host's own server comes first) are kept.
+            left_out = list(specs)[self.max_tools :]
+            logger.warning(
+                "the tool servers list %d tools; only the first %d are offered (left out: %s)",
+                len(specs),
+                self.max_tools,
+                ", ".join(left_out[:20]) + (" …" if len(left_out) > 20 else ""),
+            )
+            specs = dict(list(specs.items())[: self.max_tools])
         self._specs, self.errors, self.error_details, self._loaded = specs, errors, details, True
 
     async def _list(self, provider: ToolProvider) -> list[ToolSpec]:

@@ -111,6 +111,53 @@ async def test_a_crash_mid_call_fails_that_call_and_the_next_call_reconnects(poo
     assert again.content != first.content.replace("hi", "back"), "a new server process answered"
 
 
+CROWDED = str(Path(__file__).parent / "servers" / "crowded.py")
+
+
+async def test_a_server_listing_hundreds_of_tools_is_offered_up_to_the_limits_and_the_others_keep_theirs(
+    pool,
+):
+    """Found by a review: a server listing 3000 tools held the pool's loop for most of a minute
+    (every other server's calls timed out meanwhile), and every model request then carried
+    3000 tools, which OpenAI refuses past 128: every run of every user failed."""
+    crowded = MCPServerConfig(name="crowded", command=sys.executable, args=(CROWDED, "300"), call_timeout=30)
+    registry = ToolRegistry([MCPToolProvider(pool, faulty()), MCPToolProvider(pool, crowded)], timeout=60)
+    await registry.ensure_loaded()
+    assert registry.errors == {}
+    names = registry.names()
+    faultys = [name for name in names if name.startswith("faulty__")]
+    crowds = [name for name in names if name.startswith("crowded__")]
+    assert len(names) == registry.max_tools == 128, "no request carries more than 128 tools"
+    assert faultys and len(crowds) == 128 - len(faultys), "the first server's tools first, then the next's"
+    assert crowds[:2] == ["crowded__tool0", "crowded__tool1"], "as the server listed them"
+    assert len(await pool.tools(crowded)) == mcp_pool.MAX_TOOLS_PER_SERVER
+    assert (await call(registry, "faulty__echo", text="still here")).content.startswith("still here")
+
+
+async def test_whole_lines_hands_on_a_stdio_servers_output_up_to_the_end_of_its_last_line():
+    """What the SDK's line reader is given: whole lines, however the pipe cut them (it
+    re-split everything it held for every chunk: quadratic in a line's length)."""
+    import anyio
+
+    send, receive = anyio.create_memory_object_stream[bytes](100)
+    for chunk in [b'{"a":', b" 1", b'}\n{"b"', b": 2}\n", b'{"c": 3}\n{"d"', b": 4}"]:
+        send.send_nowait(chunk)
+    send.close()
+
+    class Pipe(anyio.abc.ByteReceiveStream):
+        async def receive(self, max_bytes: int = 65536) -> bytes:
+            return await receive.receive()
+
+        async def aclose(self) -> None:
+            await receive.aclose()
+
+    lines = mcp_pool.WholeLines(Pipe())
+    got = [await lines.receive() for _ in range(4)]
+    assert got == [b'{"a": 1}\n', b'{"b": 2}\n', b'{"c": 3}\n', b'{"d": 4}'], "the last, unended, at the end"
+    with pytest.raises(anyio.EndOfStream):
+        await lines.receive()
+
+
 @pytest.mark.parametrize("code", [-32603, -32000])
 async def test_an_error_the_server_answers_with_fails_only_that_call(pool, code):
     """A JSON-RPC error from a live server (a fetch server's "status 404") was taken for a
