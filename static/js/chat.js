@@ -343,6 +343,15 @@
     });
   }
 
+  // The conversation goes on from each question's latest version (conversation_history on the
+  // server): an older one shown as a question is sent gives way to the latest, so the page
+  // shows what the next answer builds on (it showed the older one, and a reload the latest).
+  function showLatestVersions() {
+    const latest = new Map();
+    document.querySelectorAll("#thread article.turn[data-group]").forEach((turn) => latest.set(turn.dataset.group, turn));
+    latest.forEach((turn) => { if (turn.hidden) normaliseVersions(turn); });
+  }
+
   function showVersion(button, step) {
     const turn = button.closest("article.turn");
     const turns = Array.from(document.querySelectorAll(`article.turn[data-group="${turn.dataset.group}"]`));
@@ -901,6 +910,7 @@
     const input = form.querySelector("#composer-input");
     form.dataset.sending = "true";
     form.dataset.sent = input.value;
+    showLatestVersions();
     // The last send's error is about that send; the notices that live updates paused, or that
     // the chat was deleted in another tab, stay.
     document.querySelectorAll("#composer-error .error:not(.live-updates):not(.gone)").forEach((p) => p.remove());

@@ -325,6 +325,17 @@ def test_regenerate_keeps_the_old_answer_and_edit_resends_the_last_question(tab:
     expect(page.locator("article.turn:not([hidden]) .msg.user .bubble")).to_have_text("What is 3+3?")
     expect(last_answer(page).locator(".variant-label")).to_have_text("3/3")
 
+    # Found by a review: a follow-up sent while an older version showed went on from the latest
+    # (the server's rule), and a reload showed the latest; the page now shows it as it is sent.
+    last_answer(page).locator(".variant-prev").click()
+    expect(last_answer(page).locator(".variant-label")).to_have_text("2/3")
+    ask(page, "And what is 5+5?")
+    versions = page.locator("article.turn:not([hidden]) .variants:not([hidden]) .variant-label")
+    expect(versions).to_have_text("3/3")
+    expect(last_answer(page).locator(".markdown")).to_contain_text("10", timeout=20000)
+    page.reload()
+    expect(versions).to_have_text("3/3")
+
 
 def test_a_blank_edit_is_refused_under_the_edit_box(tab: Tab):
     """Found in review: Enter in a blank Edit box did nothing at all, and its Send button's
