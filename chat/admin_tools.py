@@ -21,6 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html, format_html_join
@@ -179,9 +180,9 @@ class MCPServerForm(forms.ModelForm):
             self._refuse("env_secret", env_refusal(data["env_secret"]))
             if transport == MCPServer.Transport.STDIO:
                 self._refuse("cwd", cwd_refusal(data.get("cwd") or ""))
-            if transport == MCPServer.Transport.HTTP and not data.get("url"):
+            if transport == MCPServer.Transport.HTTP and not data.get("url") and "url" not in self.errors:
                 self.add_error("url", "An HTTP server needs its URL.")
-            elif transport == MCPServer.Transport.HTTP:
+            elif transport == MCPServer.Transport.HTTP and data.get("url"):
                 self._refuse("url", url_refusal(data["url"]))
         self._require_secrets_when_moved(data)
         name = data.get("name") or ""
@@ -412,7 +413,8 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                 self.message_user(request, f"Server “{server.name}”: {error}", level=messages.ERROR)
             else:
                 server.refresh_from_db()
-                self.message_user(request, f"Server “{server.name}”: connected, {server.tool_count} tools.")
+                tools = f"{server.tool_count} tool{pluralize(server.tool_count)}"
+                self.message_user(request, f"Server “{server.name}”: connected, {tools}.")
 
 
 @admin.register(Document)

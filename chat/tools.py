@@ -358,6 +358,7 @@ async def check_server(server: MCPServer) -> str | None:
     provider = provider_for(server)
     if isinstance(provider, MCPToolProvider):
         provider.config = dataclasses.replace(provider.config, start_wait=0.0)
+        provider.try_now()  # a paused server is asked too: the person wants to know now
     try:
         await provider.list_tools()
         if isinstance(provider, MCPToolProvider):

@@ -549,6 +549,10 @@ class MCPToolProvider(ToolProvider):
         """Whether the server answers now (MCPUnavailable if not), beyond a cached listing."""
         await self.pool.check(self.config)
 
+    def try_now(self) -> None:
+        """Let the next request through a pause after repeated failures (see MCPConnection)."""
+        self.pool.connection(self.config).try_now()
+
     async def read_resource(self, uri: str, *, budget: float | None = None) -> str:
         """A resource's text, as an @mention attaches it; binary contents are named, not sent."""
         result = await self.pool.request(

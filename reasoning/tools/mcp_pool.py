@@ -622,6 +622,12 @@ class MCPConnection:
             paused_for=paused,
         )
 
+    def try_now(self) -> None:
+        """Let the next request through a pause, as the breaker does once its cooldown ends:
+        a person asked whether the server works now (an admin who fixed it waited out pauses of
+        up to eight minutes to find out). A failure pauses it again, for twice as long."""
+        self.breaker.open_until = 0.0
+
     def _refuse_if_paused(self) -> None:
         if (refused := self.paused()) is not None:
             raise refused

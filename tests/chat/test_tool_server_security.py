@@ -63,6 +63,31 @@ def check(client, server: MCPServer):
     )
 
 
+def test_checking_a_paused_server_asks_it_now(auditor, client_for, python_allowed):
+    """Found by a review: "Check the connection now" on a server paused after repeated failures
+    only said it was paused, so an admin who had fixed it could not find out for minutes."""
+    from chat import tools
+
+    server = MCPServer.objects.create(name="tool", command=PYTHON, args=[str(SERVERS / "faulty.py")])
+
+    async def pause() -> float | None:
+        breaker = tools.POOL.connection(tools.config_for(server)).breaker
+        for _ in range(breaker.threshold):
+            breaker.failure("it was down")
+        return breaker.paused_for()
+
+    assert tools.POOL.submit(pause()).result(10) is not None
+    page = client_for(auditor).post(
+        reverse("admin:chat_mcpserver_changelist"),
+        {"action": "check_connection", "_selected_action": [server.pk]},
+        follow=True,
+    )
+    messages = [str(message) for message in page.context["messages"]]
+    assert len(messages) == 1 and re.fullmatch(r"Server “tool”: connected, \d+ tools\.", messages[0]), (
+        messages
+    )
+
+
 def test_staff_without_superuser_rights_cannot_turn_a_server_into_a_shell(
     server_staff, client_for, python_allowed, tmp_path
 ):
@@ -709,6 +734,14 @@ def test_a_tool_servers_url_may_not_carry_a_credential(auditor, client_for, url)
 
     plain = {**form, "url": "https://tools.example.com/mcp?region=eu&monkeys=2"}
     assert client_for(auditor).post(reverse("admin:chat_mcpserver_add"), plain).status_code == 302
+
+
+def test_a_tool_servers_invalid_url_is_refused_once_and_plainly(auditor, client_for):
+    """It said both "Enter a valid URL." and "An HTTP server needs its URL." (a URL was given)."""
+    form = server_form(name="remote", transport="http", command="", args="[]", url="ftp://x")
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["url"] == ["Enter a valid URL."]
 
 
 def test_another_servers_calculator_never_stands_in_for_nexuss_own(alice_session, python_allowed):
