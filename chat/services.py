@@ -366,11 +366,17 @@ LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
 def _title_from(text: str) -> str:
-    """A new chat's title: its first message's first line that shows something, cut short,
-    as clean as a title given by hand (no direction overrides)."""
+    """A new chat's title: its first message's first line that shows something, as clean as a
+    title given by hand (no direction overrides); a longer line is cut at a word, with "…"
+    (cut mid-word and unmarked, "…dolor si" read as the whole question)."""
     for line in text.splitlines():
-        if title := clean_title(line[: TITLE_CHARS * 3])[:TITLE_CHARS].strip():
+        if not (title := clean_title(line[: TITLE_CHARS * 3]).strip()):
+            continue
+        if len(title) <= TITLE_CHARS:
             return title
+        cut = title[: TITLE_CHARS - 1]
+        at_word = cut.rsplit(" ", 1)[0] if " " in cut[TITLE_CHARS // 2 :] else cut
+        return at_word.rstrip(" ,;:-") + "…"
     return "New chat"
 
 

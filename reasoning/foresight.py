@@ -2035,6 +2035,9 @@ _TEAM = re.compile(
 )
 # "the US", "USA": a country, not "us" the team.
 COUNTRY_US = re.compile(r"\b(?:the\s+)?U\.?S\.?(?:A\.?)?(?!\w)")
+# Something the person tells, to be kept ("Remember that our staging database is db-2"):
+# nothing to look up. Searched, its answer was whichever team document shared a word with it.
+_TELLING = re.compile(r"^\W*(?:please\s+)?(?:remember|note|keep in mind|for the record)\b", re.IGNORECASE)
 _WRITING = re.compile(
     r"^\W*(?:please\s+)?(?:write|draft|rewrite|rephrase|shorten|translate|correct|fix|proofread|"
     r"suggest|give me|make|come up with|name|compose|polish)\b",
@@ -2076,7 +2079,11 @@ def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[
     if asks_now(part) and (name := tool_named(tools, "clock")) and not unknown_place(part):
         calls += [(name, {"timezone": zone}) for zone in zones_in(part) or ["UTC"]]
     wants_documents = (
-        not calls and not attached and not _WRITING.match(part) and _TEAM.search(COUNTRY_US.sub(" ", part))
+        not calls
+        and not attached
+        and not _WRITING.match(part)
+        and not _TELLING.match(part)
+        and _TEAM.search(COUNTRY_US.sub(" ", part))
     )
     if wants_documents and (name := tool_named(tools, "search_documents")):
         calls.append((name, {"query": " ".join(part.split()).strip(" ,.;:!?")}))

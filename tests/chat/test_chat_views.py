@@ -93,6 +93,19 @@ def test_a_chats_title_from_its_first_message_has_no_direction_overrides(
     assert Message.objects.filter(content="سلام\u200f hello").exists()
 
 
+def test_a_long_first_line_makes_a_title_cut_at_a_word_and_marked(alice, client_for, dispatched):
+    """Found by a review: "What is 2+2? lorem ipsum dolor sit amet lorem ipsum dolor si" was
+    cut mid-word with nothing to show it was cut."""
+    fresh = services.session_create(owner=alice)
+    post(client_for(alice), fresh, "What is 2+2? " + "lorem ipsum dolor sit amet " * 10)
+    fresh.refresh_from_db()
+    assert fresh.title == "What is 2+2? lorem ipsum dolor sit amet lorem ipsum dolor…"
+    unbroken = services.session_create(owner=alice)
+    post(client_for(alice), unbroken, "x" * 100)
+    unbroken.refresh_from_db()
+    assert unbroken.title == "x" * 59 + "…"
+
+
 def test_a_second_message_while_answering_is_refused_clearly(alice, alice_session, client_for, dispatched):
     client = client_for(alice)
     post(client, alice_session, "First question")

@@ -318,8 +318,9 @@ def test_staff_rewording_or_sharing_a_memory_leaves_an_audit_entry_and_shares_on
     fact.refresh_from_db()
     assert fact.shared and fact.text == "The VPN is vpn-3.example.com"
     changes = StaffAuditEntry.objects.filter(object_type="memory", action="change").order_by("id")
+    # The attempt on the private item changed nothing, so it records no change (it recorded
+    # "Changed memory …" with no fields, which read as a change).
     assert [(e.summary, e.details.get("new_values"), e.details.get("memory_ids")) for e in changes] == [
-        ("Changed memory VPN is vpn-3", {}, None),  # the attempt on the private item: nothing changed
         ("Shared 1 memory item with the team", None, [fact.pk]),
         (f"Changed memory {fact}: confidence, text", {"confidence": 0.9, "text": fact.text}, None),
     ]

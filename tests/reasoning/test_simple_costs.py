@@ -90,6 +90,9 @@ TOOLS = ["calculator", "clock", "nexus__search_documents"]
         ("What time zone should I put for a meeting in Lisbon?", []),
         ("Give me a catchy name for our hackathon.", []),
         ("Who wrote Pride and Prejudice?", []),
+        # Told, not asked (found by a review: the answer was a team document that shared a word).
+        ("Remember that our staging database is db-2", []),
+        ("Please note: our deploys happen on Tuesdays.", []),
     ],
 )
 def test_foresight_reads_the_tool_calls_a_question_plainly_needs(question, calls):
