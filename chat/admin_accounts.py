@@ -19,6 +19,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.forms import AdminPasswordChangeForm
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
 
@@ -46,6 +47,16 @@ class AccountAdmin(ChangeAuditedAdmin, UserAdmin):
         "is_staff",
         "is_superuser",
     )
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> Any:
+        message = super().construct_change_message(request, form, formsets, add)
+        if isinstance(form, AdminPasswordChangeForm):
+            # Turning password sign-in off changes no field Django counts (its form looks for
+            # "set_usable_password"): a valid form on this page changed the password either way.
+            request._audit_changed_fields = ["password"]  # type: ignore[attr-defined]
+        return message
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         fields = [*super().get_readonly_fields(request, obj), *FORENSICS]

@@ -182,7 +182,8 @@ class MCPServerForm(forms.ModelForm):
                 self._refuse("cwd", cwd_refusal(data.get("cwd") or ""))
             if transport == MCPServer.Transport.HTTP and not data.get("url") and "url" not in self.errors:
                 self.add_error("url", "An HTTP server needs its URL.")
-            elif transport == MCPServer.Transport.HTTP and data.get("url"):
+            if data.get("url") and ("url" in self.changed_data or self.instance.pk is None):
+                # Whatever the transport: a stdio server's URL is shown and audited as well.
                 self._refuse("url", url_refusal(data["url"]))
         self._require_secrets_when_moved(data)
         name = data.get("name") or ""
@@ -401,6 +402,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                     level=messages.ERROR,
                 )
                 continue
+            paused = server.paused_until is not None and server.paused_until > timezone.now()
             error = async_to_sync(check_server)(server)
             staff_audit.record(
                 request,
@@ -414,7 +416,12 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
             else:
                 server.refresh_from_db()
                 tools = f"{server.tool_count} tool{pluralize(server.tool_count)}"
-                self.message_user(request, f"Server “{server.name}”: connected, {tools}.")
+                # The pause a check lifts is this process's: a worker that paused the server
+                # tries it again when its own pause ends.
+                later = " Workers that paused it after its failures try it again as their pauses end."
+                self.message_user(
+                    request, f"Server “{server.name}”: connected, {tools}.{later if paused else ''}"
+                )
 
 
 @admin.register(Document)

@@ -375,8 +375,9 @@ def _title_from(text: str) -> str:
         if len(title) <= TITLE_CHARS:
             return title
         cut = title[: TITLE_CHARS - 1]
-        at_word = cut.rsplit(" ", 1)[0] if " " in cut[TITLE_CHARS // 2 :] else cut
-        return at_word.rstrip(" ,;:-") + "…"
+        if title[TITLE_CHARS - 1] != " " and " " in cut[TITLE_CHARS // 2 :]:
+            cut = cut.rsplit(" ", 1)[0]  # not in the middle of a word
+        return (cut.rstrip(" ,;:-") or cut) + "…"
     return "New chat"
 
 
@@ -911,7 +912,7 @@ def runs_to_recover(*, orphans: bool = True, resend_queued: bool = False) -> lis
             | Q(dispatched_at__lt=lost)
         )
         .order_by("created_at", "pk")
-        .values_list("pk", flat=True)[:200]
+        .values_list("pk", flat=True)[: 5000 if resend_queued else 200]
     )
     runs_mark_dispatched(waiting)
     return orphaned + unparked + waiting

@@ -153,9 +153,10 @@ def _sweep_on_start(**kwargs: object) -> None:
     def loop() -> None:
         resend = True  # jobs sent while no worker ran are gone if the broker restarted meanwhile
         while True:
-            sweep(judge, resend_queued=resend)
+            sweep(judge, resend_queued=resend and _first_to_resend())
             resend = _broker_back.wait(sweep_interval())
-            _broker_back.clear()
+            if resend:  # cleared only once seen: a reconnect during the sweep is not lost
+                _broker_back.clear()
 
     threading.Thread(target=loop, name="nexus-sweeper", daemon=True).start()
 
@@ -163,6 +164,22 @@ def _sweep_on_start(**kwargs: object) -> None:
 # Set when the worker's connection to the broker comes back: the sweeper sweeps at once and
 # sends every queued run's job again.
 _broker_back = threading.Event()
+# Workers that start or reconnect together (a deploy, a Redis blip) re-send the queue once
+# between them, not once each: the first takes this key in Redis for a while. A Redis restarted
+# empty has lost the key with the jobs.
+RESEND_KEY = "nexus:queued-jobs-resent"
+RESEND_EVERY = 10
+
+
+def _first_to_resend() -> bool:
+    from django.core.cache import cache
+
+    try:
+        return bool(cache.add(RESEND_KEY, 1, RESEND_EVERY))
+    except Exception:  # Redis away: sending the jobs again fails anyway, and is retried later
+        return True
+
+
 _consumer_starts = 0
 
 

@@ -2035,8 +2035,9 @@ _TEAM = re.compile(
 )
 # "the US", "USA": a country, not "us" the team.
 COUNTRY_US = re.compile(r"\b(?:the\s+)?U\.?S\.?(?:A\.?)?(?!\w)")
-# Something the person tells, to be kept ("Remember that our staging database is db-2"):
-# nothing to look up. Searched, its answer was whichever team document shared a word with it.
+# Something the person tells, to be kept ("Remember that our staging database is db-2"), and
+# asks nothing with (no "?"): nothing to look up. Searched, its answer was whichever team
+# document shared a word with it.
 _TELLING = re.compile(r"^\W*(?:please\s+)?(?:remember|note|keep in mind|for the record)\b", re.IGNORECASE)
 _WRITING = re.compile(
     r"^\W*(?:please\s+)?(?:write|draft|rewrite|rephrase|shorten|translate|correct|fix|proofread|"
@@ -2082,7 +2083,7 @@ def foresee(part: str, tools: Iterable[str], *, attached: bool = False) -> list[
         not calls
         and not attached
         and not _WRITING.match(part)
-        and not _TELLING.match(part)
+        and not (_TELLING.match(part) and "?" not in part)
         and _TEAM.search(COUNTRY_US.sub(" ", part))
     )
     if wants_documents and (name := tool_named(tools, "search_documents")):

@@ -104,6 +104,11 @@ def test_a_long_first_line_makes_a_title_cut_at_a_word_and_marked(alice, client_
     post(client_for(alice), unbroken, "x" * 100)
     unbroken.refresh_from_db()
     assert unbroken.title == "x" * 59 + "…"
+    for line, title in [("-" * 100, "-" * 59 + "…"), ("abcdefghi " * 5 + "abcdefghi more", None)]:
+        chat = services.session_create(owner=alice)
+        post(client_for(alice), chat, line + " and more words past the cut" * 3)
+        chat.refresh_from_db()
+        assert chat.title == (title or ("abcdefghi " * 6).strip() + "…"), "a word ending at the cut is kept"
 
 
 def test_a_second_message_while_answering_is_refused_clearly(alice, alice_session, client_for, dispatched):

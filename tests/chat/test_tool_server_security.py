@@ -83,9 +83,9 @@ def test_checking_a_paused_server_asks_it_now(auditor, client_for, python_allowe
         follow=True,
     )
     messages = [str(message) for message in page.context["messages"]]
-    assert len(messages) == 1 and re.fullmatch(r"Server “tool”: connected, \d+ tools\.", messages[0]), (
-        messages
-    )
+    # The pause lifted is this process's: the message says the workers' own end in their time.
+    said = r"Server “tool”: connected, \d+ tools\. Workers that paused it after its failures try it again .*"
+    assert len(messages) == 1 and re.fullmatch(said, messages[0]), messages
 
 
 def test_staff_without_superuser_rights_cannot_turn_a_server_into_a_shell(
@@ -701,6 +701,16 @@ def test_staff_edits_of_an_account_are_in_the_staff_audit_log_and_an_unchanged_s
     assert entry.details["changed_fields"] == ["email", "is_active"]
     assert entry.details["new_values"] == {"email": "moved@example.com", "is_active": False}
 
+    # Turning password sign-in off is a change of the password too (Django's form counts no
+    # field changed for it, and it went unrecorded).
+    password = reverse("admin:auth_user_password_change", args=[plain.pk])
+    off = {"usable_password": "false", "password1": "", "password2": "", "unset-password": "1"}
+    assert client.post(password, off).status_code == 302
+    plain.refresh_from_db()
+    assert not plain.has_usable_password()
+    latest = StaffAuditEntry.objects.filter(object_type="account").latest("id")
+    assert latest.actor == manager and latest.details == {"changed_fields": ["password"], "new_values": {}}
+
 
 @pytest.mark.parametrize(
     "url",
@@ -734,6 +744,16 @@ def test_a_tool_servers_url_may_not_carry_a_credential(auditor, client_for, url)
 
     plain = {**form, "url": "https://tools.example.com/mcp?region=eu&monkeys=2"}
     assert client_for(auditor).post(reverse("admin:chat_mcpserver_add"), plain).status_code == 302
+
+
+def test_a_stdio_servers_url_may_not_carry_a_credential_either(auditor, client_for, python_allowed):
+    """Found by a review: the check ran for HTTP servers only, and a stdio server's URL field is
+    shown and audited the same."""
+    url = "https://svc:hunter2pass@tools.example.com/mcp"
+    form = server_form(name="local", command=PYTHON, args=json.dumps([str(SERVERS / "faulty.py")]), url=url)
+    response = client_for(auditor).post(reverse("admin:chat_mcpserver_add"), form)
+    assert response.status_code == 200 and "not in the URL" in response.content.decode()
+    assert not MCPServer.objects.filter(name="local").exists()
 
 
 def test_a_tool_servers_invalid_url_is_refused_once_and_plainly(auditor, client_for):

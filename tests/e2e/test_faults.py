@@ -307,9 +307,11 @@ def test_a_worker_frozen_past_the_stale_time_gives_its_runs_up_to_the_one_that_t
         time.sleep(0.1)
     assert runs_by_status(fault_site).get("running") == count
     time.sleep(1)  # each run has stored events, and has more on their way
-    taker = fault_site.start_worker()
+    # Frozen before the taker starts: a worker can take seconds to start (here 8 s on a busy
+    # machine), and the runs had finished by then, with nothing left to take over.
     os.killpg(frozen.popen.pid, signal.SIGSTOP)
     try:
+        taker = fault_site.start_worker()
         # Stale after 3 s, found by the taker's next sweep (every second), claimed, resumed.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -334,9 +336,12 @@ def test_a_worker_frozen_past_the_stale_time_gives_its_runs_up_to_the_one_that_t
                 k for (k,) in db.execute("select kind from chat_traceevent where run_id = %s", (run_id,))
             ]
         assert kinds.count("answer.final") == 1 and kinds.count("run.finished") == 1, (run_id, kinds)
-    time.sleep(2)  # the thawed worker's own executions end meanwhile
+    # The thawed worker's own executions end meanwhile (however slowly this machine lets them).
+    deadline = time.monotonic() + 30
+    while "taken over by another executor" not in frozen.log() and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert frozen.popen.poll() is None and taker.popen.poll() is None
-    assert "taken over by another executor" in frozen.log()
+    assert "taken over by another executor" in frozen.log(), frozen.log()[-3000:]
     for process in (frozen, taker):
         assert " ERROR " not in process.log(), process.log()[-3000:]
     assert runs_by_status(fault_site) == {"succeeded": count}

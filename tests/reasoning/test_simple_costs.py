@@ -93,6 +93,15 @@ TOOLS = ["calculator", "clock", "nexus__search_documents"]
         # Told, not asked (found by a review: the answer was a team document that shared a word).
         ("Remember that our staging database is db-2", []),
         ("Please note: our deploys happen on Tuesdays.", []),
+        (
+            "Note that I am on the EU team - what is our holiday policy?",
+            [
+                (
+                    "nexus__search_documents",
+                    {"query": "Note that I am on the EU team - what is our holiday policy"},
+                )
+            ],
+        ),
     ],
 )
 def test_foresight_reads_the_tool_calls_a_question_plainly_needs(question, calls):
