@@ -48,15 +48,12 @@ class AccountAdmin(ChangeAuditedAdmin, UserAdmin):
         "is_superuser",
     )
 
-    def construct_change_message(
-        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
-    ) -> Any:
-        message = super().construct_change_message(request, form, formsets, add)
+    def audit_changed_fields(self, form: Any) -> list[str]:
         if isinstance(form, AdminPasswordChangeForm):
             # Turning password sign-in off changes no field Django counts (its form looks for
             # "set_usable_password"): a valid form on this page changed the password either way.
-            request._audit_changed_fields = ["password"]  # type: ignore[attr-defined]
-        return message
+            return ["password"]
+        return super().audit_changed_fields(form)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         fields = [*super().get_readonly_fields(request, obj), *FORENSICS]

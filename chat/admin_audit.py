@@ -108,17 +108,19 @@ class ChangeAuditedAdmin:
         )
         return super().log_addition(request, obj, message)  # type: ignore[misc]
 
-    def construct_change_message(
-        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
-    ) -> Any:
-        # The admin's own message names fields by their labels (and counts an unchanged JSON
-        # field as changed); the log keeps the names of the fields whose value changed.
-        changed = [
+    def audit_changed_fields(self, form: Any) -> list[str]:
+        """The names of the fields whose value `form` changed. The admin's own message names
+        fields by their labels (and counts an unchanged JSON field as changed)."""
+        return sorted(
             f
             for f in form.changed_data
             if f not in form.initial or form.initial[f] != form.cleaned_data.get(f)
-        ]
-        request._audit_changed_fields = sorted(changed)  # type: ignore[attr-defined]
+        )
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> Any:
+        request._audit_changed_fields = self.audit_changed_fields(form)  # type: ignore[attr-defined]
         return super().construct_change_message(request, form, formsets, add)  # type: ignore[misc]
 
     def log_change(self, request: HttpRequest, obj: Model, message: Any) -> Any:
@@ -130,7 +132,7 @@ class ChangeAuditedAdmin:
             StaffAuditEntry.Action.CHANGE,
             object_type(self),
             obj.pk,
-            f"Changed {object_type(self)} {obj}" + (f": {', '.join(fields)}" if fields else ""),
+            f"Changed {object_type(self)} {obj}: {', '.join(fields)}",
             changed_fields=fields,
             new_values={f: _plain(getattr(obj, f, None)) for f in fields if f in self.audit_value_fields},
         )

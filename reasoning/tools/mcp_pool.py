@@ -263,7 +263,8 @@ _OWNER: contextvars.ContextVar[_Session | None] = contextvars.ContextVar("nexus_
 def _track_children() -> None:
     """Record every stdio server process the SDK starts, so none outlives this process even
     when its connection is stuck. The SDK starts each server in a session of its own (a
-    signal to our process group does not reach it), and does not expose the process."""
+    signal to our process group does not reach it), and does not expose the process. Its
+    output is read through WholeLines from here, the one place the SDK hands the process over."""
     from mcp.client import stdio
 
     original = stdio._create_platform_compatible_process
