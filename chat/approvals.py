@@ -25,7 +25,13 @@ from chat.inputs import finite_number
 from chat.models import Elicitation, ReasoningRun, ToolApproval
 from chat.services import run_park, run_unpark
 from chat.sink import session_group, tell_group
-from reasoning.tools.approval import ApprovalDecision, ApprovalRequest, AwaitingApproval, InputRequest
+from reasoning.tools.approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    AwaitingApproval,
+    InputRequest,
+    edit_refusal,
+)
 
 POLL_SECONDS = 0.5
 # The note on a request declined because the person stopped its run, and how long a run told
@@ -327,6 +333,7 @@ def approval_request(*, run_id: int, payload: dict[str, Any], sequence: int | No
             "tool": payload.get("server_tool") or payload["tool"],
             "model_tool": payload["tool"],
             "arguments": payload.get("arguments") or {},
+            "input_schema": payload.get("input_schema"),
         },
     )
     if not created and approval.status == ToolApproval.Status.PENDING:
@@ -396,6 +403,8 @@ def approval_decide(*, approval: ToolApproval, user: Any, choice: str, arguments
     if choice == "edit":
         if not isinstance(arguments, dict):
             raise ValidationError('The arguments must be a JSON object, like {"name": "value"}.')
+        if (refusal := edit_refusal(arguments, approval.input_schema, approval.arguments)) is not None:
+            raise ValidationError(refusal)
         approval.edited_arguments = arguments
     elif choice not in ("approve", "always", "decline"):
         raise ValidationError("Choose approve, always, decline or edit.")

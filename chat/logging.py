@@ -25,6 +25,11 @@ SECRET_VARIABLES = (
 URL_VARIABLES = ("DATABASE_URL", "REDIS_URL")
 MIN_SECRET_CHARS = 6
 _KEY_PATTERN = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+")
+# A share link's token, which opens the shared chat to any account (Django logs the path of a
+# request for one revoked or mistyped; daphne's access log, every request's: nexus.access_log).
+_SHARE_TOKEN = re.compile(r"(/shared/)[^/?\s\"']+")
+_QUERY_VALUE = re.compile(r"([?&][^=&\s\"]*=)[^&\s\"]*")
+MASK = "[…]"
 _registered: set[str] = set()
 _guard = threading.Lock()
 
@@ -61,7 +66,13 @@ def redact(text: str, extra: list[str] | None = None) -> str:
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             text = text.replace(secret, "[redacted]")
-    return _KEY_PATTERN.sub(r"\1…[redacted]", text)
+    return _SHARE_TOKEN.sub(rf"\1{MASK}", _KEY_PATTERN.sub(r"\1…[redacted]", text))
+
+
+def mask_request(request: str) -> str:
+    """A request line ("GET /path?query") with its share token and query values masked: a
+    query holds what people searched for (the chat search, the admin's searches)."""
+    return _QUERY_VALUE.sub(rf"\1{MASK}", _SHARE_TOKEN.sub(rf"\1{MASK}", request))
 
 
 class RedactSecretsFilter(logging.Filter):

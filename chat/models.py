@@ -714,6 +714,8 @@ class ToolApproval(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.ONCE)
     edited_arguments = models.JSONField(null=True, blank=True)
+    # The tool's input schema when the run asked: what a person's edit is checked against.
+    input_schema = models.JSONField(null=True, blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

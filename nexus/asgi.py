@@ -39,6 +39,7 @@ from channels.sessions import CookieMiddleware, SessionMiddleware  # noqa: E402
 from chat.dispatch import bind_server_loop  # noqa: E402
 from chat.engine import prepare_executor  # noqa: E402
 from chat.routing import SignedInUser, websocket_urlpatterns  # noqa: E402
+from nexus.access_log import install as mask_access_log  # noqa: E402
 from nexus.heap import freeze_startup_objects, load_pages  # noqa: E402
 from nexus.origins import SameOriginValidator  # noqa: E402
 from nexus.request_limits import install as limit_request_bodies  # noqa: E402
@@ -52,6 +53,7 @@ router = ProtocolTypeRouter(
     }
 )
 limit_request_bodies()
+mask_access_log()
 load_pages()
 if settings.NEXUS_RUN_BACKEND == "embedded":
     prepare_executor()  # runs execute in this process; it freezes what it loaded

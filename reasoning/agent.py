@@ -19,7 +19,7 @@ from reasoning.drafts import DraftStream
 from reasoning.events import Emitter
 from reasoning.llm.base import LLMRequest, LLMResponse, ToolCall, ToolDef
 from reasoning.text import documents_cited
-from reasoning.tools.approval import ApprovalRequest, InputRequest, declined_message
+from reasoning.tools.approval import ApprovalRequest, InputRequest, declined_message, edit_refusal
 from reasoning.tools.registry import ToolOutcome, ToolRegistry
 from reasoning.tracker import ResearchProgressTracker
 from reasoning.types import ExecutionStrategy
@@ -123,7 +123,9 @@ class ToolExecutor:
             "step_id": step_id,
         }
         await self.emitter.emit("tool.called", **base)
-        call, refusal, base = await self._approve(call, spec.approval if spec else "auto", base)
+        call, refusal, base = await self._approve(
+            call, spec.approval if spec else "auto", base, schema=spec.input_schema if spec else None
+        )
         arg_hash = base["argument_hash"]
         outcome = refusal or await self._outcome(
             call, arg_hash, step_id, self._progress(base), self._elicit(base), self._sample(base, spec)
@@ -145,10 +147,18 @@ class ToolExecutor:
         return outcome
 
     async def _approve(
-        self, call: ToolCall, policy: str, base: dict[str, Any], *, in_call: bool = False
+        self,
+        call: ToolCall,
+        policy: str,
+        base: dict[str, Any],
+        *,
+        in_call: bool = False,
+        schema: dict[str, Any] | None = None,
     ) -> tuple[ToolCall, ToolOutcome | None, dict[str, Any]]:
         """Ask the host's approver when the tool's policy says so. Returns the call to make
-        (with the person's edited arguments), or the refusal the model hears instead."""
+        (with the person's edited arguments), or the refusal the model hears instead. The
+        request carries the tool's input `schema`, which an edit must fit (the host checks it
+        as the person decides; checked again here, for a host that did not)."""
         tool = base["server_tool"]
         if policy == "never":
             return (
@@ -166,7 +176,12 @@ class ToolExecutor:
         )
         decision = await approver.known(request)
         if decision is None:
-            await self.emitter.emit("tool.approval.requested", **base, mode="Awaiting approval")
+            await self.emitter.emit(
+                "tool.approval.requested",
+                **base,
+                mode="Awaiting approval",
+                **({"input_schema": schema} if schema else {}),
+            )
             decision = await approver.wait(request)
         edited = decision.arguments is not None and decision.arguments != call.arguments
         await self.emitter.emit(
@@ -180,6 +195,8 @@ class ToolExecutor:
         )
         if not decision.approved:
             return call, ToolOutcome(False, "", declined_message(tool, decision.note)), base
+        if edited and (refusal := edit_refusal(decision.arguments or {}, schema, call.arguments)) is not None:
+            return call, ToolOutcome(False, "", f"{tool} was not run: {refusal}"), base
         if edited:
             arguments = dict(decision.arguments or {})
             call = ToolCall(call.id, call.name, arguments)

@@ -9,6 +9,7 @@ asks an `Approver` and reports a decline to the model as such.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -16,6 +17,9 @@ ApprovalPolicy = Literal["auto", "ask", "never"]
 POLICIES: tuple[str, ...] = ("auto", "ask", "never")
 # The approval policies' key for a server's requests for a completion (MCP sampling).
 SAMPLING = "sampling"
+# The most a person's edited arguments may hold, as JSON: an edit corrects a call, and the card,
+# the trace and every export show it in full.
+MAX_EDITED_CHARS = 10_000
 
 
 def default_approval(annotations: Any) -> ApprovalPolicy:
@@ -25,6 +29,41 @@ def default_approval(annotations: Any) -> ApprovalPolicy:
     destructive = not read_only and getattr(annotations, "destructive_hint", None) is not False
     open_world = getattr(annotations, "open_world_hint", None) is not False
     return "ask" if destructive or open_world else "auto"
+
+
+def edit_refusal(
+    arguments: dict[str, Any], schema: dict[str, Any] | None, asked: dict[str, Any] | None = None
+) -> str | None:
+    """Why a person's edited arguments may not replace the ones `asked`, or None: no longer
+    than MAX_EDITED_CHARS or what was asked, whichever is more. The tool's input
+    schema decides their shape: a name it does not declare is refused even where the schema
+    leaves extra names open, since a person correcting a call has no reason to invent one and
+    the server was never told what it would mean. Without a schema (a request asked before the
+    schema was kept) only the size is checked."""
+    most = max(MAX_EDITED_CHARS, len(json.dumps(asked or {}, ensure_ascii=False)))
+    if len(json.dumps(arguments, ensure_ascii=False)) > most:
+        return f"The edited arguments are too long (at most {most:,} characters as JSON)."
+    if not schema:
+        return None
+    declared = schema.get("properties")
+    if isinstance(declared, dict):
+        unknown = sorted(set(arguments) - set(declared))
+        if unknown:
+            allowed = ", ".join(sorted(declared)) or "none"
+            return f"The tool takes no argument named {', '.join(unknown)[:200]} (it takes: {allowed[:300]})."
+    import jsonschema  # a tool call's arguments are checked only here, when a person edits them
+    import referencing.exceptions
+
+    try:
+        error = jsonschema.exceptions.best_match(
+            jsonschema.validators.validator_for(schema)(schema).iter_errors(arguments)
+        )
+    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable, RecursionError, ValueError):
+        return None  # a schema that cannot check anything: the server itself answers for it
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path) or "the arguments"
+    return f"The edited arguments do not fit the tool: {where}: {error.message[:200]}"
 
 
 @dataclass(frozen=True)

@@ -567,3 +567,32 @@ def test_no_one_is_asked_to_approve_a_call_to_a_paused_server(alice, alice_sessi
     assert not ToolApproval.objects.filter(run=run).exists()
     execution = ToolExecution.objects.get(run=run)
     assert not execution.success and "paused" in execution.error, execution.error
+
+
+def test_an_edit_that_does_not_fit_the_tools_schema_is_refused_on_the_card(alice, alice_session, client_for):
+    """An edited call was stored and sent as typed: a name the calculator does not take, a
+    number for its text, two megabytes in a value (the chat page then weighed 2 MB, in the
+    card and the trace, and in every export). Each is refused on the card, which stays open
+    for a correction; the corrected edit runs."""
+    MCPServer.objects.filter(builtin=True).update(approval_policies={"calculator": "ask"})
+    run = services.message_post(session=alice_session, content="What is 9*7?")
+    worker = in_background(run.pk)
+    (card,) = wait_until(lambda: pending(run))
+    assert card.input_schema["properties"]["expression"]["type"] == "string"
+    client = client_for(alice)
+    url = reverse("chat:approval-decide", args=[card.pk])
+    for arguments, said in [
+        ({"expression": "9*8", "__proto__": {"x": 1}}, "takes no argument named __proto__"),
+        ({"expression": 98}, "expression: 98 is not of type"),
+        ({"expression": "9*8" + " " * 2_000_000}, "too long"),
+    ]:
+        response = client.post(
+            url, {"decision": "edit", "arguments": json.dumps(arguments)}, HTTP_HX_REQUEST="true"
+        )
+        assert response.status_code == 400 and said in response.content.decode(), arguments
+    card.refresh_from_db()
+    assert card.status == "pending" and card.edited_arguments is None
+    decide(client, card, "edit", arguments=json.dumps({"expression": "9*8"}))
+    answer = wait_until(lambda: ReasoningRun.objects.get(pk=run.pk).answers.first())
+    worker.join(30)
+    assert "72" in answer.content

@@ -81,3 +81,16 @@ def test_a_body_within_the_limit_reaches_the_application(site: Site):
     )
     assert reply.startswith(b"HTTP/1.1 403"), reply[:200]  # Django's CSRF check answered
     assert site.login().get("/").status_code == 200, "signing in (a small form) works as before"
+
+
+def test_the_access_log_keeps_no_share_token_nor_what_was_searched(site: Site):
+    """Daphne's access log printed every request's whole path: a share link's token (which
+    opens the shared chat to any account) and the words people searched for, to whoever reads
+    the server's output. Both are masked; the rest of the line is as daphne wrote it."""
+    client = site.login()
+    assert client.get("/shared/Tok3nThatOpensAChat/").status_code == 404
+    assert client.get("/search/", params={"q": "our staging password"}).status_code == 200
+    log = site.processes[0]
+    log.wait_for_log(r'"GET /search/\?q=\[…\]" 200')
+    assert '"GET /shared/[…]/" 404' in log.log()
+    assert "Tok3nThatOpensAChat" not in log.log() and "staging" not in log.log()

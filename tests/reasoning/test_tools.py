@@ -200,3 +200,58 @@ async def test_a_servers_request_for_a_completion_sends_the_model_what_the_perso
     edits.append({"system": "", "messages": [{"role": "user", "content": "edited"}], "max_tokens": 9})
     await sample("system", messages, 50)
     assert sent[-1].messages == [{"role": "user", "content": "edited"}] and sent[-1].max_tokens == 9
+
+
+async def test_an_edit_that_does_not_fit_the_tools_schema_is_not_run():
+    """A person's edit of a call was sent to the server as typed: names the tool does not
+    declare, values of the wrong type, two megabytes of text. The request carries the tool's
+    schema; an edit that does not fit it is refused to the model instead of run, and a fitting
+    one runs."""
+    from reasoning.agent import ToolExecutor
+    from reasoning.llm.base import ToolCall
+    from reasoning.tools.approval import ApprovalDecision
+    from reasoning.tools.registry import ToolOutput
+
+    schema = {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}
+    requested, ran, edits = [], [], []
+
+    class Provider(ToolProvider):
+        async def list_tools(self):
+            return [ToolSpec("s__calc", "calc", schema, server="s", tool="calc", approval="ask")]
+
+        async def call_tool(self, spec, arguments):
+            ran.append(arguments)
+            return ToolOutput("ok")
+
+    class Approver:
+        async def known(self, request):
+            return None
+
+        async def wait(self, request):
+            return ApprovalDecision(True, arguments=edits[-1])
+
+    class Emitter:
+        async def emit(self, kind, **payload):
+            if kind == "tool.approval.requested":
+                requested.append(payload)
+
+    registry = ToolRegistry([Provider()])
+    registry.approver = Approver()
+    await registry.ensure_loaded()
+    executor = ToolExecutor(registry, Emitter(), lambda: None, timeout=5)
+    for edit, refusal in [
+        ({"expression": "1+1", "extra": "B"}, "no argument named extra"),
+        ({"expression": 5}, "do not fit the tool: expression: 5 is not of type 'string'"),
+        ({"expression": "B" * 2_000_000}, "too long"),
+    ]:
+        edits.append(edit)
+        outcome = await executor.run(
+            ToolCall("c1", "s__calc", {"expression": "2+2"}), strategy=None, step_id=None
+        )
+        assert not outcome.success and refusal in outcome.error, outcome.error
+    assert ran == [] and requested[0]["input_schema"] == schema
+    edits.append({"expression": "3+3"})
+    outcome = await executor.run(
+        ToolCall("c1", "s__calc", {"expression": "2+2"}), strategy=None, step_id=None
+    )
+    assert outcome.success and ran == [{"expression": "3+3"}]
