@@ -23,6 +23,7 @@ from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected
 from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
@@ -181,6 +182,18 @@ class SessionConsumer(AsyncWebsocketConsumer):
             logger.warning("page socket closed, %s unreachable: %s", type(exc).__module__.split(".")[0], exc)
             with contextlib.suppress(Exception):
                 await self.close(code=CLOSE_UNAVAILABLE, reason=UNAVAILABLE_REASON)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        """A frame to the page, unless the page has gone: a tab closed just as an event came
+        in raised "Attempt to send on a closed protocol" out of whatever was sending, and
+        daphne logged it as an application error with a traceback (a tenth of the runs of a
+        person who closes tabs as answers arrive). The disconnect that follows cleans up."""
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except Disconnected:
+            logger.debug("a frame for a page socket that has closed was dropped")
 
     handshake_done = False  # `connect` has accepted or refused the socket
     live = False  # accepted, and subscribed to its session's events
