@@ -152,10 +152,14 @@ def recheck_open_pages(sender: Any, instance: Any, created: bool, **kwargs: Any)
         account_changed(user_id=instance.pk)
 
 
-SIGNED_OUT = "You are signed out: sign in again (in another tab), then try again."
-# A message sent (a question, an edit): its text is still in the box.
+# Signing in again gives the browser a new CSRF token, which this page does not have: what it
+# sends after that is refused as out of date, so the advice is to reload it (a reviewer followed
+# "sign in again, then send again" and was refused twice).
+SIGNED_OUT = "You are signed out: sign in again (in another tab), then reload this page and try again."
+# A message sent (a question, an edit): its text is still in the box, and kept across the reload.
 SIGNED_OUT_TYPED = (
-    "You are signed out: sign in again (in another tab), then send again. What you typed is kept."
+    "You are signed out: sign in again (in another tab), then reload this page and send again. "
+    "What you typed is kept."
 )
 
 

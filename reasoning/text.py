@@ -139,6 +139,50 @@ def inline_items_apart(text: str) -> str:
     return "\n".join(item for line in text.split("\n") for item in _inline_items(line))
 
 
+# How to answer, not what: "think very carefully", "explain step by step", "be concise", "take
+# your time", "show your work". Before a colon, or joined by "and", such clauses lead in to the
+# question; read as an ask of their own they made a polite question LIGHT, with a part saying
+# "I can't answer 'Think very carefully' offline".
+_MANNER = (
+    r"(?:please\s+|kindly\s+|now\s+)?(?:"
+    r"(?:think|reason|work|go)(?:\s+(?:it|this)\s+through)?(?:\s+(?:very|really|extra|real))?\s+"
+    r"(?:carefully|hard|slowly|step[-\s]by[-\s]step)|"
+    r"take\s+(?:your|a\s+moment(?:'s)?|some)\s+time|"
+    r"(?:be|stay)\s+(?:very\s+|extra\s+|really\s+)?(?:precise|concise|brief|careful|accurate|thorough|succinct|exact)|"
+    r"(?:explain|show|answer|do|solve|go)(?:\s+(?:it|this|that))?\s+step[-\s]by[-\s]step|"
+    r"show\s+(?:your|the|all)\s+(?:work(?:ing)?|steps|reasoning)|"
+    r"(?:explain|walk\s+me\s+through)\s+your\s+(?:reasoning|thinking|steps)|"
+    r"keep\s+it\s+(?:short|brief|simple)|double[-\s]check(?:\s+(?:it|your\s+(?:work|answer)))?"
+    r")"
+)
+_MANNER_LEAD = re.compile(
+    rf"^\W*{_MANNER}(?:\s*(?:,|and|,\s*and|then)\s*{_MANNER})*\s*[:\-—–]\s*(?=\S)", re.IGNORECASE
+)
+# "if it isn't too much trouble", "if you don't mind", "if possible": a courtesy, no condition.
+_COURTESY = re.compile(
+    r",?\s*\bif\s+(?:it'?s|it\s+is|it\s+isn'?t|it\s+is\s+not|that'?s|that\s+is|you\s+(?:don'?t|do\s+not))"
+    r"\s+(?:not\s+)?(?:too\s+much\s+(?:trouble|to\s+ask)|no\s+trouble|ok(?:ay)?|alright|possible|mind)\b\s*,?",
+    re.IGNORECASE,
+)
+# "Could you please tell me what…" asks what the rest asks.
+_TELL_ME = re.compile(
+    r"^\W*(?:(?:could|can|would|will)\s+(?:you|u)\s+(?:please\s+|kindly\s+)?|please\s+|kindly\s+)"
+    r"(?:tell|show)\s+me\s*,?\s*(?=(?:what|how|when|where|who|which|whether|if)\b)",
+    re.IGNORECASE,
+)
+
+
+def courtesy_removed(text: str) -> str:
+    """`text` without what only says how (or how politely) to answer, where that stands
+    before or around the question: what is left is what is asked. Text that is nothing but
+    manner ("Explain step by step.") is kept as it is."""
+    trimmed = _COURTESY.sub(" ", text)
+    trimmed = _MANNER_LEAD.sub("", trimmed)
+    trimmed = _TELL_ME.sub("", trimmed)
+    trimmed = " ".join(trimmed.split())
+    return trimmed if re.search(r"\w", trimmed) else text
+
+
 def joined_lines(text: str) -> str:
     """The text on one line, but for its list items and lines that start a question, each on a
     line of its own (list items without their marker): "- 5 * 5" is the item 5 * 5, not -5 * 5,

@@ -42,6 +42,7 @@ from reasoning.text import (
     MENTION,
     NOT_A_SENTENCE_END,
     WORD,
+    courtesy_removed,
     distinct,
     joined_lines,
     keywords,
@@ -165,7 +166,8 @@ _WORDS = re.compile(r"\w+")
 
 def question_parts(query: str) -> list[str]:
     """The separate questions in a message ("What is 2+2 and what time is it?" has two)."""
-    text = joined_lines((query or "")[:MAX_QUERY_CHARS])
+    lines = joined_lines((query or "")[:MAX_QUERY_CHARS]).split("\n")
+    text = "\n".join(courtesy_removed(line) for line in lines)
     chunks = [
         c
         # "5! in binary": a factorial's "!" before more of the sentence in lower case ends nothing.

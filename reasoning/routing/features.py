@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 
 from reasoning.foresight import calculation_in_steps, split_calculations
-from reasoning.text import CONDITION, CONDITIONAL, LEAD_IN, MENTION, NOT_A_SENTENCE_END, joined_lines
+from reasoning.text import (
+    CONDITION,
+    CONDITIONAL,
+    LEAD_IN,
+    MENTION,
+    NOT_A_SENTENCE_END,
+    courtesy_removed,
+    joined_lines,
+)
 
 # --- vocabulary -------------------------------------------------------------------------------
 
@@ -50,7 +58,8 @@ _ASKS_SOMETHING = re.compile(rf"\b(?:{_WH})\b", re.IGNORECASE)
 _SENTENCES = re.compile(rf"(?:(?<=[?!;])|(?<=\.){NOT_A_SENTENCE_END})\s+(?=\S)|\n+")
 # What comes before the question proper: a greeting, thanks, an apology, a filler.
 PREAMBLE = re.compile(
-    r"^\W*(?:(?:hi|hello|hey|yo|ok|okay|um+|uh+|ehm+|erm+|hmm+|thanks|thank you|cheers|"
+    r"^\W*(?:(?:hi|hello|hey|yo|ok|okay|um+|uh+|ehm+|erm+|hmm+|"
+    r"(?:many )?(?:thanks|thank you)(?: (?:so|very) much| a lot| a bunch| again| in advance)?|cheers|"
     r"good (?:morning|afternoon|evening)|sorry(?: to bother(?: you)?)?|quick q(?:uestion)?|"
     r"one more thing)\b(?:[\s,.:;!?]|\s[—–-]+\s)*|(?:please|pls|plz|kindly|and|also|so)\s+|"
     r"(?:could|can|would|will) (?:you|u)(?: please| kindly)?\s+)+",
@@ -309,7 +318,7 @@ def split_asks(text: str) -> list[str]:
     """The separate requests in a question ("Compare A and B, then recommend one" has two).
     Each list item, or line that starts a question, is read on its own: "- time in Denver" is
     an ask, not a remark before the next line's."""
-    lines = joined_lines(text).split("\n")
+    lines = [courtesy_removed(line) for line in joined_lines(text).split("\n")]
     # "Calculate:" before the items it introduces asks nothing of its own.
     lines = [line for number, line in enumerate(lines) if number == len(lines) - 1 or not LEAD_IN.match(line)]
     return [ask for line in lines for ask in _asks_in_line(line)]

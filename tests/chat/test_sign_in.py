@@ -283,6 +283,8 @@ def test_a_click_after_signing_out_elsewhere_is_not_told_to_send_again(alice, al
         reverse("chat:message-create", args=[alice_session.pk]), {"content": "more"}, HTTP_HX_REQUEST="true"
     )
     assert sent.status_code == 401 and "What you typed is kept" in sent.content.decode()
+    # Signing in again gives the browser a new token this page lacks: it must be reloaded.
+    assert "reload this page" in sent.content.decode() and "reload this page" in text
 
 
 def test_a_browser_that_sends_no_cookie_is_told_to_allow_them(db):

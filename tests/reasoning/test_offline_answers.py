@@ -1315,3 +1315,25 @@ async def test_an_operation_after_a_tip_is_not_guessed():
     whether the tip is on 84 or on 94 is not said."""
     result, _answer = await answer_to("a 15% tip on 84 plus 10")
     assert result.quality is not None and result.quality < 0.7, (result.quality, result.answer)
+
+
+# How to answer, or how politely, said before the question: "Think very carefully" was read as
+# a part of its own (LIGHT, a heading and "I can't answer 'Think very carefully' offline"), and
+# "Could you please tell me, if it isn't too much trouble" as a part left unanswered (the
+# correct 12 flagged as low confidence at 0.45).
+COURTEOUS = [
+    ("Please think very carefully and explain step by step: what is 17*23?", "**391**"),
+    (
+        "Could you please tell me, if it isn't too much trouble, what 144 divided by 12 is? Thanks so much!",
+        "**12**",
+    ),
+    ("Take your time and be precise: what is 3*3?", "**9**"),
+    ("Be concise - what is 6*7?", "**42**"),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), COURTEOUS, ids=[q for q, _ in COURTEOUS])
+async def test_how_to_answer_said_before_the_question_is_not_a_part_of_it(question, expected):
+    result, answer = await answer_to(question)
+    assert result.final_strategy.value == "direct" and result.quality >= 0.8, (result.final_strategy, answer)
+    assert expected in answer and "offline" not in answer.split(expected)[0], answer
