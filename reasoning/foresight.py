@@ -1631,6 +1631,16 @@ def zones_in(text: str) -> list[str]:
     return list(_zones_in(text or ""))
 
 
+def places_kept_by(text: str, zone: str) -> list[str]:
+    """The places `text` names whose time `zone` keeps, as names ("Houston", "Dallas" for
+    America/Chicago): a clock's answer names its zone, and several places asked about that
+    share one (Tokyo and Osaka) were answered with one line naming neither."""
+    places, finder = _places()
+    folded = re.sub(r"[.'’]", "", fold(states_spelled(text or "")))
+    names = [m.group(1) for m in finder.finditer(folded) if places.get(m.group(1)) == zone]
+    return [name.title() for name in dict.fromkeys(names)]
+
+
 @functools.lru_cache(maxsize=512)
 def _zones_in(text: str) -> tuple[str, ...]:
     """zones_in's reading, cached: one run reads its question and parts' places dozens of times."""

@@ -27,6 +27,7 @@ from reasoning.foresight import (
     leaves_out_currency,
     money_amount,
     money_in,
+    places_kept_by,
     several_zones_of,
     split_calculations,
     tool_named,
@@ -483,7 +484,9 @@ def _reading_note(expression: str) -> str:
     return f" Here {' and '.join(notes)}." if notes else ""
 
 
-_EXCEPTION_NAME = re.compile(r"^[A-Z]\w*(?:Error|Exception):\s*")
+# What an MCP server's SDK puts before a tool's own words ("Error executing tool clock: "), and
+# the exception class a tool raised them in.
+_EXCEPTION_NAME = re.compile(r"^(?:Error executing tool [\w.-]+:\s*)?(?:[A-Z]\w*(?:Error|Exception):\s*)?")
 
 
 def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], str, bool]]) -> str:
@@ -509,7 +512,8 @@ def answer_from_results(question: str, results: list[tuple[str, dict[str, Any], 
             )
         elif base == "clock":
             lines.append(
-                f"It is {text} (from the clock).{_week_of(question, text)}{_zone_of(question, text)}"
+                f"{_where(question, text)} {text} (from the clock)."
+                f"{_week_of(question, text)}{_zone_of(question, text)}"
             )
         elif base == "search_documents":
             lines.append(_document_answer(question, text))
@@ -543,6 +547,17 @@ _CLOCK_ZONE = re.compile(
     r"\d\d:\d\d(?::\d\d)? (?P<zone>[^\s()]+)(?: \((?P<named>UTC[+-]\d\d:\d\d)\))? "
     r"\(ISO [\d-]+T[\d:.]+(?P<iso>[+-]\d\d:\d\d|Z)\)"
 )
+
+
+def _where(question: str, clock_text: str) -> str:
+    """ "In Houston and Dallas it is" before a clock's reading when several places asked about
+    keep its zone (America/Chicago answered for both, and named neither; Osaka beside Tokyo was
+    dropped from the answer); "It is" otherwise, the zone naming the one place."""
+    found = _CLOCK_ZONE.search(clock_text)
+    names = places_kept_by(question, found["zone"]) if found else []
+    if len(names) < 2:
+        return "It is"
+    return f"In {', '.join(names[:-1])} and {names[-1]} it is"
 
 
 def _zone_of(question: str, clock_text: str) -> str:

@@ -1337,3 +1337,36 @@ async def test_how_to_answer_said_before_the_question_is_not_a_part_of_it(questi
     result, answer = await answer_to(question)
     assert result.final_strategy.value == "direct" and result.quality >= 0.8, (result.final_strategy, answer)
     assert expected in answer and "offline" not in answer.split(expected)[0], answer
+
+
+# Places that keep one zone: "Houston and Dallas" was answered with one line naming
+# America/Chicago and neither city; Osaka beside Tokyo and Seoul was never mentioned.
+SHARED_ZONES = [
+    ("What time is it in Houston and Dallas?", "In Houston and Dallas it is"),
+    ("Whats the time in tokyo, osaka and seoul", "In Tokyo and Osaka it is"),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), SHARED_ZONES, ids=[q for q, _ in SHARED_ZONES])
+async def test_places_that_keep_one_zone_are_each_named(question, expected):
+    _result, answer = await answer_to(question)
+    assert expected in answer, answer
+
+
+def test_a_tool_error_is_said_in_the_tools_own_words():
+    """The built-in server's SDK puts "Error executing tool clock:" before the tool's words,
+    and the answer showed it: "The clock tool could not help: Error executing tool clock: …"."""
+    from reasoning.llm.offline_text import answer_from_results
+
+    said = answer_from_results(
+        "what time is it in UTC+25",
+        [
+            (
+                "nexus__clock",
+                {},
+                "Error executing tool clock: 'UTC+25:00' is not an offset any place keeps",
+                True,
+            )
+        ],
+    )
+    assert said == "The clock tool could not help: 'UTC+25:00' is not an offset any place keeps"
