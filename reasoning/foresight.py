@@ -1142,6 +1142,22 @@ _UNREAD_QUANTITY = re.compile(
 )
 
 
+def _unread_quantity(asked: str, question: str, expression: str) -> bool:
+    """Whether `asked` says something that changes the result which `expression` does not do.
+    Two words are read when the expression does what they say: a "total" that is a sum ("£250
+    plus 20% VAT, what's the total?" as 250*(1+20/100); a tip alone, 15/100*84, is no total),
+    and the currency the result is asked in when it is the question's only one ("20% of 150 in
+    euros"; "100 euros times 2 in dollars" is a conversion)."""
+    for found in _UNREAD_QUANTITY.finditer(asked):
+        word = found.group().lower()
+        if word in ("total", "altogether") and "+" in expression:
+            continue
+        if word.startswith("in") and _IN_CURRENCY.search(question) and money_in(question) is not None:
+            continue
+        return True
+    return False
+
+
 # A unit or a scale written apart from its number ("2.5 m", "10 k", "3 kg", "half of 10 km",
 # "45 dollars"): the expression reader leaves it out, so a calculation that has one is not all
 # read (its answer would be a bare number).
@@ -1184,12 +1200,20 @@ class Money:
     ratio: bool  # what it asks is a ratio of amounts: a plain number
 
 
+# "…in euros" at the end of a calculation: the currency its result is asked in.
+_IN_CURRENCY = re.compile(rf"\bin\s+(?:us\s+)?({_CURRENCY_WORD})[\s?.!]*$", re.IGNORECASE)
+
+
 def money_in(question: str) -> Money | None:
     """The currency a calculation's amounts are in ("a 15% tip on $84", "20% of 50 dollars"),
     when they are all in one; its result is in it too, unless the question asks a ratio
-    ("what percentage is $45 of $180", "$120 / $40")."""
+    ("what percentage is $45 of $180", "$120 / $40"). An amount asked "in euros" with no other
+    currency in the question is in euros ("20% of 150 in euros"); asked in another than its
+    amounts', it is a conversion, which no calculation here answers."""
     found = list(_MONEY.finditer(question or ""))
     symbols = {m[1] or m[2] or _CURRENCY_WORDS[(m[3] or m[4]).lower()] for m in found}
+    if (asked_in := _IN_CURRENCY.search(question or "")) is not None:
+        symbols.add(_CURRENCY_WORDS[asked_in[1].lower()])
     if len(symbols) != 1:
         return None
     # $120 / $40 is 3; $3 times $4 and the square root of $16 are no amount of dollars.
@@ -1300,7 +1324,7 @@ def accounts_for(question: str, expression: str) -> bool:
         else:
             return False
     if (
-        _UNREAD_QUANTITY.search(asked)
+        _unread_quantity(asked, question, done)
         or _SPACED_UNIT.search(asked)
         or _UNREAD_OPERAND.search(asked)
         or _OF_NUMBER_WORD.search(question)

@@ -1370,3 +1370,28 @@ def test_a_tool_error_is_said_in_the_tools_own_words():
         ],
     )
     assert said == "The clock tool could not help: 'UTC+25:00' is not an offset any place keeps"
+
+
+# Computed right and flagged "Low confidence, quality 0.00": the currency the result is asked in
+# ("in euros", the question's only currency) and a "total" that the expression sums were taken
+# for words the calculation left unread. A conversion, and a tip alone called a total, still are.
+READ_WHOLE = [
+    ("whats 20% of 150 in euros", "**€30**"),
+    ("whats 10% of 80 in dollars", "**$8**"),
+    ("£250 plus 20% VAT, what's the total?", "**£300**"),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), READ_WHOLE, ids=[q for q, _ in READ_WHOLE])
+async def test_a_currency_asked_for_and_a_summed_total_are_read(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality is not None and result.quality >= 0.9, (
+        result.quality,
+        answer,
+    )
+
+
+@pytest.mark.parametrize("question", ["what is 30 dollars in euros", "what's the total with a 20% tip on 50"])
+async def test_a_conversion_or_a_part_called_a_total_is_still_not_approved(question):
+    result, answer = await answer_to(question)
+    assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
