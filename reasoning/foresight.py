@@ -582,6 +582,10 @@ _THEN = re.compile(
     rf"(?:\s+to{_RESULT})?|"
     rf"(?P<take>subtract(?:ed)?|take\s+away|minus)\s+{_THEN_NUMBER.format('taken')}"
     rf"(?P<take_share>\s*(?:%|percent\b))?(?:\s+from{_RESULT})?|"
+    # "and then 50% of that", "then split it between 3 (people)".
+    rf"(?:take\s+)?{_THEN_NUMBER.format('share')}\s*(?:%|percent\b)\s+of\s+(?:it|that|the\s+result)|"
+    rf"(?:split|share|divide)(?:\s+(?:it|that|the\s+result))?\s+(?:between|among|amongst|by)\s+"
+    rf"{_THEN_NUMBER.format('split')}(?:\s+(?:people|persons|ways|of\s+us|friends))?|"
     r"(?P<op>\*\*|[-+*/%])\s*(?P<number>\d+(?:\.\d+)?)(?P<op_share>\s*(?:%|percent\b))?)(?!\w)",
     re.IGNORECASE,
 )
@@ -608,6 +612,10 @@ def _then_operation(step: re.Match[str]) -> str:
         return f"*(1+{step['added']}/100)" if step["add_share"] else f"+{step['added']}"
     if step["take"]:
         return f"*(1-{step['taken']}/100)" if step["take_share"] else f"-{step['taken']}"
+    if step["share"]:
+        return f"*({step['share']}/100)"
+    if step["split"]:
+        return f"/{step['split']}"
     if step["op_share"] and step["op"] in "+-":
         return f"*(1{step['op']}{step['number']}/100)"
     if step["op_share"]:

@@ -1395,3 +1395,20 @@ async def test_a_currency_asked_for_and_a_summed_total_are_read(question, expect
 async def test_a_conversion_or_a_part_called_a_total_is_still_not_approved(question):
     result, answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
+
+
+# A step after "then" that takes a share of the result or splits it: "10 + 10 and then 50% of
+# that" was answered 20 (flagged, but the number shown was the first step's).
+THEN_STEPS = [
+    ("what is 10 + 10 and then 50% of that", "**10**"),
+    ("what is 80 plus 20, then split it between 4 people", "**25**"),
+]
+
+
+@pytest.mark.parametrize(("question", "expected"), THEN_STEPS, ids=[q for q, _ in THEN_STEPS])
+async def test_a_share_or_a_split_of_the_result_is_computed(question, expected):
+    result, answer = await answer_to(question)
+    assert expected in answer and result.quality is not None and result.quality >= 0.9, (
+        result.quality,
+        answer,
+    )
