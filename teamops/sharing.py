@@ -77,6 +77,9 @@ class SharedTurn:
     failed: bool
     # The answer drew on documents this viewer may not read: it is not shown.
     withheld: bool = False
+    # ... not itself but through an earlier answer of the chat, which it had in its conversation
+    # (an arithmetic answer after it was said to have drawn on a private document, untrue).
+    withheld_earlier: bool = False
     attachments: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
     versions: int = 1  # how many times the question was asked (regenerated, edited)
@@ -165,9 +168,11 @@ def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]
     runs = [turn["run"] for turn in every if turn["run"] is not None]
     events = {run.pk: list(run.events.all()) for run in runs}
     read: dict[int, set[int]] = {}
+    own: dict[int, set[int]] = {}
     earlier: set[int] = set()
     for run in runs:
-        earlier |= _documents_read(run, events[run.pk]) | _documents_remembered(_recalled(events[run.pk]))
+        own[run.pk] = _documents_read(run, events[run.pk]) | _documents_remembered(_recalled(events[run.pk]))
+        earlier |= own[run.pk]
         read[run.pk] = set(earlier)
     wanted = set().union(*read.values()) if read else set()
     readable = set(documents_visible_to(viewer).filter(pk__in=wanted).values_list("pk", flat=True))
@@ -182,6 +187,7 @@ def shared_turns(link: SharedLink, viewer: AbstractBaseUser) -> list[SharedTurn]
             answer_html=answer_html(answer.content) if answer and not withheld else None,
             failed=bool(run and run.status == run.Status.FAILED),
             withheld=withheld,
+            withheld_earlier=withheld and own[run.pk] <= readable,
             versions=turn["variants"],
             attachments=[
                 str(item.get("title", "")) if not _private(item, readable) else "a document you may not read"

@@ -117,11 +117,16 @@ def test_a_question_asked_again_shows_once_in_its_latest_version(alice, bob, ali
 def test_a_later_turn_is_withheld_with_the_private_document_an_earlier_one_read(
     alice, bob, alice_session, client_for
 ):
-    """The model hears the chat's earlier answers: a later turn may repeat the document."""
+    """The model hears the chat's earlier answers: a later turn may repeat the document. It
+    says so, not that it drew on the document itself (an arithmetic answer was said to)."""
     _ask_about_salaries(alice, alice_session)
     ask(alice_session, "What is 17*23?")
     html = client_for(bob).get(share(client_for(alice), alice_session)).content.decode()
     assert html.count("drew on a document you may not read") == 2 and "391" not in html
+    assert (
+        html.count("This answer drew on") == 1 and html.count("An earlier answer in this chat drew on") == 1
+    )
+    assert html.index("This answer drew on") < html.index("An earlier answer")
 
 
 def test_an_answer_from_a_memory_of_a_private_document_is_withheld(alice, bob, alice_session, client_for):
