@@ -1499,3 +1499,14 @@ def test_older_chats_come_a_page_at_a_time_and_open(tab: Tab, site: Site, width:
     with page.expect_navigation():
         page.locator("#session-list a", has_text="Archived chat 59").click()
     expect(page.locator("#session-title h1")).to_have_text("Archived chat 59")
+
+
+def test_the_icons_have_a_font_where_the_system_has_no_emoji_one(tab: Tab):
+    """The page's icons are emoji (👍, the mode's and the trace's); on a machine with no emoji
+    font (this one, and many Linux desktops) each showed as an empty box, the feedback buttons
+    blank. The vendored Noto Emoji is the last font of every stack and loads under the CSP."""
+    page = tab.page
+    faces = page.evaluate("""async () => (await document.fonts.load('16px "Noto Emoji"', '👍🔧🎯')).length""")
+    assert faces > 0
+    family = page.evaluate("getComputedStyle(document.body).fontFamily")
+    assert family.rstrip().endswith('"Noto Emoji"'), family
