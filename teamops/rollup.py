@@ -24,7 +24,9 @@ from teamops.models import LATENCY_BOUNDS_MS, LATENCY_FIELDS, CallDay, CountedRu
 from teamops.usage import QUALITY_BUCKETS
 
 logger = logging.getLogger(__name__)
-FINISHED = (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
+# Every run that has ended: a stopped one made model calls before the stop, which the provider
+# bills and the budgets count (the usage pages left them out).
+FINISHED = (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED, ReasoningRun.Status.CANCELLED)
 QUALITY = {key: condition for key, _label, condition in QUALITY_BUCKETS}
 
 
@@ -83,11 +85,12 @@ def _claim_ids(run_ids: list[int]) -> str:
     CountedRun is what keeps a run from being counted twice."""
     batch = uuid.uuid4().hex
     marks = ", ".join(["%s"] * len(run_ids))
+    ended = ", ".join(["%s"] * len(FINISHED))
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {CountedRun._meta.db_table} (run_id, batch) "  # noqa: S608  # nosec B608
             f"SELECT id, %s FROM {ReasoningRun._meta.db_table} WHERE id IN ({marks}) "
-            "AND status IN (%s, %s) ON CONFLICT DO NOTHING",
+            f"AND status IN ({ended}) ON CONFLICT DO NOTHING",
             [batch, *(int(run_id) for run_id in run_ids), *FINISHED],
         )
     return batch

@@ -6,6 +6,7 @@ import csv
 import io
 import threading
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -235,3 +236,21 @@ def test_a_run_whose_rollup_lost_the_database_is_counted_on_a_new_connection(ali
     rollups.rollup_runs_safely([run.pk])
     assert UsageDay.objects.get(user=alice).runs == 1 and len(calls) == 2
     assert "could not roll up" not in caplog.text
+
+
+def test_a_stopped_runs_spending_is_in_the_usage_as_in_the_budgets(alice, auditor, client_for):
+    """A run stopped after its model calls had cost them (the provider bills them, and the
+    budgets counted them), but the usage pages rolled up only succeeded and failed runs."""
+    run = finished_run(
+        alice,
+        at=timezone.now(),
+        status="cancelled",
+        tokens=(1241, 7, 0, 0),
+        cost="0.02",
+        quality=None,
+        calls=("m",),
+    )
+    assert rollup_run(run.pk) == 1
+    row = UsageDay.objects.get(user=alice)
+    assert (row.runs, row.input_tokens, row.output_tokens) == (1, 1241, 7) and row.cost == Decimal("0.02")
+    assert CallDay.objects.get(user=alice).calls == 1
