@@ -270,17 +270,19 @@ def _message_post(request: HttpRequest, session: ChatSession, content: str, key:
         return _error(
             request, f"{exc} Your new message was not sent; send it when the answer is in.", session.pk, 409
         )
-    notice = ""
+    # Said apart from the notes on what was sent: it holds only until the run starts, and the
+    # page takes it away then (it stayed under the answer once the queue was back).
+    queue_notice = ""
     if not dispatch_stored_run(run):
-        notice = (
+        queue_notice = (
             "Your message is saved, but the job queue is unreachable right now; Nexus will "
             "answer it as soon as the queue is back."
         )
-    for note in prepared.notes:
-        notice = f"{notice} {note}".strip()
+    notice = " ".join(prepared.notes)
     if not request.htmx:
-        if notice:
-            flash.warning(request, notice)
+        for said in (queue_notice, notice):
+            if said:
+                flash.warning(request, said)
         return redirect("chat:session", session_id=session.pk)
     # A new answer's panel starts collapsed (the status line and the pulse show the work), so
     # an expanded trace never pushes the answer off screen; the remembered state applies on load.
@@ -300,6 +302,7 @@ def _message_post(request: HttpRequest, session: ChatSession, content: str, key:
     context = {
         "turn": turn,
         "notice": notice,
+        "queue_notice": queue_notice,
         "session": session,
         "retitled": retitled,
         "sessions": sessions,

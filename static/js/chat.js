@@ -795,6 +795,8 @@
       const seqs = Array.from(target.querySelectorAll("li[data-seq]")).map((li) => Number(li.dataset.seq));
       const last = Math.max(Number(panel.dataset.lastSeq || 0), ...seqs);
       panel.dataset.lastSeq = String(last);
+      // The run has events: the queue took its job, so "the job queue is unreachable" is over.
+      if (last > 0) document.querySelector(`.notice.queue-down[data-run-id="${panel.dataset.runId}"]`)?.remove();
     }
     if (target && target.id === "status-line") updateTitle();
     if (target && target.id === "session-heading") {

@@ -408,6 +408,8 @@ def test_when_the_queue_is_down_the_message_is_kept_and_the_user_is_told(alice, 
     assert "queue is unreachable" in response.content.decode()
     assert "Retry now" in response.content.decode(), "its turn offers to hand it on again"
     run = ReasoningRun.objects.get()
+    # Its own line, which the page takes away once the run has events (it stayed under the answer).
+    assert f'class="notice queue-down" role="status" data-run-id="{run.pk}"' in response.content.decode()
     assert run.status == "queued" and run.user_message.content == "Are you there?"
     # Recorded as not handed on, so the next sweep sends it (not only after the lost-job interval).
     assert run.dispatched_at is None

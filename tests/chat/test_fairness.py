@@ -162,6 +162,8 @@ def test_only_a_run_whose_dispatch_failed_offers_retry(clients):
     # Found by a team review: after a reload in a Redis outage the turn said only "Starting…
     # Retry now", with nothing about why it waits or whether it starts by itself.
     assert "the job queue could not be reached" in page and "starts by itself" in page
+    # And not "Starting…" beside "Not handed to a worker yet" (found by another).
+    assert "Waiting for the job queue…" in page and "Starting…" not in page
 
 
 def test_runs_starting_together_tell_the_waiting_pages_once_or_twice_not_once_each(monkeypatch):

@@ -1510,3 +1510,22 @@ def test_the_icons_have_a_font_where_the_system_has_no_emoji_one(tab: Tab):
     assert faces > 0
     family = page.evaluate("getComputedStyle(document.body).fontFamily")
     assert family.rstrip().endswith('"Noto Emoji"'), family
+
+
+def test_the_queue_down_notice_goes_once_its_run_has_events(tab: Tab):
+    """A question posted while Redis was away said "the job queue is unreachable right now";
+    the run started once the queue was back and answered, and the line stayed under the answer
+    until a reload. The page takes it away as the run's events arrive. (The line is put in
+    here: an embedded site has no queue to lose; tests/chat shows the server sends it.)"""
+    page = tab.page
+    ask(page, "What is 17*23 and what time is it in Tokyo?")
+    turn = page.locator("article.turn").last
+    expect(turn).to_have_attribute("id", re.compile(r"turn-\d+"))
+    run = turn.get_attribute("id").removeprefix("turn-")
+    page.evaluate(
+        """run => document.getElementById('turn-' + run).insertAdjacentHTML('beforeend',
+        `<p class="notice queue-down" role="status" data-run-id="${run}">the job queue is unreachable</p>`)""",
+        run,
+    )
+    expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=20000)
+    expect(page.locator(".notice.queue-down")).to_have_count(0)
