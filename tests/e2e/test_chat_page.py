@@ -1524,7 +1524,7 @@ def test_the_queue_down_notice_goes_once_its_run_has_events(tab: Tab):
     run = turn.get_attribute("id").removeprefix("turn-")
     page.evaluate(
         """run => document.getElementById('turn-' + run).insertAdjacentHTML('beforeend',
-        `<p class="notice queue-down" role="status" data-run-id="${run}">the job queue is unreachable</p>`)""",
+        `<p class="notice queue-down" role="status" data-run-id="${run}">queue down</p>`)""",
         run,
     )
     expect(page.locator(".answer .markdown").last).to_contain_text("391", timeout=20000)
