@@ -34,7 +34,10 @@ logger = logging.getLogger(__name__)
 
 # A prompt's name as MCP allows it: dots inside ("code.review", "summarize-v2.1") and long
 # (`server__name` too); a dot before a space is still punctuation ("/etc. is where ...").
-COMMAND = re.compile(r"^/([a-z][\w-]*(?:\.[\w-]+)*)(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
+# A command starts with a letter of any script ("/ünïcødé topic"; the ASCII-only pattern sent such
+# a server's prompt as a plain question, though the / list offered it).
+COMMAND = re.compile(r"^/([^\W\d_][\w-]*(?:\.[\w-]+)*)(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
+_BARE_MENTION = re.compile(r"[\w][\w.\-/]{0,199}")
 # Completions and mention expansion answer from what is known within this many seconds.
 COMPLETION_BUDGET = 0.25
 # A sent message naming something not known yet waits this long for the listings.
@@ -116,7 +119,9 @@ def resource_mention(resource: dict[str, Any], known: list[dict[str, Any]]) -> s
     (`@"everything__demo://doc"`, as a command is written with its server)."""
     others = [r for r in known if r["server"] != resource["server"]]
     if not any(r["name"] == resource["name"] for r in others):
-        return f"@{resource['name']}"
+        # Quoted when it is more than a word ("@weird name" named only "@weird").
+        name = resource["name"]
+        return f"@{name}" if _BARE_MENTION.fullmatch(name) else f"@{mention_quote(name)}"
     if not any(r["uri"] == resource["uri"] for r in others):
         return f"@{mention_quote(resource['uri'])}"
     return f"@{mention_quote(resource['server'] + SEPARATOR + resource['uri'])}"
@@ -128,15 +133,23 @@ def prompts(user: Any, budget: float = COMPLETION_BUDGET, *, patient: bool = Fal
 
 def commands(available: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Each server's prompt once, with the command that picks it: its name, or
-    `server__name` where several servers offer one of that name."""
+    `server__name` where several servers offer one of that name. A prompt whose name no
+    command can spell (it starts with a digit, holds a space) is not offered as one."""
     offered = {(p["server"], p["name"]): p for p in available}
     servers_of: dict[str, set[str]] = {}
     for server, name in offered:
         servers_of.setdefault(name, set()).add(server)
-    return [
+    named = [
         (f"{server}{SEPARATOR}{name}" if len(servers_of[name]) > 1 else name, prompt)
         for (server, name), prompt in offered.items()
     ]
+    return [(command, prompt) for command, prompt in named if _spelled(command)]
+
+
+def _spelled(command: str) -> bool:
+    """Whether `/command` reads back as that command (and no arguments)."""
+    found = COMMAND.fullmatch(f"/{command}")
+    return found is not None and found.group(1) == command
 
 
 def mentions_in(text: str) -> list[tuple[str, int | None]]:

@@ -288,7 +288,7 @@ def test_a_command_of_several_messages_asks_its_last_request_and_attaches_the_re
     assert "short sentences, no jargon" in context.content and "Understood." in context.content
 
 
-@pytest.mark.parametrize("name", ["code.review", "summarize-v2.1", "a" * 100])
+@pytest.mark.parametrize("name", ["code.review", "summarize-v2.1", "a" * 100, "ünïcødé", "résumé"])
 def test_a_command_named_with_dots_or_at_length_is_expanded(alice, monkeypatch, name):
     """MCP lets a prompt's name hold dots and run long; the composer offered "/code.review",
     but only letters, digits, "_" and "-" up to 61 were read as a command, so the message was
@@ -440,3 +440,22 @@ def test_the_admin_lists_a_servers_tools_and_refuses_a_policy_for_a_tool_it_lack
         "calculator": "ask",
         "sampling": "never",
     }
+
+
+def test_the_lists_write_mentions_and_commands_that_work(alice, monkeypatch):
+    """Found by a review with third-party servers: the @ list wrote a resource named `weird
+    name` as "@weird name", which names "weird" (nothing), and the / list offered prompts whose
+    names no command can spell ("/1st-draft"), sent as plain questions."""
+    from chat import mentions
+
+    resource = {"server": "odd", "name": "weird <b>name</b>", "uri": "odd://w"}
+    insert = mentions.resource_mention(resource, [resource])
+    assert insert == '@"weird <b>name</b>"' and mentions.mentions_in(f"what is {insert}?") == [
+        ("weird <b>name</b>", None)
+    ]
+    plain = {"server": "odd", "name": "notes.md", "uri": "odd://n"}
+    assert mentions.resource_mention(plain, [plain]) == "@notes.md"
+    offered = [
+        {"server": "odd", "name": name, "arguments": []} for name in ("1st-draft", "_x", "two words", "ok")
+    ]
+    assert [command for command, _ in mentions.commands(offered)] == ["ok"]
