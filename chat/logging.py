@@ -13,6 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 SECRET_VARIABLES = (
@@ -99,3 +100,45 @@ class RedactSecretsFilter(logging.Filter):
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
         return True
+
+
+class RepeatsThrottled(logging.Filter):
+    """The same line from the MCP SDK at most LIMIT times a minute in this process, then one line
+    saying how many were left out. A tool server that writes anything but protocol messages on
+    its standard output gets one "Failed to parse JSONRPC message" (with its traceback) per
+    line: a server printing in a loop wrote 28 MB of the web server's log in 20 seconds."""
+
+    LIMIT = 5
+    WINDOW = 60.0
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self._seen: dict[tuple[str, Any], tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("mcp."):
+            return True
+        key = (record.name, record.msg)
+        with self._lock:
+            started, count = self._seen.get(key, (record.created, 0))
+            if record.created - started >= self.WINDOW:
+                left_out = count - self.LIMIT
+                started, count = record.created, 0
+                if left_out > 0:
+                    record.msg = (
+                        f"{record.getMessage()} ({left_out} more like it in the last minute left out)"
+                    )
+                    record.args = None
+            count += 1
+            self._seen[key] = (started, count)
+            if len(self._seen) > 1000:  # lines that vary (an f-string) are kept a minute at most
+                self._seen = {k: v for k, v in self._seen.items() if record.created - v[0] < self.WINDOW}
+        if count == self.LIMIT:
+            record.msg = f"{record.getMessage()} (it keeps coming: more like it this minute are left out)"
+            record.args = None
+        return count <= self.LIMIT

@@ -472,10 +472,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {
         "redact": {"()": "chat.logging.RedactSecretsFilter"},
+        "repeats": {"()": "chat.logging.RepeatsThrottled"},
         "database_away": {"()": "nexus.errors.DatabaseAwayLogged"},
     },
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["repeats", "redact"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # A 503 for a database that is away: one warning line, not a traceback (nexus.errors).

@@ -83,6 +83,19 @@ def fresh_tool_server_status():
 
 
 @pytest.fixture(autouse=True)
+def fresh_log_throttle():
+    """Each test's log counts its own repeated lines, not those of the tests before it."""
+    import logging
+
+    from chat.logging import RepeatsThrottled
+
+    for handler in logging.getLogger().handlers:
+        for found in handler.filters:
+            if isinstance(found, RepeatsThrottled):
+                found.reset()
+
+
+@pytest.fixture(autouse=True)
 def builtin_tool_server(request):
     """The built-in MCP server row its migration creates (transactional tests flush it away)."""
     if "django_db_setup" not in request.fixturenames and not request.node.get_closest_marker("django_db"):

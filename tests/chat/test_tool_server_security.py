@@ -796,3 +796,33 @@ def test_a_tool_name_with_direction_controls_is_shown_as_it_is_in_the_admin(audi
     )
     page = client_for(auditor).get(reverse("admin:chat_mcpserver_change", args=[server.pk])).content.decode()
     assert "evil\\u202egnp.exe" in page and "\u202e" not in page
+
+
+def test_a_server_printing_junk_on_its_output_cannot_flood_the_log(alice, python_allowed):
+    """One "Failed to parse JSONRPC message" with its traceback per line a server printed: a
+    server printing in a loop wrote 28 MB of the web server's log in the 20 s of one check. The
+    same line is logged five times a minute, the fifth saying that more are left out."""
+    import io
+    import logging
+
+    from asgiref.sync import async_to_sync
+
+    from chat import tools
+    from chat.logging import RedactSecretsFilter
+
+    (console,) = [
+        h for h in logging.getLogger().handlers if any(isinstance(f, RedactSecretsFilter) for f in h.filters)
+    ]
+    written = io.StringIO()
+    stream = console.setStream(written)
+    try:
+        MCPServer.objects.create(name="spew", command=PYTHON, args=[str(SERVERS / "spew.py")])
+        registry = tools.registry_for(alice)
+        async_to_sync(registry.ensure_loaded)()
+        assert "spew__echo" in [tool.name for tool in registry.definitions()], "it serves after the junk"
+    finally:
+        console.setStream(stream)
+    log = written.getvalue()
+    assert log.count("Failed to parse JSONRPC message from server") == 5, log[-2000:]
+    assert "it keeps coming: more like it this minute are left out" in log
+    assert len(log) < 50_000
