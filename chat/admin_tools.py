@@ -33,7 +33,7 @@ from chat.admin_audit import ChangeAuditedAdmin, ViewAuditedAdmin
 from chat.crypto import UnreadableSecrets
 from chat.inputs import BIDI_CONTROLS, StrictJSONFormField, refuse_nul, shown_with_controls
 from chat.models import Document, Elicitation, MCPServer, ToolApproval
-from chat.tools import check_server, command_refusal, cwd_refusal, env_refusal, providers_for
+from chat.tools import check_servers, command_refusal, cwd_refusal, env_refusal, providers_for
 from reasoning.tools.approval import POLICIES, SAMPLING
 
 # What decides which program runs or where secrets go: superusers only.
@@ -391,6 +391,7 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
     def check_connection(self, request: HttpRequest, queryset: QuerySet[MCPServer]) -> None:
         # Each message starts with a word, not the name: the admin capitalises a message's
         # first letter, and "H_exit" is not the server people type in /h_exit__command.
+        checked = []
         for server in queryset:
             if self._launches_a_program(server) and not request.user.is_superuser:
                 # Checking starts the program, with its stored environment, even when a
@@ -402,8 +403,9 @@ class MCPServerAdmin(ChangeAuditedAdmin, admin.ModelAdmin):
                     level=messages.ERROR,
                 )
                 continue
-            paused = server.paused_until is not None and server.paused_until > timezone.now()
-            error = async_to_sync(check_server)(server)
+            checked.append((server, server.paused_until is not None and server.paused_until > timezone.now()))
+        errors = async_to_sync(check_servers)([server for server, _ in checked])
+        for (server, paused), error in zip(checked, errors, strict=True):
             staff_audit.record(
                 request,
                 "other",

@@ -826,3 +826,38 @@ def test_a_server_printing_junk_on_its_output_cannot_flood_the_log(alice, python
     assert log.count("Failed to parse JSONRPC message from server") == 5, log[-2000:]
     assert "it keeps coming: more like it this minute are left out" in log
     assert len(log) < 50_000
+
+
+def test_servers_checked_together_are_checked_side_by_side(auditor, client_for, python_allowed, monkeypatch):
+    """Found by a review: "Check the connection now" on three servers that never answer waited
+    for each in turn, the page a minute in coming (past a proxy's timeout, a 504 and no result)."""
+    import dataclasses
+    import time
+
+    from chat import tools
+
+    budget = 3.0
+    config_for = tools.config_for
+    monkeypatch.setattr(
+        tools, "config_for", lambda server: dataclasses.replace(config_for(server), connect_timeout=budget)
+    )
+    hung = [
+        MCPServer.objects.create(
+            name=f"hung{n}", command=PYTHON, args=["-c", f"import time; time.sleep(60)  # {n}"]
+        )
+        for n in range(3)
+    ]
+    started = time.monotonic()
+    page = client_for(auditor).post(
+        reverse("admin:chat_mcpserver_changelist"),
+        {"action": "check_connection", "_selected_action": [server.pk for server in hung]},
+        follow=True,
+    )
+    took = time.monotonic() - started
+    messages = sorted(str(message) for message in page.context["messages"])
+    said = [
+        f"Server “hung{n}”: MCP server 'hung{n}' is unavailable: did not answer within {budget:g}s"
+        for n in range(3)
+    ]
+    assert messages == said, messages
+    assert took < 2 * budget, f"one after the other takes {3 * budget:g}s at least; took {took:.1f}s"
