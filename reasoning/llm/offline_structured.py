@@ -6,6 +6,7 @@ reading the offline agent uses, so its judgements match what it can actually do.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from reasoning.llm.offline_text import (
@@ -27,6 +28,7 @@ from reasoning.llm.offline_text import (
 )
 from reasoning.routing import Router
 from reasoning.text import as_ask, counted, under_heading
+from reasoning.tools.labels import tool_label
 
 
 def structured_answer(kind: str, hints: dict[str, Any]) -> dict[str, Any]:
@@ -267,10 +269,7 @@ def _reflection(hints: dict[str, Any]) -> dict[str, Any]:
             }
         )
     for tool in failed[:2]:
-        error = shorten(str(tool.get("error") or ""), 80)
-        lessons.append(
-            f"The {tool['tool'].split('__')[-1]} tool can fail ({error}); check its input before calling it."
-        )
+        lessons.append(_failure_lesson(str(tool["tool"]), str(tool.get("error") or "")))
     if hints.get("feedback"):
         feedback = hints["feedback"]
         insights.append(
@@ -363,3 +362,18 @@ _BUILDERS = {
     "record_live_assessment": _live,
     "record_thought": _thought,
 }
+
+# A failure of the server or the connection, not of what the tool was asked: no input fixes it.
+_SERVER_FAILURE = re.compile(
+    r"timed out|unavailable|did not answer|paused|crash|connection|closed|not run", re.I
+)
+
+
+def _failure_lesson(tool: str, error: str) -> str:
+    """The lesson of a failed tool call, naming the tool with its server ("Calculator (H hang)":
+    a bare "calculator" read as Nexus's own), and advice that fits the failure: checking the
+    input does nothing for a server that timed out or is down."""
+    said = shorten(error, 80)
+    if _SERVER_FAILURE.search(error):
+        return f"{tool_label(tool)} may be unavailable or slow ({said}); answer without it when it fails."
+    return f"{tool_label(tool)} can fail ({said}); check its input before calling it."

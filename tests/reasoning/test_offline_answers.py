@@ -1412,3 +1412,19 @@ async def test_a_share_or_a_split_of_the_result_is_computed(question, expected):
         result.quality,
         answer,
     )
+
+
+def test_a_tool_failure_is_learnt_with_its_server_and_fitting_advice():
+    """A third-party server's `calculator` that timed out became "The calculator tool can fail
+    (…timed out…); check its input before calling it": read by later planners as Nexus's own
+    calculator, with advice no input can follow for a server that is down."""
+    from reasoning.llm.offline_structured import structured_answer
+
+    def lessons(tool: str, error: str) -> list[str]:
+        hints = {"quality": 0.3, "tools": [{"tool": tool, "success": False, "error": error}]}
+        return structured_answer("record_reflection", hints)["lessons"]
+
+    (down,) = lessons("h_hang__calculator", "calculator on h_hang timed out after 60s")
+    assert down.startswith("Calculator (H Hang) may be unavailable or slow") and "check its input" not in down
+    (bad,) = lessons("nexus__calculator", "unsupported expression: 2 ** 'x'")
+    assert bad.startswith("Calculator (Nexus) can fail") and "check its input" in bad
