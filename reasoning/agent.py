@@ -251,9 +251,19 @@ class ToolExecutor:
         asked = 0
 
         async def ask(
-            message: str, schema: dict[str, Any], url: str = ""
+            message: str, schema: dict[str, Any], url: str = "", *, refused: str = ""
         ) -> tuple[str, dict[str, Any] | None]:
             nonlocal asked
+            if refused:  # declined for the person: said in the trace, nobody asked
+                await self.emitter.emit(
+                    "elicitation.answered",
+                    tool=base["server_tool"],
+                    server=base["server"],
+                    action="decline",
+                    refused=refused,
+                    message=message[:500],
+                )
+                return "decline", None
             asked += 1
             key = hashlib.sha256(f"{base['argument_hash']}:{asked}:{message}".encode()).hexdigest()[:32]
             request = InputRequest(

@@ -507,11 +507,16 @@ class MCPToolProvider(ToolProvider):
             reported.append(future)
 
         async def elicit(
-            message: str, schema: dict[str, Any], url: str = ""
+            message: str, schema: dict[str, Any], url: str = "", *, refused: str = ""
         ) -> tuple[str, dict[str, Any] | None]:
             if on_elicit is None:
                 return "decline", None
-            asked = context.run(asyncio.run_coroutine_threadsafe, on_elicit(message, schema, url), loop)
+            asking = (
+                on_elicit(message, schema, url, refused=refused)
+                if refused
+                else on_elicit(message, schema, url)
+            )
+            asked = context.run(asyncio.run_coroutine_threadsafe, asking, loop)
             return await asyncio.wrap_future(asked)
 
         async def sample(

@@ -854,9 +854,13 @@ class MCPConnection:
             return mcp_types.ElicitResult(action="decline")
         if getattr(params, "mode", "form") == "url":
             url = str(params.url)
-            if not url.lower().startswith(("https://", "http://")) or not _url_host(url):
-                return mcp_types.ElicitResult(action="decline")
             redact = self.config.redact
+            if not url.lower().startswith(("https://", "http://")) or not _url_host(url):
+                # Declined without asking anyone, and said in the run's trace (the server only
+                # heard "decline", and nothing showed it had asked).
+                refused = "an address that is not a web page (http or https) to open"
+                await elicitors[0](redact(params.message), {}, "", refused=refused)
+                return mcp_types.ElicitResult(action="decline")
             action, _ = await elicitors[0](redact(params.message), {}, redact(url))
             return mcp_types.ElicitResult(action=action)
         schema = params.requested_schema

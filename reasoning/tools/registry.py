@@ -53,12 +53,12 @@ class CallClock:
         if ask is None:
             return None
 
-        async def wrapped(*args: Any) -> Any:
+        async def wrapped(*args: Any, **kwargs: Any) -> Any:
             if not self._asking:
                 self._spent += time.monotonic() - self._since
             self._asking += 1
             try:
-                return await ask(*args)
+                return await ask(*args, **kwargs)
             finally:
                 self._asking -= 1
                 if not self._asking:

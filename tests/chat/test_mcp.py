@@ -748,3 +748,30 @@ async def test_a_server_that_cannot_ask_mid_call_says_so_in_plain_words(pool):
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 10)
+
+
+async def test_an_address_no_person_is_asked_to_open_is_declined_and_said(pool):
+    """Found by a review: a server asking the person to open `javascript:alert(1)` heard
+    "decline" within milliseconds, and the run's trace showed nothing of it having asked. The
+    run's asker is told it was refused (the trace says so), and nobody is asked."""
+    registry = ToolRegistry([MCPToolProvider(pool, faulty())])
+    await registry.ensure_loaded()
+    asked = []
+
+    async def progress(*_):
+        return None
+
+    async def ask(message, schema, url="", *, refused=""):
+        asked.append((message, url, refused))
+        return ("decline", None) if refused else ("accept", None)
+
+    outcome = await registry.execute("faulty__open_link", {}, on_progress=progress, on_elicit=ask)
+    assert outcome.success and outcome.content == "open link: decline", outcome.error
+    assert asked == [
+        ("Open this to sign in", "", "an address that is not a web page (http or https) to open")
+    ]
+    opened = await registry.execute(
+        "faulty__open_link", {"url": "https://example.com/sign-in"}, on_progress=progress, on_elicit=ask
+    )
+    assert opened.content == "open link: accept", (asked, opened)
+    assert asked[-1] == ("Open this to sign in", "https://example.com/sign-in", "")

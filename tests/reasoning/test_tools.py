@@ -255,3 +255,32 @@ async def test_an_edit_that_does_not_fit_the_tools_schema_is_not_run():
         ToolCall("c1", "s__calc", {"expression": "2+2"}), strategy=None, step_id=None
     )
     assert outcome.success and ran == [{"expression": "3+3"}]
+
+
+async def test_a_refused_request_for_input_is_said_in_the_trace_and_nobody_is_asked():
+    """A server's request the host refuses for the person (an address that is no web page) was
+    declined with nothing in the trace: the run now says what was asked and that it was
+    declined, and no card asks anyone."""
+    from reasoning.agent import ToolExecutor
+
+    emitted, asked = [], []
+
+    class Approver:
+        async def answer(self, request):
+            asked.append(request)
+            return "accept", None
+
+    class Emitter:
+        async def emit(self, kind, **payload):
+            emitted.append((kind, payload))
+
+    registry = ToolRegistry([])
+    registry.approver = Approver()
+    executor = ToolExecutor(registry, Emitter(), lambda: None, timeout=5)
+    ask = executor._elicit(
+        {"call_id": "c1", "server": "odd", "server_tool": "open_link", "argument_hash": "h"}
+    )
+    assert await ask("Open this", {}, "", refused="an address that is not a web page") == ("decline", None)
+    assert asked == [] and [kind for kind, _ in emitted] == ["elicitation.answered"]
+    payload = emitted[0][1]
+    assert payload["refused"] == "an address that is not a web page" and payload["action"] == "decline"

@@ -240,6 +240,13 @@ async def greet(ctx: Context) -> str:
 
 
 @server.tool()
+async def open_link(ctx: Context, url: str = "javascript:alert(1)") -> str:
+    """Asks the person to open an address (URL-mode elicitation), any address it is given."""
+    answer = await ctx.elicit_url("Open this to sign in", url, "e1")
+    return f"open link: {answer.action}"
+
+
+@server.tool()
 async def muse(ctx: Context, topic: str = "tea") -> str:
     """Asks the client's model for a line mid-call (sampling, through the session)."""
     result = await ctx.session.create_message(
