@@ -664,3 +664,21 @@ def test_a_search_snippet_drops_direction_overrides(alice, client_for):
     run.answers.update(content="See the release report\u202egnp.exe now")
     page = client_for(alice).get(reverse("chat:search"), {"q": "release"}).content.decode()
     assert "<mark>release</mark> reportgnp.exe" in page and "\u202e" not in page
+
+
+def test_a_request_for_input_nexus_declined_shows_in_the_trace(alice, alice_session, client_for):
+    from chat.models import TraceEvent
+
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    payload = {
+        "server": "odd",
+        "tool": "open_link",
+        "action": "decline",
+        "refused": "an address that is not a web page",
+    }
+    TraceEvent.objects.create(
+        run=run, sequence=1, kind="elicitation.answered", payload={**payload, "message": "<b>x"}
+    )
+    page = client_for(alice).get(reverse("chat:session", args=[alice_session.pk])).content.decode()
+    assert "odd asked for an address that is not a web page: declined by Nexus, nobody was asked" in page
+    assert "It said: &lt;b&gt;x" in page
