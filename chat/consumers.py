@@ -562,6 +562,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         latest = session.runs.order_by("-created_at", "-id").first()
         # The heading only: the chat menu and share dialog around it stay as this page has them.
         html += render_to_string(f"{PAGE}#session-heading", {**context, "heading_oob": True})
+        if latest is not None and latest.is_active and latest.pk in self.sent:
+            # The run's own events keep this page's status line: drawn here from the run's row,
+            # it ran ahead of the events still on their way, and the line stepped back
+            # (Direct → Analyzing → Direct) as they arrived.
+            return html
         return html + self._render_status_for(session, latest)
 
     async def _send_events(self, run_id: int, upto: int | None) -> None:

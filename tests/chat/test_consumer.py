@@ -932,3 +932,20 @@ async def test_a_frame_for_a_page_that_has_just_closed_is_dropped_not_an_applica
     consumer.base_send = closed
     await consumer.send(text_data="<div>an event</div>")
     assert sent == [{"type": "websocket.send", "text": "<div>an event</div>"}]
+
+
+def test_a_chat_list_change_leaves_the_status_line_to_a_followed_runs_events(alice, alice_session):
+    """Found by a team review: the chat list's push (a question moved the chat up) drew the
+    status line from the run's row, ahead of the events still on their way, and the line
+    stepped back as they arrived (Direct → Analyzing → Direct). A run this page follows keeps
+    its line from its events; one it does not follow yet is drawn from its row."""
+    from chat.consumers import SessionConsumer
+
+    run = services.message_post(session=alice_session, content="What is 2+2?")
+    services.run_claim(run.pk, worker="w:1")
+    consumer = SessionConsumer()
+    consumer.session_id, consumer.user_id = alice_session.pk, alice.pk
+    assert 'id="status-line"' in consumer._render_sessions(alice_session.pk)
+    consumer.sent[run.pk] = 3
+    html = consumer._render_sessions(alice_session.pk)
+    assert 'id="status-line"' not in html and 'id="session-heading"' in html
