@@ -9,6 +9,7 @@ so that a script with someone's session cannot fill the database with rows.
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
 from django.core.cache import cache
@@ -28,13 +29,28 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _LOCAL = LocMemCache("nexus-rate-limits", {"MAX_ENTRIES": 100_000})
 
 
-def _count(store: BaseCache, key: str) -> int:
-    store.add(key, 0, 60)
+_now = time.time  # a name of its own, for tests to move the clock of the limits alone
+
+
+def _window(key: str, at: float) -> str:
+    return f"{key}:{int(at // 60)}"
+
+
+def _count(store: BaseCache, key: str) -> float:
+    """One more in this minute's count, plus the last minute's weighted by how much of it the
+    past 60 s still cover: a sliding minute. A count that started with the first message and
+    ended 60 s later let a burst at the end of one window and another at the start of the next
+    through (24 messages in 43 s with a limit of 20)."""
+    now = _now()
+    current = _window(key, now)
+    store.add(current, 0, 120)
     try:
-        return store.incr(key)
+        count = store.incr(current)
     except ValueError:  # expired between add and incr
-        store.set(key, 1, 60)
-        return 1
+        store.set(current, 1, 120)
+        count = 1
+    before = store.get(_window(key, now - 60)) or 0
+    return count + before * (1 - (now % 60) / 60)
 
 
 def over_limit(user_pk: int, what: str, limit: int) -> bool:
@@ -55,7 +71,7 @@ def over_limit(user_pk: int, what: str, limit: int) -> bool:
 def refund(user_pk: int, what: str) -> None:
     """Take back one `what` counted this minute: a message refused after it was counted (its
     chat still answering) sent nothing, and twenty such clicks blocked the next real one."""
-    key = f"nexus:rate:{what}:{user_pk}"
+    key = _window(f"nexus:rate:{what}:{user_pk}", _now())
     for store in (cache, _LOCAL):  # where over_limit counted it: the shared cache if it could
         try:
             if store.get(key):

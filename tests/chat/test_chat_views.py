@@ -978,3 +978,21 @@ def test_the_chat_list_shows_the_newest_chats_and_older_ones_a_page_at_a_time(al
     assert "Bob's chat" not in shown
     assert client.get(reverse("chat:session-list"), {"after": "yesterday~3"}).status_code == 400
     assert client.get(reverse("chat:session-list"), {"after": "2026-01-01T00:00:00~3"}).status_code == 400
+
+
+def test_the_rate_limit_is_a_sliding_minute(alice, monkeypatch):
+    """Found by a team review: the count began with a person's first message and ended 60 s
+    later, so a burst at the end of one count and another at the start of the next went
+    through (24 messages in 43 s with a limit of 20)."""
+    from django.core.cache import cache
+
+    from chat import limits
+
+    cache.clear()
+    clock = [1_000_000 * 60 + 58.0]  # two seconds before a minute turns
+    monkeypatch.setattr(limits, "_now", lambda: clock[0])
+    assert [limits.over_limit(alice.pk, "messages", 2) for _ in range(2)] == [False, False]
+    clock[0] += 3  # the next minute, one second in: the two are still within the last 60 s
+    assert limits.over_limit(alice.pk, "messages", 2) is True
+    clock[0] += 120
+    assert limits.over_limit(alice.pk, "messages", 2) is False
