@@ -23,17 +23,21 @@ from reasoning.tools.mcp_pool import MCPConnection
 )
 def test_only_an_address_with_a_host_reaches_the_person(url, asked):
     connection = MCPConnection(MCPServerConfig(name="s", command="true"))
-    seen = []
+    seen, refused = [], []
 
-    async def person(message, schema, address):
+    async def asker(message, schema, address, **refusal):
+        if refusal:  # not asked: told, for the run's trace, what was refused
+            refused.append(refusal["refused"])
+            return "decline", None
         seen.append(address)
         return "accept", None
 
-    connection.elicitors.append(person)
+    connection.elicitors.append(asker)
     params = types.SimpleNamespace(mode="url", url=url, message="Open this")
     result = asyncio.run(connection._elicit(None, params))
     assert result.action == ("accept" if asked else "decline")
     assert seen == ([url] if asked else [])
+    assert refused == ([] if asked else ["an address that is not a web page (http or https) to open"])
 
 
 TOKEN = "tok-0123456789abcdef"
