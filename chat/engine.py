@@ -201,6 +201,9 @@ async def execute_run(run_id: int, *, worker: str | None = None) -> str:
         if not stops.was_stopped(run.pk):
             raise  # cancelled from outside (a time limit), not stopped by the person
         outcome = "stopped"
+        # Stopped, the run counts as finished for the usage rollup (a dashboard may count it
+        # now): what it emitted before the stop is added to the rollup as it is stored.
+        sink.finished = True
         with contextlib.suppress(Exception):
             await sink.drain()  # what the run emitted before the stop comes first
         seq = await database_sync_to_async(sink.record_stopped)()

@@ -42,6 +42,7 @@ from chat.models import (
 from chat.writer import Batch, RunChange, RunTakenOver, event_writer, update_rows
 from nexus.errors import DATABASE_LOST
 from reasoning.events import Event
+from teamops.rollup import FINISHED
 
 logger = logging.getLogger(__name__)
 
@@ -236,9 +237,10 @@ class RunSink:
         self.owner_id: int | None = session.owner_id if session is not None else None
         self.layer = get_channel_layer()
         self.behind = behind
-        # Finished (the answer is out): model calls from now on come after the run may have
-        # been counted in the usage rollup, and are added to it as they are stored.
-        self.finished = run.status in (ReasoningRun.Status.SUCCEEDED, ReasoningRun.Status.FAILED)
+        # Finished (the answer is out, or the person stopped it): model calls from now on come
+        # after the run may have been counted in the usage rollup, and are added to it as they
+        # are stored.
+        self.finished = run.status in FINISHED
         self.error: BaseException | None = None
         self._last: asyncio.Future[None] | None = None
         # The claim this executor holds the run by (written behind: an executor's sink). A

@@ -633,3 +633,34 @@ def test_a_run_stopped_while_its_worker_was_frozen_is_stopped_once_and_keeps_the
     assert run.status == "cancelled" and run.draft_text == "Paris is", "the draft the person saw stopped"
     assert list(run.events.filter(kind="run.stopped").values_list("sequence", flat=True)) == [3]
     assert sequences(run) == [1, 3]
+
+
+def test_a_call_a_stopped_run_stores_after_it_was_counted_is_added_to_the_usage_rollup(runs):
+    """Found by a diff review: a stopped run is counted (its calls are billed), but a sink for
+    it still took its later calls for the run's own, and they never reached the usage tables."""
+    from django.db.models import Sum
+
+    from teamops.models import UsageDay
+    from teamops.rollup import rollup
+
+    services.run_claim(runs[0].pk, worker="w:1")
+    run = ReasoningRun.objects.get(pk=runs[0].pk)
+
+    async def called() -> None:
+        sink = RunSink(run, behind=True)
+        await sink(llm_call(1, tokens=100))
+        await sink.drain()
+
+    async_to_sync(called)()
+    run.refresh_from_db()
+    services.run_stop(run)
+    assert rollup() == 1, "the dashboard counts the stopped run"
+    run.refresh_from_db()
+
+    async def late() -> None:
+        sink = RunSink(run, behind=True)
+        await sink(llm_call(3, tokens=40))
+        await sink.drain()
+
+    async_to_sync(late)()
+    assert UsageDay.objects.aggregate(tokens=Sum("input_tokens"))["tokens"] == 140
