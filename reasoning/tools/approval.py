@@ -9,6 +9,7 @@ asks an `Approver` and reports a decline to the model as such.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -35,18 +36,21 @@ def edit_refusal(
     arguments: dict[str, Any], schema: dict[str, Any] | None, asked: dict[str, Any] | None = None
 ) -> str | None:
     """Why a person's edited arguments may not replace the ones `asked`, or None: no longer
-    than MAX_EDITED_CHARS or what was asked, whichever is more. The tool's input
-    schema decides their shape: a name it does not declare is refused even where the schema
-    leaves extra names open, since a person correcting a call has no reason to invent one and
-    the server was never told what it would mean. Without a schema (a request asked before the
-    schema was kept) only the size is checked."""
+    than MAX_EDITED_CHARS or what was asked, whichever is more, and fitting the tool's input
+    schema. Where the schema lists its arguments plainly (`properties`, nothing that admits
+    other names), a name it does not list is refused even if extra names are left open: a
+    person correcting a call has no reason to invent one, and the server was never told what
+    it would mean. The schema's regular expressions (`pattern`, `patternProperties`) are not
+    run: they are the server's, and one written to backtrack held the web request, or the
+    run's event loop, for as long as it liked (the server checks its own input anyway).
+    Without a schema (a request asked before the schema was kept) only the size is checked."""
     most = max(MAX_EDITED_CHARS, len(json.dumps(asked or {}, ensure_ascii=False)))
     if len(json.dumps(arguments, ensure_ascii=False)) > most:
         return f"The edited arguments are too long (at most {most:,} characters as JSON)."
     if not schema:
         return None
     declared = schema.get("properties")
-    if isinstance(declared, dict):
+    if isinstance(declared, dict) and not _OPEN_NAMES.intersection(schema):
         unknown = sorted(set(arguments) - set(declared))
         if unknown:
             allowed = ", ".join(sorted(declared)) or "none"
@@ -55,15 +59,31 @@ def edit_refusal(
     import referencing.exceptions
 
     try:
-        error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(schema)(schema).iter_errors(arguments)
-        )
+        validator = _without_patterns(jsonschema.validators.validator_for(schema))(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     except (jsonschema.SchemaError, referencing.exceptions.Unresolvable, RecursionError, ValueError):
         return None  # a schema that cannot check anything: the server itself answers for it
     if error is None:
         return None
     where = "/".join(str(part) for part in error.absolute_path) or "the arguments"
     return f"The edited arguments do not fit the tool: {where}: {error.message[:200]}"
+
+
+# Keywords by which a schema admits names beyond its `properties`, or its arguments elsewhere.
+_OPEN_NAMES = frozenset(
+    {"patternProperties", "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "if", "$ref"}
+)
+
+
+@functools.cache
+def _without_patterns(validator: Any) -> Any:
+    """`validator`'s class with the schema's regular expressions left unchecked."""
+    import jsonschema
+
+    def unchecked(*_: Any) -> None:
+        return None
+
+    return jsonschema.validators.extend(validator, {"pattern": unchecked, "patternProperties": unchecked})
 
 
 @dataclass(frozen=True)

@@ -284,3 +284,24 @@ async def test_a_refused_request_for_input_is_said_in_the_trace_and_nobody_is_as
     assert asked == [] and [kind for kind, _ in emitted] == ["elicitation.answered"]
     payload = emitted[0][1]
     assert payload["refused"] == "an address that is not a web page" and payload["action"] == "decline"
+
+
+def test_an_edit_is_checked_without_the_servers_regular_expressions_and_as_its_schema_allows():
+    """Found by a diff review: a schema's `pattern` written to backtrack held the check (25 s
+    for 31 characters, doubling with each more), in a web request or on a run's event loop; and
+    names a schema admits by `patternProperties` or `dependentSchemas` were refused."""
+    from reasoning.tools.approval import edit_refusal
+
+    backtracking = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}}}
+    assert edit_refusal({"x": "a" * 60 + "!"}, backtracking, {"x": "a"}) is None
+    tags = {"type": "object", "properties": {}, "patternProperties": {"^tag_": {"type": "string"}}}
+    assert edit_refusal({"tag_1": "a"}, tags) is None
+    dependent = {
+        "type": "object",
+        "properties": {"x": {}},
+        "dependentSchemas": {"x": {"properties": {"y": {}}}},
+    }
+    assert edit_refusal({"x": 1, "y": 2}, dependent) is None
+    closed = {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False}
+    assert "no argument named y" in edit_refusal({"x": 1, "y": 2}, closed)
+    assert "is not of type 'integer'" in edit_refusal({"x": "1"}, closed)
