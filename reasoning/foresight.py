@@ -1160,7 +1160,8 @@ def _unread_quantity(asked: str, question: str, expression: str) -> bool:
         word = found.group().lower()
         if word in ("total", "altogether") and "+" in expression:
             continue
-        if word.startswith("in") and _IN_CURRENCY.search(question) and money_in(question) is not None:
+        currency = word.startswith("in") and word.split()[-1] in _CURRENCY_WORDS  # not "in words"
+        if currency and _IN_CURRENCY.search(question) and money_in(question) is not None:
             continue
         return True
     return False

@@ -156,18 +156,19 @@ _MANNER = (
     r")"
 )
 _MANNER_LEAD = re.compile(
-    rf"^\W*{_MANNER}(?:\s*(?:,|and|,\s*and|then)\s*{_MANNER})*\s*[:\-—–]\s*(?=\S)", re.IGNORECASE
+    rf"^\W*{_MANNER}(?:\s*(?:,|and|,\s*and|then)\s*{_MANNER})*(?::|\s+[-—–])\s*(?=\S)", re.IGNORECASE
 )
-# "if it isn't too much trouble", "if you don't mind", "if possible": a courtesy, no condition.
+# "if it isn't too much trouble", "if you don't mind": a courtesy, no condition, where the clause
+# ends there ("if you don't mind me asking", "if it's not okay to return it" are more).
 _COURTESY = re.compile(
-    r",?\s*\bif\s+(?:it'?s|it\s+is|it\s+isn'?t|it\s+is\s+not|that'?s|that\s+is|you\s+(?:don'?t|do\s+not))"
-    r"\s+(?:not\s+)?(?:too\s+much\s+(?:trouble|to\s+ask)|no\s+trouble|ok(?:ay)?|alright|possible|mind)\b\s*,?",
+    r",?\s*\bif\s+(?:(?:it'?s|it\s+is|that'?s|that\s+is)\s+not|it\s+isn'?t|that\s+isn'?t)\s+too\s+much\s+"
+    r"(?:trouble|to\s+ask)|,?\s*\bif\s+you\s+(?:don'?t|do\s+not)\s+mind(?=\s*(?:,|[?.!]|$))",
     re.IGNORECASE,
 )
 # "Could you please tell me what…" asks what the rest asks.
 _TELL_ME = re.compile(
     r"^\W*(?:(?:could|can|would|will)\s+(?:you|u)\s+(?:please\s+|kindly\s+)?|please\s+|kindly\s+)"
-    r"(?:tell|show)\s+me\s*,?\s*(?=(?:what|how|when|where|who|which|whether|if)\b)",
+    r"(?:tell|show)\s+me\s*,?\s*(?=(?:what|how|when|where|who|which)\b)",
     re.IGNORECASE,
 )
 
@@ -179,7 +180,9 @@ def courtesy_removed(text: str) -> str:
     trimmed = _COURTESY.sub(" ", text)
     trimmed = _MANNER_LEAD.sub("", trimmed)
     trimmed = _TELL_ME.sub("", trimmed)
-    trimmed = " ".join(trimmed.split())
+    if trimmed == text:
+        return text
+    trimmed = re.sub(r"\s+([?.!,])", r"\1", " ".join(trimmed.split())).lstrip(" ,;")
     return trimmed if re.search(r"\w", trimmed) else text
 
 

@@ -1391,7 +1391,14 @@ async def test_a_currency_asked_for_and_a_summed_total_are_read(question, expect
     )
 
 
-@pytest.mark.parametrize("question", ["what is 30 dollars in euros", "what's the total with a 20% tip on 50"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what is 30 dollars in euros",
+        "what's the total with a 20% tip on 50",
+        "What is 1250 + 300 in words, in dollars?",
+    ],
+)
 async def test_a_conversion_or_a_part_called_a_total_is_still_not_approved(question):
     result, answer = await answer_to(question)
     assert result.quality is not None and result.quality < 0.7, (result.quality, answer)
@@ -1428,3 +1435,25 @@ def test_a_tool_failure_is_learnt_with_its_server_and_fitting_advice():
     assert down.startswith("Calculator (H Hang) may be unavailable or slow") and "check its input" not in down
     (bad,) = lessons("nexus__calculator", "unsupported expression: 2 ** 'x'")
     assert bad.startswith("Calculator (Nexus) can fail") and "check its input" in bad
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What should I do if it's not okay to return the item?",
+        "Can I cancel if it's too much trouble for them?",
+        "If it is possible to travel to Mars, how long would it take?",
+        "Is it rude to leave early if you don't mind me asking?",
+        "Keep it short-term: what stocks to buy?",
+        "Think hard-boiled eggs: how long?",
+        "Please tell me if 17 is prime",
+        "What is 2 , 3?",
+    ],
+)
+def test_a_condition_or_a_word_that_looks_like_manner_is_kept(question):
+    """Found by a diff review: the courtesy reader took real conditions ("if it's not okay to
+    return the item") and words ("short-term", "hard-boiled") for manner, and changed what
+    was asked."""
+    from reasoning.text import courtesy_removed
+
+    assert courtesy_removed(question) == question
