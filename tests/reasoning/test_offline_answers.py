@@ -1435,6 +1435,15 @@ def test_a_tool_failure_is_learnt_with_its_server_and_fitting_advice():
     assert down.startswith("Calculator (H Hang) may be unavailable or slow") and "check its input" not in down
     (bad,) = lessons("nexus__calculator", "unsupported expression: 2 ** 'x'")
     assert bad.startswith("Calculator (Nexus) can fail") and "check its input" in bad
+    (gone,) = lessons("remote__search", "tool server remote is unavailable")
+    assert "may be unavailable or slow" in gone
+    for tool, error in [
+        ("github__close_issue", "Issue #12 is already closed"),
+        ("db__query", "invalid connection string: missing host"),
+        ("shell__run", "command 'foo' could not run"),
+    ]:
+        (lesson,) = lessons(tool, error)
+        assert "check its input" in lesson, lesson
 
 
 @pytest.mark.parametrize(
