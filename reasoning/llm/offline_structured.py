@@ -364,8 +364,12 @@ _BUILDERS = {
 }
 
 # A failure of the server or the connection, not of what the tool was asked: no input fixes it.
+# Nexus's own words for those (the registry's and the pool's), not a tool's about its input
+# ("Issue #12 is already closed", "invalid connection string").
 _SERVER_FAILURE = re.compile(
-    r"timed out|unavailable|did not answer|paused|crash|connection|closed|not run", re.I
+    r"\btimed out after\b|\bis unavailable\b|\bdid not answer\b|\bpaused until\b|"
+    r"\bconnection (?:closed|lost|refused)\b|\bcrashed\b",
+    re.I,
 )
 
 
