@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -127,11 +128,12 @@ class RepeatsThrottled(logging.Filter):
         with self._lock:
             started, count = self._seen.get(key, (record.created, 0))
             if record.created - started >= self.WINDOW:
-                left_out = count - self.LIMIT
+                left_out, previous = count - self.LIMIT, started
                 started, count = record.created, 0
                 if left_out > 0:
                     record.msg = (
-                        f"{record.getMessage()} ({left_out} more like it in the last minute left out)"
+                        f"{record.getMessage()} ({left_out} more like it left out of the log since "
+                        f"{time.strftime('%H:%M:%S', time.localtime(previous))})"
                     )
                     record.args = None
             count += 1
@@ -139,6 +141,8 @@ class RepeatsThrottled(logging.Filter):
             if len(self._seen) > 1000:  # lines that vary (an f-string) are kept a minute at most
                 self._seen = {k: v for k, v in self._seen.items() if record.created - v[0] < self.WINDOW}
         if count == self.LIMIT:
-            record.msg = f"{record.getMessage()} (it keeps coming: more like it this minute are left out)"
+            record.msg = (
+                f"{record.getMessage()} (more like it in the minute from now on are left out of the log)"
+            )
             record.args = None
         return count <= self.LIMIT

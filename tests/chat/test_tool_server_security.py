@@ -824,7 +824,7 @@ def test_a_server_printing_junk_on_its_output_cannot_flood_the_log(alice, python
         console.setStream(stream)
     log = written.getvalue()
     assert log.count("Failed to parse JSONRPC message from server") == 5, log[-2000:]
-    assert "it keeps coming: more like it this minute are left out" in log
+    assert "more like it in the minute from now on are left out of the log" in log
     assert len(log) < 50_000
 
 
@@ -861,3 +861,29 @@ def test_servers_checked_together_are_checked_side_by_side(auditor, client_for, 
     ]
     assert messages == said, messages
     assert took < 2 * budget, f"one after the other takes {3 * budget:g}s at least; took {took:.1f}s"
+
+
+def test_the_log_says_how_many_repeats_it_left_out_and_since_when():
+    """Found by a diff review: a summary three hours later claimed the lines were left out
+    "in the last minute"."""
+    import logging
+    import time
+
+    from chat.logging import RepeatsThrottled
+
+    throttle = RepeatsThrottled()
+
+    def line(at: float) -> logging.LogRecord:
+        record = logging.LogRecord(
+            "mcp.client.stdio", logging.ERROR, __file__, 1, "Failed to parse", None, None
+        )
+        record.created = at
+        return record
+
+    start = 1_800_000_000.0
+    kept = [throttle.filter(line(start + n / 100)) for n in range(100)]
+    assert kept == [True] * 5 + [False] * 95
+    late = line(start + 3 * 3600)
+    assert throttle.filter(late)
+    since = time.strftime("%H:%M:%S", time.localtime(start))
+    assert late.getMessage() == f"Failed to parse (95 more like it left out of the log since {since})"
