@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 SECRET_VARIABLES = (
     "ANTHROPIC_API_KEY",
@@ -29,8 +29,11 @@ MIN_SECRET_CHARS = 6
 _KEY_PATTERN = re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_-]{8})[A-Za-z0-9_-]+")
 # A share link's token, which opens the shared chat to any account (Django logs the path of a
 # request for one revoked or mistyped; daphne's access log, every request's: nexus.access_log).
+# In a request line every segment after /shared/ is one; in other log lines only what looks like
+# a token (secrets.token_urlsafe(32): 43 characters), so a file path "/mnt/shared/app/x.py" stays.
 _SHARE_TOKEN = re.compile(r"(/shared/)[^/?\s\"']+")
-_QUERY_VALUE = re.compile(r"([?&][^=&\s\"]*=)[^&\s\"]*")
+_SHARE_TOKEN_IN_TEXT = re.compile(r"(/shared/)[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_.-])")
+_QUERY_PART = re.compile(r"([?&])([^=&\s\"]*=)?[^&\s\"]*")
 MASK = "[…]"
 _registered: set[str] = set()
 _guard = threading.Lock()
@@ -68,13 +71,15 @@ def redact(text: str, extra: list[str] | None = None) -> str:
     for secret in secrets:
         if len(secret) >= MIN_SECRET_CHARS:
             text = text.replace(secret, "[redacted]")
-    return _SHARE_TOKEN.sub(rf"\1{MASK}", _KEY_PATTERN.sub(r"\1…[redacted]", text))
+    return _SHARE_TOKEN_IN_TEXT.sub(rf"\1{MASK}", _KEY_PATTERN.sub(r"\1…[redacted]", text))
 
 
 def mask_request(request: str) -> str:
     """A request line ("GET /path?query") with its share token and query values masked: a
-    query holds what people searched for (the chat search, the admin's searches)."""
-    return _QUERY_VALUE.sub(rf"\1{MASK}", _SHARE_TOKEN.sub(rf"\1{MASK}", request))
+    query holds what people searched for (the chat search, the admin's searches). Read as the
+    server reads it, percent-escapes undone ("/%73hared/…" is a share link too)."""
+    request = unquote(request)
+    return _QUERY_PART.sub(lambda m: f"{m[1]}{m[2] or ''}{MASK}", _SHARE_TOKEN.sub(rf"\1{MASK}", request))
 
 
 class RedactSecretsFilter(logging.Filter):

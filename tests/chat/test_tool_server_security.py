@@ -887,3 +887,15 @@ def test_the_log_says_how_many_repeats_it_left_out_and_since_when():
     assert throttle.filter(late)
     since = time.strftime("%H:%M:%S", time.localtime(start))
     assert late.getMessage() == f"Failed to parse (95 more like it left out of the log since {since})"
+
+
+def test_log_lines_mask_share_tokens_but_not_paths_that_say_shared():
+    """Found by a diff review: every path segment after "/shared/" was masked in the log, a
+    traceback's "/mnt/shared/app/x.py" too."""
+    from chat.logging import mask_request, redact
+
+    token = "a" * 20 + "-" * 3 + "B" * 20
+    assert redact(f"Not Found: /shared/{token}/") == "Not Found: /shared/[…]/"
+    assert redact('File "/mnt/shared/app/x.py", line 3') == 'File "/mnt/shared/app/x.py", line 3'
+    assert mask_request("GET /%73hared/x/") == "GET /shared/[…]/"
+    assert mask_request("GET /chat/?secretword&q=mine") == "GET /chat/?[…]&q=[…]"

@@ -88,9 +88,14 @@ def test_the_access_log_keeps_no_share_token_nor_what_was_searched(site: Site):
     opens the shared chat to any account) and the words people searched for, to whoever reads
     the server's output. Both are masked; the rest of the line is as daphne wrote it."""
     client = site.login()
-    assert client.get("/shared/Tok3nThatOpensAChat/").status_code == 404
+    token = "Tok3nThatOpensAChat-1234567890_abcdefghijkl"  # as secrets.token_urlsafe(32) writes one
+    assert client.get(f"/shared/{token}/").status_code == 404
     assert client.get("/search/", params={"q": "our staging password"}).status_code == 200
     log = site.processes[0]
     log.wait_for_log(r'"GET /search/\?q=\[…\]" 200')
     assert '"GET /shared/[…]/" 404' in log.log()
     assert "Tok3nThatOpensAChat" not in log.log() and "staging" not in log.log()
+    assert client.get("/search/?secretword").status_code == 200
+    assert client.get("/%73hared/" + token + "/").status_code == 404
+    log.wait_for_log(r'"GET /search/\?\[…\]" 200')
+    assert "secretword" not in log.log() and token not in log.log()
