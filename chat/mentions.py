@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from chat.documents import documents_visible_to
 from chat.models import Document
 from chat.tools import POOL, providers_for
-from reasoning.text import MENTION, mention_quote, mention_title
+from reasoning.text import BARE_MENTION, MENTION, mention_quote, mention_title
 from reasoning.tools.mcp import SEPARATOR, MCPToolProvider, MCPUnavailable
 from reasoning.types import Attachment
 
@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 # A command starts with a letter of any script ("/ünïcødé topic"; the ASCII-only pattern sent such
 # a server's prompt as a plain question, though the / list offered it).
 COMMAND = re.compile(r"^/([^\W\d_][\w-]*(?:\.[\w-]+)*)(?:\s+(.*))?$", re.DOTALL | re.IGNORECASE)
-_BARE_MENTION = re.compile(r"[\w][\w.\-/]{0,199}")
 # Completions and mention expansion answer from what is known within this many seconds.
 COMPLETION_BUDGET = 0.25
 # A sent message naming something not known yet waits this long for the listings.
@@ -121,7 +120,7 @@ def resource_mention(resource: dict[str, Any], known: list[dict[str, Any]]) -> s
     if not any(r["name"] == resource["name"] for r in others):
         # Quoted when it is more than a word ("@weird name" named only "@weird").
         name = resource["name"]
-        return f"@{name}" if _BARE_MENTION.fullmatch(name) else f"@{mention_quote(name)}"
+        return f"@{name}" if BARE_MENTION.fullmatch(name) else f"@{mention_quote(name)}"
     if not any(r["uri"] == resource["uri"] for r in others):
         return f"@{mention_quote(resource['uri'])}"
     return f"@{mention_quote(resource['server'] + SEPARATOR + resource['uri'])}"

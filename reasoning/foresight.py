@@ -1664,12 +1664,18 @@ def zones_in(text: str) -> list[str]:
     return list(_zones_in(text or ""))
 
 
+def _place_text(text: str) -> str:
+    """`text` as place names are looked up: folded, and "St. John's" as the database writes it
+    ("St Johns")."""
+    return re.sub(r"[.'’]", "", fold(text))
+
+
 def places_kept_by(text: str, zone: str) -> list[str]:
     """The places `text` names whose time `zone` keeps, as names ("Houston", "Dallas" for
     America/Chicago): a clock's answer names its zone, and several places asked about that
     share one (Tokyo and Osaka) were answered with one line naming neither."""
     places, finder = _places()
-    folded = re.sub(r"[.'’]", "", fold(states_spelled(text or "")))
+    folded = _place_text(states_spelled(text or ""))
     names = [m.group(1) for m in finder.finditer(folded) if places.get(m.group(1)) == zone]
     return [name.title() for name in dict.fromkeys(names)]
 
@@ -1691,8 +1697,7 @@ def _zones_in(text: str) -> tuple[str, ...]:
         for m in _ABBREVIATION.finditer(text)
         if not _names_place(text[: m.start()])
     ]
-    # "St. John's" as the database writes it ("St Johns").
-    folded = re.sub(r"[.'’]", "", fold(text))
+    folded = _place_text(text)
     named = list(pattern.finditer(folded))
     qualified: set[int] = set()  # the regions that only say which place is meant
     for state in _STATE_AFTER_COMMA.finditer(folded):
@@ -2055,11 +2060,7 @@ def _place_and_time(sentence: str) -> bool:
 def _known_name(text: str) -> bool:
     """Whether `text` is, whole, a name the clock knows: a place, a zone or an abbreviation."""
     text = text.strip()
-    return (
-        re.sub(r"[.'’]", "", fold(text)) in _places()[0]
-        or text.lower() in _zone_names()
-        or text in ZONE_ABBREVIATIONS
-    )
+    return _place_text(text) in _places()[0] or text.lower() in _zone_names() or text in ZONE_ABBREVIATIONS
 
 
 # The team's own matters, which its documents hold even when a question names no document

@@ -59,7 +59,10 @@ def stem(word: str) -> str:
 
 # A document mention: `@name`, `@"a title"` (a `"` or `\` inside written with a backslash
 # before it) and optionally `#id`. Groups: the quoted title, the bare name, the id.
-MENTION = re.compile(r'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){1,200})"|([\w][\w.\-/]{0,199}))(?:#(\d{1,12})\b)?')
+# A name mentioned without quotes: a word, with dots, dashes and slashes inside.
+_BARE_NAME = r"[\w][\w.\-/]{0,199}"
+BARE_MENTION = re.compile(_BARE_NAME)
+MENTION = re.compile(rf'(?<![\w@])@(?:"((?:\\["\\]|[^"\n]){{1,200}})"|({_BARE_NAME}))(?:#(\d{{1,12}})\b)?')
 _MENTION_ESCAPE = re.compile(r'\\(["\\])')
 
 

@@ -507,15 +507,11 @@ class MCPToolProvider(ToolProvider):
             reported.append(future)
 
         async def elicit(
-            message: str, schema: dict[str, Any], url: str = "", *, refused: str = ""
+            message: str, schema: dict[str, Any], url: str = "", **refusal: str
         ) -> tuple[str, dict[str, Any] | None]:
             if on_elicit is None:
                 return "decline", None
-            asking = (
-                on_elicit(message, schema, url, refused=refused)
-                if refused
-                else on_elicit(message, schema, url)
-            )
+            asking = on_elicit(message, schema, url, **refusal)  # refused=…: declined, to be said
             asked = context.run(asyncio.run_coroutine_threadsafe, asking, loop)
             return await asyncio.wrap_future(asked)
 
